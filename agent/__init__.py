@@ -1,0 +1,1 @@
+"""ragpulse agent SDK."""

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Provision the real services that ragpulse's tests and demos run against.
+# Idempotent and cached under .cache/ (gitignored): a second run is quick.
+#
+#   scripts/provision.sh kafka       Kafka 4.x broker jars from Maven Central -> .cache/kafka/libs
+#   scripts/provision.sh prometheus  prometheus + promtool from Debian's package (apt) if missing
+#   scripts/provision.sh helm        helm v3.22.0 built from the Go module proxy -> .cache/bin/helm
+#   scripts/provision.sh all         all of the above
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CACHE="$ROOT/.cache"
+HELM_VERSION="v3.22.0"
+
+log() { printf '[provision] %s\n' "$*" >&2; }
+
+provision_kafka() {
+    local libs="$CACHE/kafka/libs" stamp="$CACHE/kafka/.stamp"
+    local want
+    want="$(sha256sum "$ROOT/scripts/kafka/pom.xml" | cut -d' ' -f1)"
+    if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && ls "$libs"/kafka_2.13-*.jar >/dev/null 2>&1; then
+        log "kafka: cached ($(ls "$libs" | wc -l) jars)"
+        return
+    fi
+    command -v mvn >/dev/null || { log "kafka: mvn not found; install Maven"; exit 1; }
+    command -v java >/dev/null || { log "kafka: java not found; install a JDK (17+)"; exit 1; }
+    log "kafka: resolving broker jars from Maven Central"
+    rm -rf "$libs"
+    mkdir -p "$libs"
+    mvn -q -B -f "$ROOT/scripts/kafka/pom.xml" dependency:copy-dependencies \
+        -DincludeScope=runtime -DoutputDirectory="$libs"
+    echo "$want" > "$stamp"
+    log "kafka: $(ls "$libs" | wc -l) jars in $libs"
+}
+
+provision_prometheus() {
+    if command -v promtool >/dev/null && command -v prometheus >/dev/null; then
+        log "prometheus: present ($(promtool --version 2>&1 | head -1))"
+        return
+    fi
+    log "prometheus: installing Debian's prometheus package"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    # The package's service must not run in the background of a test machine.
+    if command -v service >/dev/null; then service prometheus stop >/dev/null 2>&1 || true; fi
+    pkill -x prometheus >/dev/null 2>&1 || true
+    log "prometheus: $(promtool --version 2>&1 | head -1)"
+}
+
+provision_helm() {
+    local bin="$CACHE/bin/helm"
+    if [[ -x "$bin" ]] && "$bin" version --template '{{.Version}}' 2>/dev/null | grep -qx "$HELM_VERSION"; then
+        log "helm: cached ($HELM_VERSION)"
+        return
+    fi
+    command -v go >/dev/null || { log "helm: go not found; install Go"; exit 1; }
+    log "helm: building $HELM_VERSION from the Go module proxy (a few minutes the first time)"
+    mkdir -p "$CACHE/bin"
+    # helm's release builds stamp the version with -X; go install does not, so do it here.
+    GOBIN="$CACHE/bin" CGO_ENABLED=0 go install \
+        -ldflags "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+        "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+    log "helm: $("$bin" version --short)"
+}
+
+case "${1:-all}" in
+    kafka) provision_kafka ;;
+    prometheus) provision_prometheus ;;
+    helm) provision_helm ;;
+    all) provision_kafka; provision_prometheus; provision_helm ;;
+    *) echo "usage: $0 [kafka|prometheus|helm|all]" >&2; exit 2 ;;
+esac
