@@ -8,6 +8,8 @@ a fixture starts is stopped by PID when the session ends.
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +18,50 @@ from tests.services import KafkaBroker, helm_binary, promtool_binary
 
 # litellm otherwise tries the network at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def _descendants(root: int) -> list[tuple[int, str]]:
+    """(pid, command) of every live process below ``root``, read from /proc."""
+    children: dict[int, list[int]] = {}
+    names: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+        if rest[0] == "Z":
+            continue
+        pid = int(entry)
+        names[pid] = name
+        children.setdefault(int(rest[1]), []).append(pid)
+    found: list[tuple[int, str]] = []
+    stack = list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        found.append((pid, names[pid]))
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if a process started by the tests outlived them (and reap it)."""
+    leftovers = _descendants(os.getpid())
+    if not leftovers:
+        return
+    for pid, _ in leftovers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    listing = ", ".join(f"{pid} ({name})" for pid, name in leftovers)
+    print(
+        f"\nERROR: processes started by the tests were still running at the end: {listing}", file=sys.stderr
+    )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
