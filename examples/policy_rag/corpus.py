@@ -1,0 +1,128 @@
+"""The demo's synthetic policy corpus and query templates, loaded from package data.
+
+``data/corpus.json`` holds a few dozen policy documents in several versions
+(current, superseded) plus unofficial commentary; ``data/queries.json`` holds
+the question templates the demo's traffic is drawn from, each with the topics
+a complete answer needs and its gold facts. Both are plain JSON so a reader
+can see exactly what the retriever and the judge are working with.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+__all__ = ["Chunk", "GoldFact", "QueryTemplate", "Corpus", "load_corpus"]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable passage of one version of a policy document."""
+
+    id: str
+    content: str
+    doc: str
+    title: str
+    version: int
+    status: str  # current | superseded | commentary
+    authoritative: bool
+    topic: str
+    conditions: tuple[str, ...] = ()
+
+    @property
+    def trustworthy(self) -> bool:
+        """True for the current, authoritative text of a policy."""
+        return self.status == "current" and self.authoritative
+
+    def metadata(self) -> dict[str, Any]:
+        """The metadata a retriever hands on with the chunk (what the judge sees)."""
+        return {
+            "status": self.status,
+            "authoritative": self.authoritative,
+            "doc": self.doc,
+            "version": self.version,
+            "title": self.title,
+        }
+
+
+@dataclass(frozen=True)
+class GoldFact:
+    text: str
+    chunk: str
+
+
+@dataclass(frozen=True)
+class QueryTemplate:
+    """A question users ask, in current and legacy wordings, with what a full answer contains."""
+
+    id: str
+    topics: tuple[str, ...]
+    gold: tuple[GoldFact, ...]
+    phrasings: tuple[str, ...]
+    legacy_phrasings: tuple[str, ...] = ()
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.topics)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    chunks: tuple[Chunk, ...]
+    templates: tuple[QueryTemplate, ...]
+    by_id: dict[str, Chunk] = field(repr=False, compare=False, default_factory=dict)
+    _phrasebook: dict[str, QueryTemplate] = field(repr=False, compare=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_id.update({c.id: c for c in self.chunks})
+        for t in self.templates:
+            self._phrasebook.update(dict.fromkeys((*t.phrasings, *t.legacy_phrasings), t))
+
+    @property
+    def documents(self) -> list[str]:
+        return sorted({c.doc for c in self.chunks})
+
+    def template_for(self, question: str) -> QueryTemplate | None:
+        """The template a question text was drawn from, if any (the generator's script)."""
+        return self._phrasebook.get(question.strip())
+
+
+def _read(name: str) -> Any:
+    return json.loads(
+        resources.files(__package__).joinpath("data").joinpath(name).read_text(encoding="utf-8")
+    )
+
+
+@lru_cache(maxsize=1)
+def load_corpus() -> Corpus:
+    """The packaged corpus and query templates (parsed once per process)."""
+    raw = _read("corpus.json")
+    chunks = tuple(
+        Chunk(
+            id=c["id"],
+            content=c["content"],
+            doc=d["doc"],
+            title=d["title"],
+            version=int(c["version"]),
+            status=c["status"],
+            authoritative=bool(c["authoritative"]),
+            topic=c["topic"],
+            conditions=tuple(c.get("conditions", ())),
+        )
+        for d in raw["documents"]
+        for c in d["chunks"]
+    )
+    templates = tuple(
+        QueryTemplate(
+            id=t["id"],
+            topics=tuple(t["topics"]),
+            gold=tuple(GoldFact(g["text"], g["chunk"]) for g in t["gold"]),
+            phrasings=tuple(t["phrasings"]),
+            legacy_phrasings=tuple(t.get("legacy_phrasings", ())),
+        )
+        for t in _read("queries.json")["templates"]
+    )
+    return Corpus(chunks=chunks, templates=templates)
