@@ -22,7 +22,9 @@ __all__ = ["CliError", "COMMAND_MODULES", "build_parser", "main"]
 # litellm (imported by some commands) otherwise fetches its cost map at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "ragpulse.collector.judge_cli",
+]
 
 
 class CliError(Exception):

@@ -1,0 +1,37 @@
+"""ragpulse judges: claim-level faithfulness, citation and abstention verdicts.
+
+``get_judge("local")`` is the deterministic local judge; any other spec is a
+litellm model name for the LLM judge; ``"tiered:<model>"`` runs the local
+judge on everything and the LLM judge on a sub-sample and on borderline local
+verdicts. Every judge has ``judge_id`` and ``judge(record) -> dict`` that
+returns the DESIGN.md output record and never raises for a bad judgment.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+__all__ = ["Judge", "get_judge"]
+
+
+class Judge(Protocol):
+    """What the collector and the CLI rely on."""
+
+    judge_id: str
+
+    def judge(self, record: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def get_judge(spec: str = "local", **settings: Any) -> Judge:
+    """Build a judge: ``"local"``, ``"tiered:<litellm model>"`` or a litellm model name."""
+    if spec == "local":
+        from .local import LocalJudge
+
+        return LocalJudge(**settings)
+    if spec.startswith("tiered:"):
+        from .tiered import TieredJudge
+
+        return TieredJudge(spec.split(":", 1)[1], **settings)
+    from .llm import LLMJudge
+
+    return LLMJudge(spec, **settings)

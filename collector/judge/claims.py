@@ -1,0 +1,256 @@
+"""Claim extraction: split an answer into atomic, verifiable claims.
+
+An answer is cut into sentences, sentences into clauses (semicolons, a
+citation marker followed by a conjunction, ``, and``/``, but`` before an
+independent clause). A clause that lost its subject ("... [C2] and documented
+authorization from the records officer") borrows the head of the first clause
+("Earlier deletion requires"), so each claim can be checked on its own.
+Citation markers are attached to the claim they follow; greetings, closers and
+hedges are dropped, and sentences that say the sources do not answer are
+recognised as abstention statements.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .text import content_tokens
+
+__all__ = ["Claim", "Marker", "ExtractedAnswer", "extract_claims", "find_markers", "is_abstention"]
+
+_MARKER_RE = re.compile(r"\[([^\[\]\n]{1,60})\]")
+_ITEM_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-.:#/]*$")
+_SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+_ABBREV = frozenset(
+    "e.g i.e etc vs mr mrs ms dr prof st no fig al approx inc ltd co corp jr sr u.s u.k cf sec art para".split()
+)
+_AUX = frozenset(
+    "is are was were be been being am has have had do does did must shall should will would can could may "
+    "might requires require required permits permit permitted allows allow allowed means mean".split()
+)
+_DET_PREP = frozenset(
+    "the a an of from to for in on at by with and or this that these those all any each every some no "
+    "many few several its their his her our your my".split()
+)
+_CONJ_SPLIT_RE = re.compile(
+    r"(?:,\s*|;\s*)(?:and|but|while|whereas|so|yet)\s+|;\s+|\s+(?:and|but|whereas)\s+"
+)
+_GREETING_RE = re.compile(
+    r"^\s*(?:hi|hello|hey|greetings|thanks|thank you|sure|certainly|of course|absolutely|great question|"
+    r"good question|happy to help|i hope (?:this|that) helps|hope (?:this|that) helps|let me know|feel free|"
+    r"please let me know|please note that this is not|this is not (?:legal|medical|financial) advice)\b",
+    re.I,
+)
+_HEDGE_PREFIX_RE = re.compile(
+    r"^\s*(?:(?:i think|i believe|in my opinion|it seems(?: that)?|it appears(?: that)?|basically|"
+    r"in summary|in short|to summari[sz]e|overall|based on (?:the )?(?:provided |available |given )?"
+    r"(?:context|sources|documents|information|passages)|according to (?:the )?(?:provided |available |given )?"
+    r"(?:context|sources|documents|information|passages))\s*,?\s*)+",
+    re.I,
+)
+_ABSTAIN_RE = re.compile(
+    r"(?:\b(?:do|does|did)\s*(?:not|n't)\s+(?:establish|contain|provide|mention|specify|say|state|include|"
+    r"answer|address|cover|give|describe|indicate|list|define|explain|have)\b"
+    r"|\b(?:can ?not|can't|could not|couldn't|unable to|am not able to|are not able to)\s+"
+    r"(?:find|answer|determine|tell|establish|confirm|say|locate|provide|verify)\b"
+    r"|\b(?:no|insufficient|not enough|limited)\s+(?:relevant\s+)?(?:information|evidence|data|details|context|"
+    r"mention|answer)\b"
+    r"|\bi (?:do not|don't) (?:know|have)\b"
+    r"|\bnot (?:mentioned|specified|stated|provided|covered|addressed|available|included|established|found)"
+    r"\s+(?:in|by|within)\b"
+    r"|\b(?:is|are) (?:unclear|unknown)\b)",
+    re.I,
+)
+
+
+@dataclass(slots=True)
+class Marker:
+    """One citation marker in the answer: its span and the chunk ids it names."""
+
+    start: int
+    end: int
+    text: str
+    doc_ids: list[str]
+
+
+@dataclass(slots=True)
+class Claim:
+    """One atomic claim: its text (markers removed), span in the answer and the
+    chunk ids it cites (one entry per citation, duplicates kept)."""
+
+    text: str
+    start: int
+    end: int
+    citations: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ExtractedAnswer:
+    """The answer split into claims, plus abstention statements found in it."""
+
+    claims: list[Claim]
+    abstention_sentences: list[str]
+    markers: list[Marker]
+
+    @property
+    def abstained(self) -> bool:
+        """True when the answer only says the sources do not answer."""
+        return bool(self.abstention_sentences) and not self.claims
+
+
+def _resolve_item(item: str, chunk_ids: list[str], lower_ids: dict[str, str]) -> str:
+    if item.isdigit():
+        n = int(item)
+        if 1 <= n <= len(chunk_ids):
+            return chunk_ids[n - 1]
+    if item in lower_ids.values():
+        return item
+    return lower_ids.get(item.lower(), item)
+
+
+def find_markers(answer: str, chunk_ids: list[str]) -> list[Marker]:
+    """Citation markers in ``answer``: ``[1]`` is the first chunk, ``[C1]``/``[doc-7]``
+    a chunk id, ``[1, 3]`` two citations. Brackets holding prose are not markers."""
+    lower_ids = {cid.lower(): cid for cid in chunk_ids}
+    out: list[Marker] = []
+    for m in _MARKER_RE.finditer(answer):
+        items = [i.strip() for i in re.split(r"[,;]", m.group(1))]
+        if not items or not all(_ITEM_RE.match(i) for i in items):
+            continue
+        if not all(i.isdigit() or i.lower() in lower_ids or any(c.isdigit() for c in i) for i in items):
+            continue
+        out.append(
+            Marker(m.start(), m.end(), m.group(0), [_resolve_item(i, chunk_ids, lower_ids) for i in items])
+        )
+    return out
+
+
+def is_abstention(sentence: str) -> bool:
+    """Whether a sentence says the sources (or the model) cannot answer."""
+    return bool(_ABSTAIN_RE.search(sentence))
+
+
+def _sentence_spans(answer: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in _SENT_END_RE.finditer(answer):
+        end = m.start()
+        before = answer[start:end].rstrip(".!?\"')] ").split()
+        last = before[-1].lower().rstrip(".") if before else ""
+        if m.group(0).strip() == "" and "\n" not in m.group(0):
+            nxt = answer[m.end() : m.end() + 1]
+            if last in _ABBREV or (len(last) == 1 and last.isalpha()) or (nxt and nxt.islower()):
+                continue
+        spans.append((start, end))
+        start = m.end()
+    spans.append((start, len(answer)))
+    return [(s, e) for s, e in spans if answer[s:e].strip()]
+
+
+def _verb_index(words: list[str]) -> int:
+    """Index of the first verb-like word (after the first word), or -1."""
+    lw = [w.lower().strip(",.;:") for w in words]
+    for i in range(1, len(lw)):
+        if lw[i] in _AUX:
+            return i
+    for i in range(1, len(lw)):
+        w = lw[i]
+        if len(w) > 3 and (w.endswith("s") or w.endswith("ed")) and not w.endswith("ss"):
+            if lw[i - 1] not in _DET_PREP and not w.endswith("ous"):
+                return i
+    return -1
+
+
+def _complete(fragment: str, head_words: list[str], verb_at: int) -> str:
+    """Give a subject-less fragment the head of the clause it was split from."""
+    words = fragment.split()
+    if not words or verb_at < 0:
+        return fragment
+    first = words[0].lower().strip(",")
+    verb = head_words[verb_at].lower()
+    same_form = (first.endswith("s") and verb.endswith("s")) or (first.endswith("ed") and verb.endswith("ed"))
+    if first in _AUX or (len(first) > 3 and same_form and not first.endswith("ss")):
+        return " ".join(head_words[:verb_at] + words)
+    if _verb_index(words) < 0 and not any(w.lower() in _AUX for w in words):
+        return " ".join(head_words[: verb_at + 1] + words)
+    return fragment
+
+
+def _clean(text: str) -> str:
+    text = re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,;:-–—\t\n")
+    text = _HEDGE_PREFIX_RE.sub("", text).strip(" ,;:")
+    if text and text[0].islower():
+        text = text[0].upper() + text[1:]
+    if text and text[-1] not in ".!?":
+        text += "."
+    return text
+
+
+def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
+    """Split ``answer`` into claims with the chunk ids their markers cite."""
+    markers = find_markers(answer, chunk_ids)
+    masked = list(answer)
+    for m in markers:
+        masked[m.start : m.end] = " " * (m.end - m.start)
+    plain = "".join(masked)
+    claims: list[Claim] = []
+    abstentions: list[str] = []
+    for s_start, s_end in _sentence_spans(answer):
+        # Markers that open a sentence belong to the previous one ("... end. [2] Next").
+        sent_markers = [m for m in markers if s_start <= m.start < s_end]
+        lead = s_start
+        while True:
+            ws = len(answer[lead:s_end]) - len(answer[lead:s_end].lstrip())
+            opening = [m for m in sent_markers if m.start == lead + ws]
+            if not opening or not claims:
+                break
+            claims[-1].citations.extend(opening[0].doc_ids)
+            sent_markers.remove(opening[0])
+            lead = opening[0].end
+        # Cut points: after a marker followed by a conjunction/semicolon, and at ;/", and" clause joins.
+        pieces: list[tuple[int, int, list[Marker]]] = []
+        cut_start = lead
+        for m in sent_markers:
+            rest = answer[m.end : s_end]
+            if (
+                re.match(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)", rest)
+                and len(rest.split()) >= 3
+            ):
+                pieces.append((cut_start, m.end, []))
+                cut_start = m.end
+        pieces.append((cut_start, s_end, []))
+        fine: list[tuple[int, int]] = []
+        for p_start, p_end, _ in pieces:
+            seg = plain[p_start:p_end]
+            pos = 0
+            for cm in _CONJ_SPLIT_RE.finditer(seg):
+                tail = seg[cm.end() :]
+                if cm.group(0).strip().startswith(";") or (
+                    _verb_index(tail.split()) >= 1 and _verb_index(seg[pos : cm.start()].split()) >= 1
+                ):
+                    fine.append((p_start + pos, p_start + cm.start()))
+                    pos = cm.end()
+            fine.append((p_start + pos, p_end))
+        head_words: list[str] = []
+        verb_at = -1
+        for f_start, f_end in fine:
+            own = [m for m in sent_markers if f_start <= m.start < f_end]
+            text = re.sub(r"\s+", " ", plain[f_start:f_end]).strip()
+            text = re.sub(r"^\s*(?:,\s*)?(?:and|or|but|while|whereas|so|yet)\s+", "", text, flags=re.I)
+            if not text.strip(" .,;:"):
+                if own and claims:
+                    claims[-1].citations.extend(d for m in own for d in m.doc_ids)
+                continue
+            if is_abstention(text):
+                abstentions.append(_clean(text))
+                continue
+            if _GREETING_RE.match(text) or len(content_tokens(_HEDGE_PREFIX_RE.sub("", text))) == 0:
+                continue
+            if head_words:
+                text = _complete(text, head_words, verb_at)
+            else:
+                head_words = _clean(text).rstrip(".").split()
+                verb_at = _verb_index(head_words)
+            claims.append(Claim(_clean(text), f_start, f_end, [d for m in own for d in m.doc_ids]))
+    return ExtractedAnswer(claims, abstentions, markers)

@@ -1,0 +1,279 @@
+"""The local judge: deterministic, no network, no GPU.
+
+Per trace it tokenises the chunks once (:mod:`.evidence`), extracts claims
+(:mod:`.claims`), scores every claim against every chunk with the small
+feature model in :mod:`.support`, and derives contradictions (a number or a
+negation that disagrees with an otherwise matching sentence), the source of
+unsupported claims, omitted conditions, answerability and utilization.
+:func:`.scoring.assemble` turns that into the output record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from typing import Any
+
+from .claims import Claim, extract_claims
+from .evidence import ChunkEvidence, build_evidence
+from .record import InvalidRecord, error_record, normalise_input
+from .scoring import ClaimJudgment, TraceFacts, assemble
+from .support import SupportModel, load_model, pair_features
+from .text import profile
+
+__all__ = ["LocalJudge", "LOCAL_VERSION"]
+
+LOCAL_VERSION = "1.0"
+
+_QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how whether current currently tell explain describe "
+    "please give list kind type mean".split()
+)
+_CONDITION_RE = re.compile(
+    r"\b(?:requires?|required|only if|only after|only when|unless|provided that|providing that|subject to|"
+    r"except|if|as long as|on condition|conditional on|must first|contingent on|after)\b",
+    re.I,
+)
+_CONJUNCT_RE = re.compile(r",?\s+(?:and|as well as|plus)\s+|,\s+|;\s+")
+
+
+class LocalJudge:
+    """Claim-level judge built from lexical, numeric, entity and negation evidence.
+
+    Settings (all pinned in :attr:`judge_id`): ``threshold`` (support
+    probability, default from the weights file), ``answerable_coverage``
+    (query coverage by one usable chunk that makes a query answerable, 0.34),
+    ``require_citations`` (score citation completeness 0 for uncited answers).
+    """
+
+    kind = "local"
+
+    def __init__(
+        self,
+        *,
+        weights: str | None = None,
+        threshold: float | None = None,
+        answerable_coverage: float = 0.34,
+        require_citations: bool = False,
+    ) -> None:
+        self.model: SupportModel = load_model(weights)
+        self.threshold = self.model.threshold if threshold is None else float(threshold)
+        self.answerable_coverage = float(answerable_coverage)
+        self.require_citations = bool(require_citations)
+        settings = {
+            "threshold": self.threshold,
+            "answerable_coverage": self.answerable_coverage,
+            "require_citations": self.require_citations,
+            "weights": self.model.digest,
+        }
+        digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
+        self.judge_id = f"local-{LOCAL_VERSION}:{digest}"
+
+    # -- public API ---------------------------------------------------------------------------
+    def judge(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Judge one input record; never raises for a bad record (returns an error record)."""
+        t0 = time.perf_counter()
+        trace_id = str(record.get("trace_id", "")) if isinstance(record, dict) else ""
+        try:
+            rec = normalise_input(record)
+            out = self._judge(rec)
+        except InvalidRecord as exc:
+            return error_record(trace_id, self.judge_id, f"invalid record: {exc}", judge_tier="local")
+        except Exception as exc:  # a judge bug must not lose the trace: record it
+            return error_record(trace_id, self.judge_id, f"{type(exc).__name__}: {exc}", judge_tier="local")
+        out["judge_tier"] = "local"
+        out["judge_latency_ms"] = round((time.perf_counter() - t0) * 1000, 3)
+        out["judge_cost_usd"] = 0.0
+        return out
+
+    # -- internals ----------------------------------------------------------------------------
+    def _judge(self, rec: dict[str, Any]) -> dict[str, Any]:
+        chunks = build_evidence(rec["chunks"])
+        ids = [c.id for c in chunks]
+        by_id = {c.id: c for c in chunks}
+        usable = {c.id: c.usable for c in chunks}
+        answer = rec["answer"]
+        extracted = extract_claims(answer, ids)
+        claims = extracted.claims
+        if rec["citations"]:
+            attach_citations(claims, rec["citations"], answer, ids)
+        qprof = profile(rec["query"])
+        qstems = frozenset(s for s in qprof.stem_set if s not in _QUESTION_WORDS)
+        chunk_qcov = {c.id: (len(qstems & c.whole.stem_set) / len(qstems) if qstems else 0.0) for c in chunks}
+
+        judged: list[ClaimJudgment] = []
+        evidence_stems: set[str] = set()
+        answer_stems: set[str] = set()
+        thr = self.threshold
+        for claim in claims:
+            cp = profile(claim.text)
+            answer_stems |= cp.stem_set
+            feats = [pair_features(cp, qstems, c) for c in chunks]
+            probs = [self.model.probability(f) for f in feats]
+            supporting = [ids[i] for i, p in enumerate(probs) if p >= thr]
+            prob_of = dict(zip(ids, probs, strict=True))
+            cits = claim.citations
+            cit_ok = [cid in prob_of and prob_of[cid] >= thr for cid in cits]
+            on_topic = (
+                (not qstems) or bool(cp.stem_set & qstems) or any(chunk_qcov[s] > 0 for s in supporting)
+            )
+            verdict = "supported" if supporting else "unsupported"
+            source = None
+            contradicting: list[str] = []
+            omitted = None
+            if supporting:
+                rel = [s for s in supporting if usable[s]] or supporting
+                best = max(rel, key=lambda s: prob_of[s])
+                sent_i, _ = _best_sentence(cp, by_id[best])
+                if usable[best]:
+                    evidence_stems |= by_id[best].sentences[sent_i].stem_set
+                    omitted = _omitted_condition(by_id[best].sentence_texts[sent_i], answer)
+            else:
+                contradicting = [c.id for c in chunks if _contradicts(cp, c)]
+                if contradicting:
+                    verdict = "contradicted"
+                best_cov = max((f[0] for f in feats), default=0.0)
+                source = "noise" if best_cov >= 0.5 or contradicting else "hallucination"
+            judged.append(
+                ClaimJudgment(
+                    text=claim.text,
+                    verdict=verdict,
+                    supporting=supporting,
+                    citations=list(cits),
+                    citation_ok=cit_ok,
+                    on_topic=on_topic,
+                    source=source,
+                    contradicting=contradicting,
+                    omitted=omitted,
+                    confidence=round(max(probs, default=0.0), 4),
+                )
+            )
+        usable_chunks = [c for c in chunks if c.usable]
+        union_cov = (
+            len(qstems & frozenset().union(*(c.whole.stem_set for c in usable_chunks))) / len(qstems)
+            if qstems and usable_chunks
+            else 0.0
+        )
+        answerable = (
+            any(chunk_qcov[c.id] >= self.answerable_coverage for c in usable_chunks)
+            or union_cov >= 0.5
+            or any(j.on_topic and any(usable[s] for s in j.supporting) for j in judged)
+        )
+        utilization = len(evidence_stems & answer_stems) / len(evidence_stems) if evidence_stems else None
+        facts = TraceFacts(
+            chunk_ids=ids,
+            usable=usable,
+            abstained=extracted.abstained,
+            answerable=answerable,
+            utilization=utilization,
+        )
+        extra = {
+            "abstention_statements": extracted.abstention_sentences,
+            "unusable_chunk_ids": [c.id for c in chunks if not c.usable],
+        }
+        return assemble(
+            rec["trace_id"],
+            self.judge_id,
+            judged,
+            facts,
+            require_citations=self.require_citations,
+            extra=extra,
+        )
+
+
+def _best_sentence(cp, chunk: ChunkEvidence) -> tuple[int, float]:
+    cs = cp.stem_set
+    best_i, best = 0, -1
+    for i, sp in enumerate(chunk.sentences):
+        c = len(cs & sp.stem_set)
+        if c > best:
+            best_i, best = i, c
+    return best_i, best / max(1, len(cs))
+
+
+def _contradicts(cp, chunk: ChunkEvidence) -> bool:
+    """A sentence that matches the claim's words but disagrees on a number or a negation."""
+    words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
+    if not words:
+        return False
+    for sp in chunk.sentences:
+        shared = len(words & sp.stem_set) / len(words)
+        if shared >= 0.6 and cp.numbers and sp.numbers and not cp.numbers <= sp.numbers:
+            return True
+        if shared >= 0.75 and sp.negated != cp.negated:
+            return True
+    return False
+
+
+def _omitted_condition(sentence: str, answer: str) -> str | None:
+    """A condition clause of ``sentence`` (after "requires", "only if", "unless"...)
+    none of whose content words the answer mentions, while another part is used."""
+    m = _CONDITION_RE.search(sentence)
+    if not m:
+        return None
+    cond = sentence[m.end() :].strip().rstrip(".")
+    parts = [p.strip() for p in _CONJUNCT_RE.split(cond) if p and p.strip()]
+    ans = profile(answer).stem_set
+    scored = []
+    for p in parts:
+        ps = profile(p).stem_set
+        if len(ps) >= 2:
+            scored.append((p, len(ps & ans) / len(ps)))
+    head = profile(sentence[: m.start()]).stem_set
+    head_used = not head or len(head & ans) / len(head) >= 0.3
+    if not scored or not head_used:
+        return None
+    missing = [p for p, c in scored if c < 0.25]
+    if missing and (len(scored) > 1 and len(missing) < len(scored) or len(scored) == 1):
+        return missing[0]
+    return None
+
+
+def attach_citations(
+    claims: list[Claim], citations: list[dict[str, Any]], answer: str, ids: list[str]
+) -> None:
+    """Replace marker-derived citations with the record's explicit ``citations``:
+    by character offsets when given, else by the k-th occurrence of the marker in
+    the answer, else to the claim whose words the cited chunk's id best fits (last claim)."""
+    if not claims:
+        return
+    for c in claims:
+        c.citations = []
+    seen: dict[str, int] = {}
+    for cit in citations:
+        doc = cit.get("doc_id", cit.get("document_id", cit.get("id")))
+        if doc is None:
+            continue
+        doc = str(doc)
+        pos: int | None = None
+        start, end = cit.get("start"), cit.get("end")
+        if isinstance(end, int) or isinstance(start, int):
+            pos = end if isinstance(end, int) else start
+            target = _claim_at(claims, pos, prefer_overlap=(start, end))
+        else:
+            marker = cit.get("marker")
+            target = None
+            if isinstance(marker, str) and marker:
+                occ = [m.start() for m in re.finditer(re.escape(marker), answer)]
+                if occ:
+                    k = seen.get(marker, 0)
+                    seen[marker] = k + 1
+                    target = _claim_at(claims, occ[min(k, len(occ) - 1)])
+            if target is None:
+                target = claims[-1]
+        target.citations.append(doc)
+
+
+def _claim_at(claims: list[Claim], pos: int, prefer_overlap: tuple[Any, Any] | None = None) -> Claim:
+    if prefer_overlap and isinstance(prefer_overlap[0], int) and isinstance(prefer_overlap[1], int):
+        s, e = prefer_overlap
+        best = max(claims, key=lambda c: min(e, c.end) - max(s, c.start))
+        if min(e, best.end) - max(s, best.start) > 0:
+            return best
+    for c in claims:
+        if c.start <= pos < c.end:
+            return c
+    before = [c for c in claims if c.end <= pos]
+    return before[-1] if before else claims[0]

@@ -1,0 +1,146 @@
+"""Turn per-claim verdicts into the DESIGN.md output record.
+
+Both judges (local and LLM) produce :class:`ClaimJudgment` objects and a few
+trace-level facts; this module alone computes the scores, so the two judges
+cannot drift apart in their formulas (see docs/judging.md):
+
+- faithfulness = supported claims / claims
+- citation correctness = citations whose chunk supports their claim / citations
+- citation completeness = claims with at least one supporting citation / claims
+  (null when the answer cites nothing, unless ``require_citations``)
+- answer relevance = claims on the query's topic / claims
+- context precision = usable chunks supporting at least one claim / chunks
+- context utilization = share of the content of the evidence sentences the
+  answer relies on that the answer actually uses
+- failure mode from evidence usability, answerability and generation faults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ClaimJudgment", "TraceFacts", "assemble"]
+
+
+@dataclass(slots=True)
+class ClaimJudgment:
+    """The verdict on one claim."""
+
+    text: str
+    verdict: str  # supported | unsupported | contradicted
+    supporting: list[str]
+    citations: list[str]  # cited chunk ids, one per citation
+    citation_ok: list[bool]  # per citation: does that chunk support the claim
+    on_topic: bool = True
+    source: str | None = None  # hallucination | noise (unsupported claims only)
+    contradicting: list[str] = field(default_factory=list)
+    omitted: str | None = None  # a condition of the relied-on evidence the answer leaves out
+    confidence: float | None = None
+
+
+@dataclass(slots=True)
+class TraceFacts:
+    """Trace-level facts a judge established."""
+
+    chunk_ids: list[str]
+    usable: dict[str, bool]
+    abstained: bool
+    answerable: bool
+    utilization: float | None = None
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return None if den == 0 else round(num / den, 4)
+
+
+def assemble(
+    trace_id: str,
+    judge_id: str,
+    claims: list[ClaimJudgment],
+    facts: TraceFacts,
+    *,
+    require_citations: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The output record for one trace."""
+    n = len(claims)
+    supported = [c for c in claims if c.verdict == "supported"]
+    unsupported = [c for c in claims if c.verdict != "supported"]
+    contradicted = [c for c in claims if c.verdict == "contradicted"]
+    total_cits = sum(len(c.citations) for c in claims)
+    valid_cits = sum(sum(1 for ok in c.citation_ok if ok) for c in claims)
+    out: dict[str, Any] = {"trace_id": trace_id, "judge_id": judge_id}
+    if facts.abstained:
+        out.update(
+            {
+                "faithfulness": None,
+                "citation_correctness": None,
+                "citation_completeness": None,
+                "answer_relevance": None,
+                "context_precision": None,
+                "context_utilization": None,
+                "abstained": True,
+                "abstention_kind": "false_refusal" if facts.answerable else "appropriate",
+                "failure_mode": "abstain",
+            }
+        )
+    else:
+        supporting_usable = {cid for c in supported for cid in c.supporting if facts.usable.get(cid, True)}
+        cited_any = total_cits > 0
+        completeness = None
+        if n and (cited_any or require_citations):
+            completeness = _ratio(sum(1 for c in claims if any(c.citation_ok)), n)
+        rests_on_bad = any(
+            c.supporting and not any(facts.usable.get(cid, True) for cid in c.supporting) for c in supported
+        )
+        retrieval_fail = rests_on_bad or not facts.answerable
+        generation_fail = (
+            n == 0
+            or bool(unsupported)
+            or any(c.omitted for c in claims)
+            or valid_cits < total_cits
+            or any(not c.on_topic for c in claims)
+        )
+        if retrieval_fail and generation_fail:
+            mode = "both"
+        elif retrieval_fail:
+            mode = "retrieval"
+        elif generation_fail:
+            mode = "generation"
+        else:
+            mode = "healthy"
+        out.update(
+            {
+                "faithfulness": _ratio(len(supported), n),
+                "citation_correctness": _ratio(valid_cits, total_cits),
+                "citation_completeness": completeness,
+                "answer_relevance": _ratio(sum(1 for c in claims if c.on_topic), n),
+                "context_precision": _ratio(len(supporting_usable), len(facts.chunk_ids)) if n else None,
+                "context_utilization": None if facts.utilization is None else round(facts.utilization, 4),
+                "abstained": False,
+                "abstention_kind": None,
+                "failure_mode": mode,
+            }
+        )
+    out["unsupported_claims"] = len(unsupported)
+    out["contradicted_claims"] = len(contradicted)
+    out["claims"] = [
+        {
+            "text": c.text,
+            "verdict": c.verdict,
+            "supporting_chunk_ids": c.supporting,
+            "cited_chunk_ids": list(dict.fromkeys(c.citations)),
+            "citation_valid": (all(c.citation_ok) if c.citations else None),
+            "source": c.source,
+            "omitted_condition": c.omitted,
+            "on_topic": c.on_topic,
+            "contradicting_chunk_ids": c.contradicting,
+            "confidence": c.confidence,
+        }
+        for c in claims
+    ]
+    out["error"] = None
+    if extra:
+        out.update(extra)
+    return out

@@ -1,0 +1,147 @@
+"""``ragpulse judge``: judge DESIGN.md input records from a JSONL file or stdin.
+
+Reads one JSON object per line, writes one output record per line (stdout by
+default). A malformed line stops the run with a one-line error naming the line
+number (exit 2) unless ``--skip-bad`` is given, in which case the line is
+recorded as an error record (``trace_id`` ``line:N``) and judging continues.
+Progress goes to stderr every few seconds on long inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from .cli import CliError
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "judge",
+        help="judge RAG traces (JSONL in, JSONL out)",
+        description="Judge RAG traces: claim-level faithfulness, citations, relevance and abstention.",
+    )
+    p.add_argument("input", nargs="?", default="-", help="input JSONL (default: stdin)")
+    p.add_argument("-o", "--output", default="-", help="output JSONL (default: stdout)")
+    p.add_argument(
+        "--judge",
+        default="local",
+        help="'local' (default), a litellm model name (e.g. openai/gpt-4o-mini), or 'tiered:<model>'",
+    )
+    p.add_argument("--skip-bad", action="store_true", help="record malformed lines as errors and continue")
+    p.add_argument("--api-base", default=None, help="LLM judge: API base URL (OpenAI-compatible)")
+    p.add_argument("--concurrency", type=int, default=None, help="LLM judge: concurrent requests")
+    p.add_argument(
+        "--shuffle-chunks", action="store_true", help="LLM judge: shuffle chunk order (position bias)"
+    )
+    p.set_defaults(func=run)
+
+
+def _open_in(path: str) -> TextIO:
+    if path == "-":
+        return sys.stdin
+    try:
+        return open(path, encoding="utf-8")  # noqa: SIM115 - closed by caller
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def _open_out(path: str) -> TextIO:
+    if path == "-":
+        return sys.stdout
+    try:
+        return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by caller
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror}") from exc
+
+
+def _parse(line: str, lineno: int) -> dict[str, Any]:
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"line {lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
+    if not isinstance(rec, dict):
+        raise ValueError(f"line {lineno}: expected a JSON object")
+    if not isinstance(rec.get("answer"), str):
+        raise ValueError(f"line {lineno}: missing string field 'answer'")
+    if "chunks" in rec and not isinstance(rec["chunks"], list):
+        raise ValueError(f"line {lineno}: 'chunks' must be a list")
+    return rec
+
+
+def run(args: argparse.Namespace) -> int:
+    from .judge import get_judge
+    from .judge.record import error_record
+
+    settings: dict[str, Any] = {}
+    if args.judge != "local":
+        if args.api_base:
+            settings["api_base"] = args.api_base
+        if args.concurrency:
+            settings["concurrency"] = args.concurrency
+        if args.shuffle_chunks:
+            settings["shuffle_chunks"] = True
+    try:
+        judge = get_judge(args.judge, **settings)
+    except (ValueError, ImportError) as exc:
+        raise CliError(f"cannot build judge {args.judge!r}: {exc}") from exc
+    src = _open_in(args.input)
+    records: list[tuple[int, dict[str, Any] | None, str | None]] = []
+    try:
+        for lineno, line in enumerate(src, 1):
+            if not line.strip():
+                continue
+            try:
+                records.append((lineno, _parse(line, lineno), None))
+            except ValueError as exc:
+                if not args.skip_bad:
+                    raise CliError(f"{_name(args.input)}: {exc}") from None
+                records.append((lineno, None, str(exc)))
+    finally:
+        if src is not sys.stdin:
+            src.close()
+    out = _open_out(args.output)
+    total = len(records)
+    t0 = last = time.monotonic()
+    errors = 0
+    try:
+        batch = getattr(judge, "judge_many", None)
+        good = [(n, r) for n, r, e in records if r is not None]
+        results: dict[int, dict[str, Any]] = {}
+        if batch is not None and len(good) > 1:
+            for (n, _), res in zip(good, batch([r for _, r in good]), strict=True):
+                results[n] = res
+        for i, (lineno, rec, err) in enumerate(records, 1):
+            if err is not None:
+                res = error_record(f"line:{lineno}", judge.judge_id, f"malformed input: {err}")
+            elif lineno in results:
+                res = results[lineno]
+            else:
+                res = judge.judge(rec)
+            if res.get("error"):
+                errors += 1
+            out.write(json.dumps(res, ensure_ascii=False) + "\n")
+            now = time.monotonic()
+            if total > 200 and now - last >= 2.0:
+                last = now
+                print(f"ragpulse judge: {i}/{total} traces ({i / (now - t0):.0f}/s)", file=sys.stderr)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        else:
+            out.flush()
+    if total > 200 or errors:
+        print(
+            f"ragpulse judge: judged {total} traces with {judge.judge_id}, {errors} errors",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _name(path: str) -> str:
+    return "stdin" if path == "-" else path
