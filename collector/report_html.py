@@ -10,6 +10,7 @@ id="ragpulse-report-data">``) and each chart element carries its figure in a
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from html import escape
 
 from .report import SCORES, Report
@@ -149,8 +150,12 @@ code{background:#f4f4f4;padding:1px 4px}
 """
 
 
-def render_html(r: Report) -> str:
-    """The report as a complete, self-contained HTML document."""
+def render_html(r: Report, extra_sections: Sequence[tuple[str, str]] = ()) -> str:
+    """The report as a complete, self-contained HTML document.
+
+    ``extra_sections`` are (title, preformatted text) pairs appended at the end
+    (the demo adds its judge-vs-truth confusion table).
+    """
     data = json.dumps(r.to_json(), sort_keys=True).replace("</", "<\\/")
     volumes = _table(
         ["measure", "value"],
@@ -234,6 +239,7 @@ traces {escape(r.first_time or "-")} to {escape(r.last_time or "-")} · generate
 <p class="muted">abstentions: {escape(", ".join(f"{k} {n}" for k, n in r.abstentions.items()) or "none")}</p>
 <h2>Quality thresholds</h2>{thresholds}
 <h2>Worst cases</h2>{"".join(cases) or "<p>None.</p>"}
+{"".join(f"<h2>{escape(title)}</h2><pre>{escape(text)}</pre>" for title, text in extra_sections)}
 <script type="application/json" id="ragpulse-report-data">{data}</script>
 </body></html>
 """

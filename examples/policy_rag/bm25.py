@@ -1,8 +1,8 @@
 """Okapi BM25 retrieval over the policy corpus.
 
 A small, real lexical retriever: documents are tokenised (lower-cased words,
-stop words removed, a light suffix stemmer so that "retains"/"retained" and
-"logs"/"log" meet), and ranked by BM25 (Robertson et al.) with the usual
+stop words removed, a light suffix stemmer that keeps stems of at least four letters, so
+"retains"/"retained"/"retain" meet), and ranked by BM25 (Robertson et al.) with the usual
 ``k1``/``b`` parameters. It is deliberately lexical: a user who phrases a
 question in the vocabulary of an old policy version gets the old version
 ranked first, which is exactly the retrieval failure the demo needs to show.
@@ -28,7 +28,7 @@ _STOP = frozenset(
 def _stem(word: str) -> str:
     """Strip a few English suffixes; enough to conflate inflections in policy prose."""
     for suffix in ("ations", "ation", "ings", "ing", "ies", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+        if len(word) - len(suffix) >= 4 and word.endswith(suffix):
             return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
     return word
 
