@@ -1,1 +1,49 @@
-"""ragpulse agent SDK."""
+"""ragpulse agent SDK: trace RAG calls (query, chunks, answer, citations) as OpenTelemetry spans.
+
+::
+
+    from ragpulse.agent import configure, trace_rag, retrieval, generation, cite
+
+    configure(service_name="support-bot", exporter="kafka", kafka_bootstrap_servers="kafka:9092")
+
+    @retrieval
+    def search(query: str, top_k: int = 5) -> list[dict]: ...
+
+    @generation(model="gpt-4o-mini", provider="openai")
+    def complete(prompt: str) -> str: ...
+
+    @trace_rag
+    def answer(query: str) -> str:
+        chunks = search(query)
+        return complete(build_prompt(query, chunks))   # "... [1] ... [2]"
+
+Importing this package is cheap (the OTel SDK loads on first use) and never
+pulls in the collector's dependencies. See docs/agent.md.
+"""
+
+from .decorators import (
+    GenerationHandle,
+    RagHandle,
+    RetrievalHandle,
+    cite,
+    current_rag,
+    generation,
+    retrieval,
+    trace_rag,
+)
+from .runtime import configure, flush, shutdown, stats
+
+__all__ = [
+    "configure",
+    "trace_rag",
+    "retrieval",
+    "generation",
+    "cite",
+    "current_rag",
+    "flush",
+    "shutdown",
+    "stats",
+    "RagHandle",
+    "RetrievalHandle",
+    "GenerationHandle",
+]

@@ -15,12 +15,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["EmbeddedSink", "install_embedded_sink", "uninstall_embedded_sink", "current_embedded_sink"]
+__all__ = [
+    "EmbeddedSink",
+    "EmbeddedSpanExporter",
+    "install_embedded_sink",
+    "uninstall_embedded_sink",
+    "current_embedded_sink",
+]
 
 
 @runtime_checkable
@@ -55,3 +61,41 @@ def uninstall_embedded_sink(sink: EmbeddedSink | None = None) -> None:
 def current_embedded_sink() -> EmbeddedSink | None:
     """The installed sink, or None."""
     return _sink
+
+
+class EmbeddedSpanExporter:
+    """The ``exporter="embedded"`` exporter: hands each finished batch to the installed sink.
+
+    Runs on the agent's export thread. With no sink installed, or when the sink
+    raises, the batch is dropped and counted (``stats()["dropped"]["no_sink"]``
+    / ``["export_failed"]``); the application never notices.
+    """
+
+    counts_own_drops = True
+
+    def __init__(self, stats: Any = None):
+        self._stats = stats
+
+    def export(self, spans: Sequence[ReadableSpan]) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        sink = _sink
+        if sink is None:
+            if self._stats is not None:
+                self._stats.drop("no_sink", len(spans))
+            return SpanExportResult.FAILURE
+        try:
+            sink.submit_spans(list(spans))
+        except Exception:  # noqa: BLE001 - the contract says sinks don't raise; count it if one does
+            if self._stats is not None:
+                self._stats.drop("export_failed", len(spans))
+            return SpanExportResult.FAILURE
+        if self._stats is not None:
+            self._stats.add("spans_exported", len(spans))
+        return SpanExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        return None

@@ -1,0 +1,338 @@
+"""Expanding side records into the span conventions (export thread, off the request path).
+
+Given a finished span with a record attached, build the final attributes and
+``rag.citation`` events (DESIGN.md "Span conventions"), apply the limits
+(truncation is flagged with ``rag.truncated`` and ``rag.truncated.fields``)
+and redaction, and return a plain ``ReadableSpan`` that any OTel exporter
+understands. Redaction is applied to every string attribute and event
+attribute of every span that passes through, not only ragpulse's own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace import Event, ReadableSpan
+
+from .chunks import Chunk, normalize_chunks
+from .citations import Citation, answer_text, citations_from_structured, parse_citations
+from .config import Limits, Settings
+from .records import GenerationRecord, RagRecord, Record, RetrievalRecord
+from .redaction import Redactor
+
+__all__ = ["Materializer", "output_text", "usage_tokens"]
+
+
+def _get(obj: Any, name: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def output_text(value: Any) -> str | None:
+    """Text of an LLM return value: str, OpenAI/litellm/Anthropic-style responses, or dicts."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    choices = _get(value, "choices")
+    if isinstance(choices, (list, tuple)) and choices:
+        first = choices[0]
+        message = _get(first, "message") or _get(first, "delta")
+        if message is not None:
+            content = _get(message, "content")
+            if isinstance(content, str):
+                return content
+        text = _get(first, "text")
+        if isinstance(text, str):
+            return text
+    content = _get(value, "content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):  # Anthropic: [TextBlock(text=...)]
+        texts = [t for t in (_get(block, "text") for block in content) if isinstance(t, str)]
+        if texts:
+            return "".join(texts)
+    for name in ("text", "output_text", "answer", "delta"):
+        text = _get(value, name)
+        if isinstance(text, str):
+            return text
+    return None
+
+
+def usage_tokens(value: Any) -> tuple[int | None, int | None]:
+    """(input tokens, output tokens) from a response's usage object, or a usage object itself."""
+    if value is None or isinstance(value, str):
+        return None, None
+    usage = _get(value, "usage")
+    usage = usage if usage is not None else value
+    inp = _get(usage, "input_tokens")
+    if inp is None:
+        inp = _get(usage, "prompt_tokens")
+    out = _get(usage, "output_tokens")
+    if out is None:
+        out = _get(usage, "completion_tokens")
+    return (
+        inp if isinstance(inp, int) and not isinstance(inp, bool) else None,
+        out if isinstance(out, int) and not isinstance(out, bool) else None,
+    )
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    except (TypeError, ValueError):
+        return json.dumps(str(value))
+
+
+class _Ctx:
+    """Per-span scratch: output attributes and the truncation flags raised."""
+
+    __slots__ = ("attrs", "truncated")
+
+    def __init__(self, attrs: dict[str, Any]):
+        self.attrs = attrs
+        self.truncated: list[str] = []
+
+
+class Materializer:
+    """Builds final spans from records; one per configuration, used by the export thread."""
+
+    def __init__(self, settings: Settings):
+        self.limits: Limits = settings.limits
+        self.capture = settings.capture_content
+        self.corpus_version = settings.corpus_version
+        self.redactor: Redactor | None = None
+        if settings.redact or settings.redactor is not None:
+            self.redactor = Redactor(builtin=settings.redact, custom=settings.redactor)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _text(self, ctx: _Ctx, value: str, limit: int, flag: str) -> str:
+        """Redact then truncate (redacting first so a secret cut in half cannot leak)."""
+        if len(value) > 2 * limit:
+            value = value[: 2 * limit]
+        if self.redactor is not None:
+            value = self.redactor(value)
+        if len(value) > limit:
+            value = value[:limit]
+            if flag not in ctx.truncated:
+                ctx.truncated.append(flag)
+        return value
+
+    def _input(self, ctx: _Ctx, value: Any) -> None:
+        if value is None or not self.capture:
+            return
+        text = value if isinstance(value, str) else _json(value)
+        ctx.attrs["input.value"] = self._text(ctx, text, self.limits.max_query_chars, "query")
+
+    def _chunks(self, record: RetrievalRecord | RagRecord) -> list[Chunk]:
+        raw = record.chunks
+        if raw is None and record.parts is not None:
+            raw = record.parts
+        return normalize_chunks(raw)
+
+    # -- per kind --------------------------------------------------------------------------------
+    def _retrieval(self, ctx: _Ctx, rec: RetrievalRecord) -> None:
+        attrs = ctx.attrs
+        prefix = "reranker.output_documents" if rec.reranker else "retrieval.documents"
+        attrs["openinference.span.kind"] = "RERANKER" if rec.reranker else "RETRIEVER"
+        if not rec.reranker:
+            attrs["gen_ai.operation.name"] = "retrieval"
+        self._input(ctx, rec.input)
+        if isinstance(rec.top_k, int) and not isinstance(rec.top_k, bool):
+            attrs["gen_ai.request.top_k"] = rec.top_k
+        chunks = self._chunks(rec)
+        if rec.root is not None and rec.root.chunk_ids_cache is None:
+            rec.root.chunk_ids_cache = [c.id for c in chunks]
+        attrs["rag.retrieval.documents.count"] = len(chunks)
+        limits = self.limits
+        if len(chunks) > limits.max_chunks:
+            chunks = chunks[: limits.max_chunks]
+            ctx.truncated.append("chunks")
+        for i, chunk in enumerate(chunks):
+            key = f"{prefix}.{i}.document."
+            attrs[key + "id"] = chunk.id
+            if self.capture:
+                attrs[key + "content"] = self._text(
+                    ctx, chunk.content, limits.max_chunk_chars, "chunk.content"
+                )
+            if chunk.score is not None:
+                attrs[key + "score"] = chunk.score
+            if chunk.metadata:
+                attrs[key + "metadata"] = self._text(
+                    ctx, _json(chunk.metadata), limits.max_metadata_chars, "chunk.metadata"
+                )
+
+    def _rag(self, ctx: _Ctx, rec: RagRecord, end_time: int | None, events: list[Event]) -> None:
+        attrs = ctx.attrs
+        attrs["openinference.span.kind"] = "CHAIN"
+        attrs["rag.root"] = True
+        if self.corpus_version and "rag.corpus.version" not in attrs:
+            attrs["rag.corpus.version"] = self.corpus_version
+        self._input(ctx, rec.input)
+        chunk_ids = rec.chunk_ids_cache
+        if chunk_ids is None and rec.chunks is not None:
+            chunk_ids = [c.id for c in normalize_chunks(rec.chunks)]
+        result = rec.answer
+        if rec.parts is not None:
+            result = "".join(t for t in (output_text(p) for p in rec.parts) if t)
+            attrs["rag.stream"] = True
+        text = answer_text(result)
+        if text is None and result is not None:
+            text = output_text(result)
+        if text is None and result is not None:
+            text = str(result)
+        final = ""
+        if text is not None:
+            final = self._text(ctx, text, self.limits.max_answer_chars, "answer")
+            if self.capture:
+                attrs["output.value"] = final
+        citations: list[Citation] = []
+        structured = citations_from_structured(rec.answer, chunk_ids) if rec.parts is None else None
+        if structured:
+            citations.extend(structured)
+        elif final:
+            citations.extend(parse_citations(final, chunk_ids))
+        for doc, start, end, marker in rec.citations or ():
+            citations.append(self._explicit(doc, start, end, marker, text, final, chunk_ids))
+        attrs["rag.citation.count"] = len(citations)
+        for cit in citations:
+            ev: dict[str, Any] = {"rag.citation.document.id": cit.doc_id}
+            if cit.marker:
+                ev["rag.citation.marker"] = cit.marker
+            if cit.start >= 0 and cit.end >= 0:
+                ev["rag.citation.answer.start"] = cit.start
+                ev["rag.citation.answer.end"] = cit.end
+            events.append(Event("rag.citation", ev, timestamp=end_time))
+
+    def _explicit(
+        self,
+        doc: Any,
+        start: int | None,
+        end: int | None,
+        marker: str | None,
+        raw: str | None,
+        final: str,
+        ids: Any,
+    ) -> Citation:
+        doc_id = str(doc)
+        if isinstance(doc, int) and ids and 1 <= doc <= len(ids):
+            doc_id = ids[doc - 1]
+        if start is None or end is None:
+            return Citation(doc_id, marker or "", -1, -1)
+        if raw is not None and final != raw[: len(final)] and self.redactor is not None:
+            # Redaction changed lengths: map offsets through the redacted prefix.
+            new_start = len(self.redactor(raw[:start]))
+            end = new_start + len(self.redactor(raw[start:end]))
+            start = new_start
+        return Citation(doc_id, marker or "", min(start, len(final)), min(end, len(final)))
+
+    def _generation(self, ctx: _Ctx, rec: GenerationRecord) -> None:
+        attrs = ctx.attrs
+        attrs["openinference.span.kind"] = "LLM"
+        attrs["gen_ai.operation.name"] = "chat"
+        output = rec.output
+        model = rec.model
+        response_model = _get(output, "model") if output is not None and not isinstance(output, str) else None
+        if model is None and isinstance(response_model, str):
+            model = response_model
+        if model:
+            attrs["gen_ai.request.model"] = model
+            attrs["llm.model_name"] = model
+        if isinstance(response_model, str):
+            attrs["gen_ai.response.model"] = response_model
+        if rec.provider:
+            attrs["gen_ai.provider.name"] = rec.provider
+            attrs["llm.provider"] = rec.provider
+        self._input(ctx, rec.input)
+        if rec.parts is not None:
+            text = "".join(t for t in (output_text(p) for p in rec.parts) if t)
+            attrs["rag.stream"] = True
+            usage_src = rec.usage
+            if usage_src is None:
+                for part in reversed(rec.parts):
+                    if _get(part, "usage") is not None if not isinstance(part, str) else False:
+                        usage_src = part
+                        break
+        else:
+            text = output_text(output)
+            usage_src = rec.usage if rec.usage is not None else output
+        inp, out = usage_tokens(usage_src)
+        if inp is not None:
+            attrs["gen_ai.usage.input_tokens"] = inp
+            attrs["llm.token_count.prompt"] = inp
+        if out is not None:
+            attrs["gen_ai.usage.output_tokens"] = out
+            attrs["llm.token_count.completion"] = out
+        if text is not None and self.capture:
+            attrs["output.value"] = self._text(ctx, text, self.limits.max_answer_chars, "output")
+
+    # -- entry points ----------------------------------------------------------------------------
+    def expand(
+        self, record: Record, base: Mapping[str, Any] | None, end_time: int | None
+    ) -> tuple[dict, list[Event]]:
+        """Attributes and new events for ``record`` (``base``: attributes already on the span)."""
+        attrs: dict[str, Any] = dict(base) if base else {}
+        ctx = _Ctx(attrs)
+        events: list[Event] = []
+        if isinstance(record, RagRecord):
+            self._rag(ctx, record, end_time, events)
+        elif isinstance(record, RetrievalRecord):
+            self._retrieval(ctx, record)
+        elif isinstance(record, GenerationRecord):
+            self._generation(ctx, record)
+        if record.attrs:
+            for key, value in record.attrs.items():
+                attrs[key] = value if isinstance(value, (str, bool, int, float)) else _json(value)
+        if record.stream_closed:
+            attrs["rag.stream.closed_early"] = True
+        if ctx.truncated:
+            attrs["rag.truncated"] = True
+            attrs["rag.truncated.fields"] = tuple(ctx.truncated)
+        return attrs, events
+
+    def _scrub_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            limit = self.limits.max_attribute_chars
+            if len(value) > limit:
+                value = value[:limit]
+            return self.redactor(value) if self.redactor is not None else value
+        if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+            return tuple(self._scrub_value(v) for v in value)
+        return value
+
+    def _scrub(self, attrs: Mapping[str, Any] | None) -> dict[str, Any]:
+        return {k: self._scrub_value(v) for k, v in (attrs or {}).items()}
+
+    def finalize(self, span: ReadableSpan, record: Record | None) -> ReadableSpan:
+        """The span as it leaves the process: record expanded, limits and redaction applied."""
+        base = span.attributes
+        events = list(span.events)
+        if record is not None:
+            attrs, new_events = self.expand(record, None, span.end_time)
+            # Application-set attributes are scrubbed; ours are already redacted and truncated.
+            merged = self._scrub(base)
+            merged.update(attrs)
+            events.extend(new_events)
+        else:
+            merged = self._scrub(base)
+        scrubbed_events = [
+            e if e.name == "rag.citation" else Event(e.name, self._scrub(e.attributes), e.timestamp)
+            for e in events
+        ]
+        return ReadableSpan(
+            name=span.name,
+            context=span.context,
+            parent=span.parent,
+            resource=span.resource,
+            attributes=merged,
+            events=scrubbed_events,
+            links=span.links,
+            kind=span.kind,
+            status=span.status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
