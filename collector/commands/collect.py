@@ -1,0 +1,143 @@
+"""``ragpulse collect``: the collector service.
+
+With Kafka (default): consume ``ragpulse.spans``, store RAG traces, sample,
+queue for judging, and (``judge.enabled``) run judge workers on
+``ragpulse.judge``. ``--role ingest`` or ``--role judge`` runs one half only.
+With ``--no-kafka``: own an embedded (chDB) database and take spans over
+OTLP/HTTP (``POST /v1/traces``) with the same pipeline and an in-process judge
+queue. The config is validated first; a bad one fails with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("collect", help="run the collector service", description=__doc__)
+    parser.add_argument("--config", help="YAML config (defaults: collector/default_config.yaml)")
+    parser.add_argument(
+        "--role", choices=["all", "ingest", "judge"], default="all", help="what to run (Kafka mode)"
+    )
+    parser.add_argument(
+        "--no-kafka", action="store_true", help="embedded mode: OTLP/HTTP receiver + chDB, no Kafka"
+    )
+    parser.add_argument("--check", action="store_true", help="validate the config and exit")
+    parser.add_argument("--log-level", default="INFO")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ragpulse.collector.cli import CliError
+    from ragpulse.collector.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    if args.check:
+        print("config ok")
+        return 0
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if args.no_kafka:
+        return _run_embedded(cfg)
+    return _run_kafka(cfg, args.role)
+
+
+def _judge(cfg: dict[str, Any]) -> Any:
+    from ragpulse.collector.cli import CliError
+    from ragpulse.collector.judge_worker import load_judge
+
+    try:
+        return load_judge(cfg["judge"]["judge"], cfg["judge"]["settings"])
+    except ImportError as exc:
+        raise CliError(f"judge {cfg['judge']['judge']!r} unavailable: {exc}") from None
+
+
+def _run_kafka(cfg: dict[str, Any], role: str) -> int:
+    from ragpulse.collector.judge_service import KafkaJudgeService
+    from ragpulse.collector.metrics import Metrics, MetricsServer
+    from ragpulse.collector.service import KafkaCollector
+    from ragpulse.collector.storage import Storage
+
+    st = cfg["storage"]
+    metrics = Metrics()
+    # One Storage (one client, serialized by its lock) for everything in this process:
+    # a chDB path can only be owned once.
+    storage = Storage(st["dsn"], st["database"], st["ttl_days"])
+    judges: list[KafkaJudgeService] = []
+    if (role == "all" and cfg["judge"]["enabled"]) or role == "judge":
+        judge = _judge(cfg)
+        if role == "judge":
+            storage.apply_schema()
+        judges = [
+            KafkaJudgeService(cfg, judge, storage, metrics).start() for _ in range(cfg["judge"]["workers"])
+        ]
+    if role == "judge":
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        server = MetricsServer(
+            metrics,
+            cfg["metrics"]["host"],
+            cfg["metrics"]["port"],
+            ready=lambda: all(j.alive() for j in judges),
+        ).start()
+        while not stop.wait(0.5):
+            if not any(j.alive() for j in judges):
+                print("ragpulse collect: error: judge workers stopped", file=sys.stderr)
+                return 1
+        for j in judges:
+            j.stop()
+        server.stop()
+        return 0
+    collector = KafkaCollector(cfg, storage=storage, metrics=metrics)
+    collector.install_signal_handlers()
+    try:
+        return collector.run()
+    finally:
+        for j in judges:
+            j.stop()
+
+
+def _run_embedded(cfg: dict[str, Any]) -> int:
+    from ragpulse.collector.embedded import EmbeddedCollector
+
+    dsn = cfg["storage"]["dsn"]
+    from ragpulse.collector.cli import CliError
+
+    if not dsn.startswith("chdb://"):
+        raise CliError("--no-kafka needs storage.dsn = chdb:///path (an embedded database)")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    collector = EmbeddedCollector(
+        dsn[len("chdb://") :],
+        config={k: v for k, v in cfg.items() if k != "storage"}
+        | {"storage": {k: v for k, v in cfg["storage"].items() if k != "dsn"}},
+        metrics_port=cfg["metrics"]["port"],
+        metrics_host=cfg["metrics"]["host"],
+        judge=cfg["judge"]["judge"] if cfg["judge"]["enabled"] else None,
+        receiver_port=cfg["receiver"]["port"],
+        install_sink=False,
+    )
+    try:
+        collector.start()
+    except Exception as exc:  # noqa: BLE001 - reported as one line
+        raise CliError(f"cannot start: {str(exc).splitlines()[0]}") from None
+    print(
+        f"collecting on {collector.receiver_url}/v1/traces; metrics on {collector.metrics_url}/metrics",
+        flush=True,
+    )
+    stop.wait()
+    collector.stop(timeout=float(cfg["shutdown"]["grace_s"]))
+    return 0

@@ -1,0 +1,180 @@
+"""Collector configuration: a YAML file, environment overrides, fail-fast validation.
+
+The file has the sections of ``default_config.yaml`` (shipped with the package
+and used for every key the file leaves out). Any key can be overridden from
+the environment as ``RAGPULSE_<SECTION>__<KEY>`` (e.g.
+``RAGPULSE_STORAGE__DSN=http://default:@ch:8123/ragpulse``); override values
+are parsed as YAML scalars. :func:`load_config` raises :class:`ConfigError`
+with a one-line reason for anything it cannot use.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["ConfigError", "load_config", "default_config", "merge", "validate"]
+
+ENV_PREFIX = "RAGPULSE_"
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message is one line naming the key."""
+
+
+def default_config() -> dict[str, Any]:
+    """The packaged defaults (collector/default_config.yaml)."""
+    text = resources.files("ragpulse.collector").joinpath("default_config.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``override`` into a copy of ``base`` (lists and scalars replace)."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        path = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
+        try:
+            value = yaml.safe_load(raw) if raw != "" else ""
+        except yaml.YAMLError:
+            value = raw
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return out
+
+
+_SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "kafka": {
+        "bootstrap_servers": str,
+        "spans_topic": str,
+        "judge_topic": str,
+        "deadletter_topic": str,
+        "group_id": str,
+        "judge_group_id": str,
+        "max_poll_records": int,
+        "fetch_max_bytes": int,
+        "security": dict,
+    },
+    "storage": {
+        "dsn": str,
+        "database": str,
+        "ttl_days": int,
+        "batch_max_traces": int,
+        "batch_max_seconds": (int, float),
+        "retry_initial_s": (int, float),
+        "retry_max_s": (int, float),
+    },
+    "assembly": {"timeout_s": (int, float), "max_traces": int},
+    "limits": {"max_record_bytes": int, "max_attribute_chars": int, "max_attributes": int},
+    "sampling": {
+        "rate": (int, float),
+        "seed": str,
+        "budget_per_minute": (int, type(None)),
+        "budget_includes_rules": bool,
+        "rules": list,
+    },
+    "metrics": {"host": str, "port": int},
+    "receiver": {"enabled": bool, "host": str, "port": int},
+    "judge": {"enabled": bool, "judge": str, "workers": int, "batch_size": int, "settings": dict},
+    "shutdown": {"grace_s": (int, float)},
+}
+
+
+def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Check types and ranges; return the config unchanged or raise ConfigError."""
+    for section, value in cfg.items():
+        if section not in _SCHEMA:
+            raise ConfigError(f"unknown section {section!r} (known: {', '.join(sorted(_SCHEMA))})")
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"section {section!r} must be a mapping")
+        for key, v in value.items():
+            if key not in _SCHEMA[section]:
+                raise ConfigError(f"unknown key {section}.{key}")
+            want = _SCHEMA[section][key]
+            if isinstance(v, bool) and want in (int, (int, float)):
+                raise ConfigError(f"{section}.{key} must be a number, got {v!r}")
+            if not isinstance(v, want):
+                names = want.__name__ if isinstance(want, type) else "/".join(t.__name__ for t in want)
+                raise ConfigError(f"{section}.{key} must be {names}, got {type(v).__name__} {v!r}")
+    s = cfg["sampling"]
+    if not 0.0 <= float(s["rate"]) <= 1.0:
+        raise ConfigError(f"sampling.rate must be between 0 and 1, got {s['rate']}")
+    if s.get("budget_per_minute") is not None and s["budget_per_minute"] < 0:
+        raise ConfigError("sampling.budget_per_minute must be >= 0 or null")
+    from ragpulse.collector.sampling import SamplingPolicy
+
+    try:
+        SamplingPolicy.from_config(s)
+    except ValueError as exc:
+        raise ConfigError(f"sampling.rules: {exc}") from None
+    for section, key in (
+        ("storage", "batch_max_traces"),
+        ("assembly", "max_traces"),
+        ("limits", "max_record_bytes"),
+        ("limits", "max_attribute_chars"),
+        ("kafka", "max_poll_records"),
+        ("judge", "workers"),
+        ("judge", "batch_size"),
+    ):
+        if cfg[section][key] <= 0:
+            raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")
+    if cfg["storage"]["ttl_days"] < 0:
+        raise ConfigError("storage.ttl_days must be >= 0 (0 = no TTL)")
+    if not cfg["storage"]["dsn"].startswith(
+        ("chdb://", "http://", "https://", "clickhouse://", "clickhouses://")
+    ):
+        raise ConfigError(
+            f"storage.dsn must be chdb:///path or http(s)://user:pass@host:port/db, got {cfg['storage']['dsn']!r}"
+        )
+    for section in ("metrics", "receiver"):
+        if not 0 <= cfg[section]["port"] <= 65535:
+            raise ConfigError(f"{section}.port out of range: {cfg[section]['port']}")
+    return dict(cfg)
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Defaults <- YAML file <- ``overrides`` <- environment, validated."""
+    cfg = default_config()
+    if path is not None:
+        p = Path(path)
+        try:
+            loaded = yaml.safe_load(p.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {p}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {p} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, Mapping):
+            raise ConfigError(f"config file {p} must hold a mapping at the top level")
+        for section, value in loaded.items():
+            if section in cfg and not isinstance(value, Mapping):
+                raise ConfigError(f"section {section!r} must be a mapping")
+        cfg = merge(cfg, loaded)
+    if overrides:
+        cfg = merge(cfg, overrides)
+    cfg = merge(cfg, _env_overrides(os.environ if env is None else env))
+    return validate(cfg)

@@ -1,0 +1,287 @@
+"""The embedded collector: the whole pipeline in one process, no servers.
+
+``EmbeddedCollector(db_path)`` owns a chDB database and runs::
+
+    agent embedded sink / OTLP/HTTP receiver
+      -> in-process queue -> assembly -> rag_traces (chDB) -> sampler
+      -> in-process judge queue -> judge (local by default) -> rag_judgments, rag_claims
+      -> Prometheus metrics on a local port (/metrics, /healthz, /readyz)
+
+``start()`` installs it as the agent's embedded sink (ragpulse.agent.embedded),
+``flush()`` waits until everything submitted so far is assembled, stored and
+judged (buffered partial traces are emitted as they are), and ``stop()``
+flushes, stops the threads and servers, and releases the chDB path. The same
+assembly, sampling, storage and judge-worker code runs as in the Kafka service.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragpulse.collector.assemble import Assembler
+from ragpulse.collector.config import load_config
+from ragpulse.collector.judge_worker import JudgeLike, JudgeWorker, load_judge
+from ragpulse.collector.metrics import Metrics, MetricsServer
+from ragpulse.collector.model import Span
+from ragpulse.collector.otlp import Limits, spans_from_readable
+from ragpulse.collector.pipeline import Backoff, Ingestor, retry_storage
+from ragpulse.collector.sampling import SamplingPolicy
+from ragpulse.collector.storage import Storage
+
+__all__ = ["EmbeddedCollector"]
+
+log = logging.getLogger("ragpulse.embedded")
+
+
+class _Marker:
+    """A flush or stop request travelling through both queues in order."""
+
+    def __init__(self, stop: bool = False) -> None:
+        self.stop = stop
+        self.done = threading.Event()
+
+
+class EmbeddedCollector:
+    """In-process collector + judge worker over a chDB database (see the module docstring)."""
+
+    def __init__(
+        self,
+        db_path: str | Path,
+        config: Mapping[str, Any] | str | Path | None = None,
+        metrics_port: int | None = 0,
+        judge: str | JudgeLike | None = "local",
+        receiver_port: int | None = None,
+        install_sink: bool = True,
+        metrics_host: str = "127.0.0.1",
+    ) -> None:
+        """``config``: a YAML path or a mapping of overrides on the defaults; ``metrics_port``
+        None disables the HTTP endpoint (0 picks a free port); ``judge`` is a spec for
+        ``get_judge`` (``"local"``, a litellm model), a judge object, or None for no judging;
+        ``receiver_port`` (0 = free port) also starts the OTLP/HTTP receiver."""
+        dsn = f"chdb://{Path(db_path).resolve()}"
+        overrides = {"storage": {"dsn": dsn}}
+        if isinstance(config, str | Path):
+            self.config = load_config(config, overrides=overrides)
+        else:
+            from ragpulse.collector.config import merge
+
+            self.config = load_config(None, overrides=merge(dict(config or {}), overrides))
+        st = self.config["storage"]
+        self.storage = Storage(st["dsn"], st["database"], st["ttl_days"])
+        self.metrics = Metrics()
+        self.limits = Limits(**self.config["limits"])
+        self._judge_spec = judge
+        self._metrics_port = metrics_port
+        self._metrics_host = metrics_host
+        self._receiver_port = receiver_port
+        self._install_sink = install_sink
+        self._in: queue.Queue[Any] = queue.Queue(maxsize=100_000)
+        self._judge_q: queue.Queue[Any] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self._server: MetricsServer | None = None
+        self.receiver: Any = None
+        self.judge: JudgeLike | None = None
+        self.dropped_batches = 0
+        self._started = False
+        self._stopping = threading.Event()
+
+    # -- lifecycle
+
+    def start(self) -> EmbeddedCollector:
+        """Apply the schema, start threads and endpoints, install the agent sink."""
+        if self._started:
+            return self
+        backoff = Backoff(self.config["storage"]["retry_initial_s"], self.config["storage"]["retry_max_s"])
+        retry_storage(self.storage.apply_schema, self.metrics, backoff, self._wait)
+        if self._judge_spec is not None:
+            self.judge = (
+                load_judge(self._judge_spec, self.config["judge"]["settings"])
+                if isinstance(self._judge_spec, str)
+                else self._judge_spec
+            )
+        self._ingestor = Ingestor(
+            self.storage, SamplingPolicy.from_config(self.config["sampling"]), self.metrics
+        )
+        self._assembler = Assembler(
+            self.config["assembly"]["timeout_s"], self.config["assembly"]["max_traces"]
+        )
+        self._worker = JudgeWorker(self.judge, self.storage, self.metrics) if self.judge is not None else None
+        self._threads = [
+            threading.Thread(target=self._ingest_loop, name="ragpulse-ingest", daemon=True),
+            threading.Thread(target=self._judge_loop, name="ragpulse-judge", daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+        if self._metrics_port is not None:
+            self._server = MetricsServer(
+                self.metrics, self._metrics_host, self._metrics_port, ready=self._ready
+            ).start()
+        if self._receiver_port is not None:
+            from ragpulse.collector.otlp_http import OtlpHttpReceiver
+
+            self.receiver = OtlpHttpReceiver(
+                self.submit_decoded, self.limits, self.metrics, port=self._receiver_port
+            )
+            self.receiver.start()
+        if self._install_sink:
+            from ragpulse.agent.embedded import install_embedded_sink
+
+            install_embedded_sink(self)
+        self._started = True
+        return self
+
+    def _ready(self) -> bool:
+        return self._started and not self._stopping.is_set() and all(t.is_alive() for t in self._threads)
+
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://127.0.0.1:PORT`` of /metrics, /healthz, /readyz (None when disabled)."""
+        return self._server.url if self._server else None
+
+    @property
+    def receiver_url(self) -> str | None:
+        """Base URL of the OTLP/HTTP receiver (POST {url}/v1/traces), None when disabled."""
+        return self.receiver.url if self.receiver else None
+
+    def flush(self, timeout: float = 60.0) -> bool:
+        """Wait until everything submitted so far is stored and judged; False on timeout."""
+        if not self._started:
+            return True
+        marker = _Marker()
+        self._in.put(marker)
+        return marker.done.wait(timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Flush, stop threads and endpoints, uninstall the sink, close chDB."""
+        if not self._started:
+            return
+        if self._install_sink:
+            from ragpulse.agent.embedded import uninstall_embedded_sink
+
+            uninstall_embedded_sink(self)
+        if self.receiver is not None:
+            self.receiver.stop()
+        marker = _Marker(stop=True)
+        self._in.put(marker)
+        marker.done.wait(timeout)
+        self._stopping.set()
+        for t in self._threads:
+            t.join(timeout)
+        if self._server is not None:
+            self._server.stop()
+        self.storage.close()
+        self._started = False
+
+    def __enter__(self) -> EmbeddedCollector:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- input (agent sink contract: enqueue, never raise)
+
+    def submit_spans(self, spans: Sequence[Any]) -> None:
+        """Agent sink: take a batch of finished ``ReadableSpan`` objects."""
+        try:
+            self._in.put_nowait(("readable", list(spans)))
+        except queue.Full:
+            self.dropped_batches += 1
+            self.metrics.records.labels("dropped_queue_full").inc()
+        except Exception:  # noqa: BLE001 - the sink must never raise into the agent
+            self.dropped_batches += 1
+
+    def submit_decoded(self, spans: list[Span]) -> bool:
+        """Take spans already decoded (OTLP/HTTP receiver); False when the queue is full."""
+        try:
+            self._in.put_nowait(("spans", spans))
+            return True
+        except queue.Full:
+            self.metrics.records.labels("dropped_queue_full").inc()
+            return False
+
+    # -- threads
+
+    def _wait(self, delay: float) -> bool:
+        return not self._stopping.wait(delay)
+
+    def _ingest_loop(self) -> None:
+        cfg = self.config["storage"]
+        batch_max, batch_secs = cfg["batch_max_traces"], float(cfg["batch_max_seconds"])
+        ready: list[Any] = []
+        first_ready = 0.0
+        while True:
+            try:
+                item = self._in.get(timeout=0.1)
+            except queue.Empty:
+                item = None
+            now = time.monotonic()
+            marker = None
+            if isinstance(item, _Marker):
+                marker = item
+            elif item is not None:
+                kind, payload = item
+                try:
+                    spans = spans_from_readable(payload) if kind == "readable" else payload
+                except Exception:  # noqa: BLE001 - a bad batch must not kill the thread
+                    log.exception("could not convert a span batch")
+                    self.metrics.records.labels("deadletter").inc()
+                    continue
+                self.metrics.records.labels("ok").inc()
+                self.metrics.spans_received.inc(len(spans))
+                self._assembler.add(spans, None, now)
+            got = self._assembler.pop_ready(now) if marker is None else self._assembler.drain()
+            if got:
+                if not ready:
+                    first_ready = now
+                ready.extend(got)
+            self.metrics.assembly_buffer.set(len(self._assembler))
+            if ready and (marker is not None or len(ready) >= batch_max or now - first_ready >= batch_secs):
+                self._store(ready)
+                ready = []
+            if marker is not None:
+                self._judge_q.put(marker)
+                if marker.stop:
+                    return
+
+    def _store(self, assembled: list[Any]) -> None:
+        start = time.perf_counter()
+        traces = self._ingestor.prepare(assembled)
+        backoff = Backoff(self.config["storage"]["retry_initial_s"], self.config["storage"]["retry_max_s"])
+        try:
+            retry_storage(lambda: self._ingestor.store(traces), self.metrics, backoff, self._wait)
+        except Exception:  # noqa: BLE001 - only on shutdown while storage is down
+            log.exception("dropping %d traces at shutdown: storage unavailable", len(traces))
+            return
+        sampled = [t.judge_message() for t in traces if t.sampled]
+        if sampled and self._worker is not None:
+            self._judge_q.put(sampled)
+            self.metrics.judge_queue_sent.inc(len(sampled))
+        self.metrics.batch_traces.observe(len(traces))
+        self.metrics.batch_latency.observe(time.perf_counter() - start)
+
+    def _judge_loop(self) -> None:
+        batch_size = self.config["judge"]["batch_size"]
+        while True:
+            item = self._judge_q.get()
+            if isinstance(item, _Marker):
+                item.done.set()
+                if item.stop:
+                    return
+                continue
+            if self._worker is None:
+                continue
+            for i in range(0, len(item), batch_size):
+                results = self._worker.judge_messages(item[i : i + batch_size])
+                backoff = Backoff(
+                    self.config["storage"]["retry_initial_s"], self.config["storage"]["retry_max_s"]
+                )
+                try:
+                    retry_storage(lambda r=results: self._worker.store(r), self.metrics, backoff, self._wait)
+                except Exception:  # noqa: BLE001 - only on shutdown while storage is down
+                    log.exception("dropping %d judgments at shutdown: storage unavailable", len(results))

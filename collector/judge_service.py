@@ -1,0 +1,117 @@
+"""Judge workers on Kafka: consume ``ragpulse.judge``, judge, store, commit.
+
+Runs in ``ragpulse collect`` (``judge.enabled``) or alone (``ragpulse collect
+--role judge``); scale out by running more processes in the same consumer
+group (``kafka.judge_group_id``). Offsets are committed only after the
+judgments and claims of everything they cover are stored; a message that is
+not a JSON object with a trace id goes to the dead-letter topic with the
+reason. Duplicate messages (the collector delivers at least once) are judged
+once per batch and stored idempotently.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+from ragpulse.collector.judge_worker import JudgeLike, JudgeWorker
+from ragpulse.collector.metrics import Metrics
+from ragpulse.collector.pipeline import Backoff, retry_storage
+from ragpulse.collector.storage import Storage
+
+__all__ = ["KafkaJudgeService"]
+
+log = logging.getLogger("ragpulse.judge_service")
+
+
+class KafkaJudgeService:
+    """One consumer of the judge topic feeding one :class:`JudgeWorker`."""
+
+    def __init__(self, config: dict[str, Any], judge: JudgeLike, storage: Storage, metrics: Metrics) -> None:
+        self.config = config
+        self.worker = JudgeWorker(judge, storage, metrics)
+        self.metrics = metrics
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def start(self) -> KafkaJudgeService:
+        self._thread = threading.Thread(target=self._run, name="ragpulse-judge-kafka", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 8.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _wait(self, delay: float) -> bool:
+        return not self._stop.wait(delay)
+
+    def _run(self) -> None:
+        try:
+            self.run()
+        except BaseException as exc:  # noqa: BLE001 - surfaced through alive()/error
+            self.error = exc
+            log.exception("judge worker stopped")
+
+    def run(self) -> None:
+        from kafka import KafkaConsumer, KafkaProducer
+        from ragpulse.collector.service import REASON_HEADER, kafka_client_settings
+
+        k = self.config["kafka"]
+        st = self.config["storage"]
+        common = kafka_client_settings(self.config)
+        consumer = KafkaConsumer(
+            k["judge_topic"],
+            **common,
+            group_id=k["judge_group_id"],
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=self.config["judge"]["batch_size"],
+        )
+        producer = KafkaProducer(**common, acks="all", linger_ms=5)
+        try:
+            while not self._stop.is_set():
+                polled = consumer.poll(timeout_ms=200)
+                if not polled:
+                    continue
+                messages: dict[str, dict[str, Any]] = {}
+                dead = []
+                for records in polled.values():
+                    for rec in records:
+                        try:
+                            msg = json.loads(rec.value)
+                            if not isinstance(msg, dict) or not msg.get("trace_id"):
+                                raise ValueError("not a judge message (JSON object with trace_id)")
+                        except (ValueError, TypeError, UnicodeDecodeError) as exc:
+                            dead.append((rec, str(exc)))
+                            continue
+                        prev = messages.get(msg["trace_id"])
+                        if prev is None or int(msg.get("span_count") or 0) >= int(
+                            prev.get("span_count") or 0
+                        ):
+                            messages[msg["trace_id"]] = msg
+                results = self.worker.judge_messages(list(messages.values()))
+                backoff = Backoff(st["retry_initial_s"], st["retry_max_s"])
+                if not retry_storage(
+                    lambda r=results: self.worker.store(r) or True, self.metrics, backoff, self._wait
+                ):
+                    return
+                for rec, reason in dead:
+                    producer.send(k["deadletter_topic"], key=rec.key, value=rec.value,
+                                  headers=[(REASON_HEADER, reason.encode())])  # fmt: skip
+                    self.metrics.deadlettered.labels("bad_judge_message").inc()
+                if dead:
+                    producer.flush(30)
+                consumer.commit()
+        finally:
+            consumer.close(autocommit=False)
+            producer.close(timeout=2)
+            time.sleep(0)

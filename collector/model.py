@@ -1,0 +1,193 @@
+"""The collector's internal data model: decoded spans and assembled RAG traces.
+
+Spans from every input path (OTLP protobuf or JSON from Kafka, OTLP/HTTP, the
+agent's in-process sink) are converted to :class:`Span` once, so assembly,
+sampling and storage never care where a span came from. Both classes use
+``__slots__`` because the collector handles tens of thousands of spans per
+second and per-object overhead is most of its Python cost.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["Span", "Chunk", "Citation", "RagTrace", "STATUS_ERROR"]
+
+STATUS_ERROR = 2  # OTLP Status.code for ERROR
+
+
+class Span:
+    """One finished span, reduced to what the collector reads.
+
+    ``attrs`` maps attribute keys to plain Python values (str, int, float, bool,
+    lists of those); ``events`` is a list of ``(name, time_unix_nano, attrs)``.
+    """
+
+    __slots__ = (
+        "trace_id",
+        "span_id",
+        "parent_id",
+        "name",
+        "start",
+        "end",
+        "status",
+        "service",
+        "attrs",
+        "events",
+    )
+
+    def __init__(
+        self,
+        trace_id: str,
+        span_id: str,
+        parent_id: str,
+        name: str,
+        start: int,
+        end: int,
+        status: int,
+        service: str,
+        attrs: dict[str, Any],
+        events: list[tuple[str, int, dict[str, Any]]],
+    ) -> None:
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self.parent_id = parent_id
+        self.name = name
+        self.start = start
+        self.end = end
+        self.status = status
+        self.service = service
+        self.attrs = attrs
+        self.events = events
+
+    def __repr__(self) -> str:
+        return f"Span({self.trace_id[:8]}/{self.span_id} {self.name!r})"
+
+
+class Chunk:
+    """A retrieved (or reranked) chunk; ``metadata`` stays the JSON text the span carried."""
+
+    __slots__ = ("id", "content", "score", "metadata")
+
+    def __init__(self, id: str, content: str, score: float | None, metadata: str) -> None:
+        self.id = id
+        self.content = content
+        self.score = score
+        self.metadata = metadata
+
+    def as_record(self) -> dict[str, Any]:
+        try:
+            meta = json.loads(self.metadata) if self.metadata else {}
+        except ValueError:
+            meta = {"raw": self.metadata}
+        if not isinstance(meta, dict):
+            meta = {"value": meta}
+        return {"id": self.id, "content": self.content, "score": self.score, "metadata": meta}
+
+
+class Citation:
+    """One ``rag.citation`` event of the root span."""
+
+    __slots__ = ("doc_id", "marker", "start", "end")
+
+    def __init__(self, doc_id: str, marker: str, start: int, end: int) -> None:
+        self.doc_id = doc_id
+        self.marker = marker
+        self.start = start
+        self.end = end
+
+    def as_record(self) -> dict[str, Any]:
+        return {"doc_id": self.doc_id, "marker": self.marker, "start": self.start, "end": self.end}
+
+
+class RagTrace:
+    """One assembled RAG call: what ``rag_traces`` stores and the judge reads."""
+
+    __slots__ = (
+        "trace_id",
+        "service",
+        "time",
+        "end_time",
+        "query",
+        "answer",
+        "chunks",
+        "citations",
+        "corpus_version",
+        "model",
+        "provider",
+        "latency_ms",
+        "retrieval_ms",
+        "rerank_ms",
+        "generation_ms",
+        "input_tokens",
+        "output_tokens",
+        "risk_level",
+        "query_type",
+        "session_id",
+        "user_id",
+        "route",
+        "status",
+        "source",
+        "span_count",
+        "attributes",
+        "complete",
+        "sampled",
+        "sampled_reason",
+    )
+
+    def __init__(self, trace_id: str) -> None:
+        self.trace_id = trace_id
+        self.service = ""
+        self.time = 0
+        self.end_time = 0
+        self.query = ""
+        self.answer = ""
+        self.chunks: list[Chunk] = []
+        self.citations: list[Citation] = []
+        self.corpus_version = ""
+        self.model = ""
+        self.provider = ""
+        self.latency_ms = 0.0
+        self.retrieval_ms = 0.0
+        self.rerank_ms = 0.0
+        self.generation_ms = 0.0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.risk_level = ""
+        self.query_type = ""
+        self.session_id = ""
+        self.user_id = ""
+        self.route = ""
+        self.status = "ok"
+        self.source = "ragpulse"
+        self.span_count = 0
+        self.attributes: dict[str, Any] = {}
+        self.complete = False
+        self.sampled = False
+        self.sampled_reason = ""
+
+    @property
+    def top_score(self) -> float | None:
+        """The highest retrieval score, or None when no chunk carries a score."""
+        scores = [c.score for c in self.chunks if c.score is not None]
+        return max(scores) if scores else None
+
+    def judge_message(self) -> dict[str, Any]:
+        """The ``ragpulse.judge`` message (docs/contracts.md): a superset of the judge input record."""
+        return {
+            "trace_id": self.trace_id,
+            "service": self.service,
+            "time_unix_nano": self.time,
+            "end_time_unix_nano": self.end_time,
+            "query": self.query,
+            "answer": self.answer,
+            "chunks": [c.as_record() for c in self.chunks],
+            "citations": [c.as_record() for c in self.citations],
+            "model": self.model,
+            "corpus_version": self.corpus_version,
+            "risk_level": self.risk_level,
+            "sampled_reason": self.sampled_reason,
+            "span_count": self.span_count,
+            "attributes": self.attributes,
+        }

@@ -1,0 +1,397 @@
+"""Decode OTLP traces (protobuf, JSON, SDK ``ReadableSpan``) into :class:`~ragpulse.collector.model.Span`.
+
+Kafka records hold an OTLP ``TracesData`` protobuf (what the OTel Collector's
+kafkaexporter writes with ``otlp_proto``) or its JSON form (``otlp_json``:
+camelCase keys, hex ids, 64-bit integers as strings). Both can carry many
+resources and many traces. Decoding is strict about what the collector
+depends on and reports every problem as a :class:`MalformedRecord` reason, so
+the caller can dead-letter the record instead of guessing.
+
+Protobuf parsing uses the upb backend; the per-span Python work is kept to a
+single pass over the attributes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from ragpulse.collector.model import Span
+
+__all__ = [
+    "MalformedRecord",
+    "DecodeResult",
+    "Limits",
+    "decode_record",
+    "decode_otlp_proto",
+    "decode_otlp_json",
+    "spans_from_readable",
+]
+
+_ZERO_TRACE = b"\x00" * 16
+_ZERO_SPAN = b"\x00" * 8
+
+
+class MalformedRecord(ValueError):
+    """A record (or a span in it) that cannot be processed; the message is the dead-letter reason."""
+
+
+class Limits:
+    """Input limits; anything beyond them is malformed (dead-lettered), never truncated silently."""
+
+    __slots__ = ("max_record_bytes", "max_attribute_chars", "max_attributes")
+
+    def __init__(
+        self,
+        max_record_bytes: int = 8 << 20,
+        max_attribute_chars: int = 256 << 10,
+        max_attributes: int = 1024,
+    ) -> None:
+        self.max_record_bytes = max_record_bytes
+        self.max_attribute_chars = max_attribute_chars
+        self.max_attributes = max_attributes
+
+
+class DecodeResult:
+    """Spans decoded from one record plus the reasons for every span that was rejected."""
+
+    __slots__ = ("spans", "errors")
+
+    def __init__(self, spans: list[Span], errors: list[str]) -> None:
+        self.spans = spans
+        self.errors = errors
+
+
+def decode_record(data: bytes, limits: Limits) -> DecodeResult:
+    """Decode one Kafka record value, choosing JSON when it starts with ``{``.
+
+    Raises :class:`MalformedRecord` when nothing in the record can be used.
+    """
+    if data is None:
+        raise MalformedRecord("empty record (null value)")
+    if len(data) > limits.max_record_bytes:
+        raise MalformedRecord(
+            f"record of {len(data)} bytes exceeds max_record_bytes {limits.max_record_bytes}"
+        )
+    head = data[:1]
+    if head in (b"{", b" ", b"\t", b"\r"):
+        return decode_otlp_json(data, limits)
+    try:
+        return decode_otlp_proto(data, limits)
+    except MalformedRecord:
+        # 0x0A starts every TracesData protobuf, but also JSON that begins with a newline.
+        if head == b"\n" and data.lstrip()[:1] == b"{":
+            return decode_otlp_json(data, limits)
+        raise
+
+
+# ---------------------------------------------------------------- protobuf
+
+
+def _pb_value(v: Any) -> Any:
+    kind = v.WhichOneof("value")
+    if kind == "string_value":
+        return v.string_value
+    if kind == "int_value":
+        return v.int_value
+    if kind == "double_value":
+        return v.double_value
+    if kind == "bool_value":
+        return v.bool_value
+    if kind == "array_value":
+        return [_pb_value(x) for x in v.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _pb_value(kv.value) for kv in v.kvlist_value.values}
+    if kind == "bytes_value":
+        return base64.b64encode(v.bytes_value).decode()
+    return None
+
+
+def _pb_attrs(kvs: Any, limits: Limits) -> dict[str, Any]:
+    if len(kvs) > limits.max_attributes:
+        raise MalformedRecord(f"{len(kvs)} attributes exceed max_attributes {limits.max_attributes}")
+    out: dict[str, Any] = {}
+    cap = limits.max_attribute_chars
+    for kv in kvs:
+        v = kv.value
+        s = v.string_value  # the common case first: one call instead of WhichOneof + getter
+        if s:
+            if len(s) > cap:
+                raise MalformedRecord(
+                    f"attribute {kv.key[:80]!r} of {len(s)} chars exceeds max_attribute_chars {cap}"
+                )
+            out[kv.key] = s
+            continue
+        kind = v.WhichOneof("value")
+        if kind is None or kind == "string_value":
+            out[kv.key] = "" if kind else None
+            continue
+        val = _pb_value(v)
+        if kind in ("array_value", "kvlist_value", "bytes_value") and len(str(val)) > cap:
+            raise MalformedRecord(f"attribute {kv.key[:80]!r} exceeds max_attribute_chars {cap}")
+        out[kv.key] = val
+    return out
+
+
+def decode_otlp_proto(data: bytes, limits: Limits) -> DecodeResult:
+    """Decode an OTLP ``TracesData`` / ``ExportTraceServiceRequest`` protobuf."""
+    td = TracesData()
+    try:
+        td.ParseFromString(data)
+    except DecodeError as exc:
+        raise MalformedRecord(f"not an OTLP TracesData protobuf: {exc}") from None
+    except Exception as exc:  # upb raises a few other types on hostile input
+        raise MalformedRecord(f"not an OTLP TracesData protobuf: {type(exc).__name__}: {exc}") from None
+    spans: list[Span] = []
+    errors: list[str] = []
+    nres = 0
+    for rs in td.resource_spans:
+        nres += 1
+        service = ""
+        for kv in rs.resource.attributes:
+            if kv.key == "service.name":
+                service = kv.value.string_value
+                break
+        for ss in rs.scope_spans:
+            for s in ss.spans:
+                tid = s.trace_id
+                sid = s.span_id
+                if len(tid) != 16 or tid == _ZERO_TRACE:
+                    errors.append(f"span {s.name[:60]!r}: trace_id must be 16 non-zero bytes, got {len(tid)}")
+                    continue
+                if len(sid) != 8 or sid == _ZERO_SPAN:
+                    errors.append(f"span {s.name[:60]!r}: span_id must be 8 non-zero bytes, got {len(sid)}")
+                    continue
+                pid = s.parent_span_id
+                if pid and len(pid) != 8:
+                    errors.append(f"span {s.name[:60]!r}: parent_span_id must be 8 bytes, got {len(pid)}")
+                    continue
+                start = s.start_time_unix_nano
+                end = s.end_time_unix_nano
+                if not start or not end or end < start:
+                    errors.append(f"span {s.name[:60]!r}: missing or inverted start/end time")
+                    continue
+                try:
+                    attrs = _pb_attrs(s.attributes, limits)
+                    events = (
+                        [(e.name, e.time_unix_nano, _pb_attrs(e.attributes, limits)) for e in s.events]
+                        if s.events
+                        else []
+                    )
+                except MalformedRecord as exc:
+                    errors.append(f"span {s.name[:60]!r}: {exc}")
+                    continue
+                spans.append(
+                    Span(
+                        tid.hex(),
+                        sid.hex(),
+                        pid.hex() if pid and pid != _ZERO_SPAN else "",
+                        s.name,
+                        start,
+                        end,
+                        s.status.code,
+                        service,
+                        attrs,
+                        events,
+                    )
+                )
+    if not spans and not errors and nres == 0 and data:
+        # Garbage that happens to parse as an empty message (unknown fields only).
+        if len(td.UnknownFields()) if hasattr(td, "UnknownFields") else False:
+            raise MalformedRecord("no OTLP resource_spans in record (unknown fields only)")
+        raise MalformedRecord("no OTLP resource_spans in record")
+    return DecodeResult(spans, errors)
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def _get(d: dict[str, Any], camel: str, snake: str, default: Any = None) -> Any:
+    v = d.get(camel)
+    if v is None:
+        v = d.get(snake, default)
+    return v
+
+
+def _json_value(v: Any) -> Any:
+    if not isinstance(v, dict):
+        raise MalformedRecord(f"attribute value must be an AnyValue object, got {type(v).__name__}")
+    if "stringValue" in v or "string_value" in v:
+        s = _get(v, "stringValue", "string_value")
+        if not isinstance(s, str):
+            raise MalformedRecord("stringValue is not a string")
+        return s
+    if "intValue" in v or "int_value" in v:
+        return int(_get(v, "intValue", "int_value"))
+    if "doubleValue" in v or "double_value" in v:
+        return float(_get(v, "doubleValue", "double_value"))
+    if "boolValue" in v or "bool_value" in v:
+        return bool(_get(v, "boolValue", "bool_value"))
+    if "arrayValue" in v or "array_value" in v:
+        return [_json_value(x) for x in (_get(v, "arrayValue", "array_value") or {}).get("values", [])]
+    if "kvlistValue" in v or "kvlist_value" in v:
+        return {
+            kv["key"]: _json_value(kv.get("value", {}))
+            for kv in (_get(v, "kvlistValue", "kvlist_value") or {}).get("values", [])
+        }
+    if "bytesValue" in v or "bytes_value" in v:
+        return _get(v, "bytesValue", "bytes_value")
+    return None
+
+
+def _json_attrs(kvs: Any, limits: Limits) -> dict[str, Any]:
+    if kvs is None:
+        return {}
+    if not isinstance(kvs, list):
+        raise MalformedRecord("attributes must be a list")
+    if len(kvs) > limits.max_attributes:
+        raise MalformedRecord(f"{len(kvs)} attributes exceed max_attributes {limits.max_attributes}")
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+            raise MalformedRecord("attribute without a string key")
+        val = _json_value(kv.get("value", {}))
+        if len(val if isinstance(val, str) else str(val)) > limits.max_attribute_chars:
+            raise MalformedRecord(
+                f"attribute {kv['key'][:80]!r} exceeds max_attribute_chars {limits.max_attribute_chars}"
+            )
+        out[kv["key"]] = val
+    return out
+
+
+def _hex_id(value: Any, nbytes: int, what: str) -> str:
+    if not isinstance(value, str) or len(value) != 2 * nbytes:
+        raise MalformedRecord(f"{what} must be {2 * nbytes} hex characters")
+    try:
+        raw = bytes.fromhex(value)
+    except ValueError:
+        raise MalformedRecord(f"{what} is not hex") from None
+    if raw == b"\x00" * nbytes:
+        raise MalformedRecord(f"{what} is all zeros")
+    return value.lower()
+
+
+def _status_code(status: Any) -> int:
+    if not isinstance(status, dict):
+        return 0
+    code = status.get("code", 0)
+    if isinstance(code, str):
+        return {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, 0)
+    return int(code)
+
+
+def decode_otlp_json(data: bytes, limits: Limits) -> DecodeResult:
+    """Decode the OTLP/JSON encoding of ``TracesData`` (hex ids, camelCase; snake_case accepted too)."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedRecord(f"invalid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise MalformedRecord("OTLP JSON must be an object")
+    rss = _get(doc, "resourceSpans", "resource_spans")
+    if not isinstance(rss, list):
+        raise MalformedRecord("OTLP JSON has no resourceSpans list")
+    spans: list[Span] = []
+    errors: list[str] = []
+    for rs in rss:
+        if not isinstance(rs, dict):
+            errors.append("resourceSpans entry is not an object")
+            continue
+        try:
+            res_attrs = _json_attrs((rs.get("resource") or {}).get("attributes"), limits)
+        except (MalformedRecord, ValueError, TypeError, AttributeError) as exc:
+            errors.append(f"resource: {exc}")
+            continue
+        service = res_attrs.get("service.name") or ""
+        for ss in _get(rs, "scopeSpans", "scope_spans", []) or []:
+            for s in (ss or {}).get("spans", []) or []:
+                try:
+                    if not isinstance(s, dict):
+                        raise MalformedRecord("span is not an object")
+                    name = s.get("name", "")
+                    if not isinstance(name, str):
+                        raise MalformedRecord("span name is not a string")
+                    tid = _hex_id(_get(s, "traceId", "trace_id"), 16, "traceId")
+                    sid = _hex_id(_get(s, "spanId", "span_id"), 8, "spanId")
+                    pid_raw = _get(s, "parentSpanId", "parent_span_id", "")
+                    pid = _hex_id(pid_raw, 8, "parentSpanId") if pid_raw else ""
+                    start = int(_get(s, "startTimeUnixNano", "start_time_unix_nano", 0))
+                    end = int(_get(s, "endTimeUnixNano", "end_time_unix_nano", 0))
+                    if not start or not end or end < start:
+                        raise MalformedRecord("missing or inverted start/end time")
+                    attrs = _json_attrs(s.get("attributes"), limits)
+                    events = [
+                        (
+                            e.get("name", ""),
+                            int(_get(e, "timeUnixNano", "time_unix_nano", 0)),
+                            _json_attrs(e.get("attributes"), limits),
+                        )
+                        for e in s.get("events", []) or []
+                    ]
+                    spans.append(
+                        Span(
+                            tid,
+                            sid,
+                            pid,
+                            name,
+                            start,
+                            end,
+                            _status_code(s.get("status")),
+                            service,
+                            attrs,
+                            events,
+                        )
+                    )
+                except (MalformedRecord, ValueError, TypeError, AttributeError, KeyError) as exc:
+                    label = s.get("name", "?") if isinstance(s, dict) else "?"
+                    errors.append(f"span {str(label)[:60]!r}: {exc}")
+    if not spans and not errors and not rss:
+        raise MalformedRecord("OTLP JSON has an empty resourceSpans list")
+    return DecodeResult(spans, errors)
+
+
+# ---------------------------------------------------------------- SDK spans
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def spans_from_readable(spans: Sequence[Any] | Iterable[Any]) -> list[Span]:
+    """Convert OTel SDK ``ReadableSpan`` objects directly (the embedded path; no OTLP round trip)."""
+    out: list[Span] = []
+    for s in spans:
+        ctx = s.context
+        if ctx is None or not ctx.trace_id or not ctx.span_id:
+            continue
+        parent = s.parent
+        res = s.resource
+        service = res.attributes.get("service.name", "") if res is not None else ""
+        attrs = {k: _plain(v) for k, v in (s.attributes or {}).items()}
+        events = [
+            (e.name, e.timestamp or 0, {k: _plain(v) for k, v in (e.attributes or {}).items()})
+            for e in s.events
+        ]
+        start = s.start_time or 0
+        end = s.end_time or start
+        out.append(
+            Span(
+                format(ctx.trace_id, "032x"),
+                format(ctx.span_id, "016x"),
+                format(parent.span_id, "016x") if parent is not None and parent.span_id else "",
+                s.name,
+                start,
+                end,
+                int(s.status.status_code.value) if s.status is not None else 0,
+                str(service),
+                attrs,
+                events,
+            )
+        )
+    return out

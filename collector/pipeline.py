@@ -1,0 +1,137 @@
+"""The ingest core shared by the Kafka service, the OTLP/HTTP receiver and the embedded collector.
+
+:class:`Ingestor` takes assembled traces, builds :class:`RagTrace` rows,
+decides sampling once per trace (re-using stored decisions for traces it
+replays), and stores them. Deciding and storing are separate steps so that a
+storage retry never spends the sampling budget twice. Transport (Kafka
+offsets, in-process queues) is the caller's business.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ragpulse.collector.assemble import Assembled, build_trace
+from ragpulse.collector.metrics import Metrics
+from ragpulse.collector.model import RagTrace
+from ragpulse.collector.sampling import Sampler, SamplingPolicy
+from ragpulse.collector.storage import Storage, StorageUnavailable
+
+__all__ = ["Ingestor", "retry_storage", "Backoff"]
+
+log = logging.getLogger("ragpulse.collector")
+
+
+class Backoff:
+    """Exponential backoff with full jitter between ``initial`` and ``maximum`` seconds."""
+
+    def __init__(self, initial: float = 0.5, maximum: float = 10.0) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self.attempt = 0
+
+    def next(self) -> float:
+        delay = min(self.maximum, self.initial * (2**self.attempt))
+        self.attempt += 1
+        return random.uniform(delay / 2, delay)
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+def retry_storage(
+    op: Callable[[], Any],
+    metrics: Metrics,
+    backoff: Backoff,
+    wait: Callable[[float], bool],
+) -> Any:
+    """Run ``op`` until it succeeds; on StorageUnavailable call ``wait(delay)``.
+
+    ``wait`` sleeps (and, for Kafka, keeps the paused consumer alive); it
+    returns False when the caller must give up (shutdown), in which case the
+    StorageUnavailable is re-raised and nothing is committed.
+    """
+    backoff.reset()
+    while True:
+        try:
+            result = op()
+        except StorageUnavailable as exc:
+            metrics.storage_up.set(0)
+            metrics.storage_retries.inc()
+            delay = backoff.next()
+            log.warning("storage unavailable (%s); retrying in %.1fs", str(exc).splitlines()[0][:200], delay)
+            if not wait(delay):
+                raise
+            continue
+        metrics.storage_up.set(1)
+        return result
+
+
+class Ingestor:
+    """Assembled traces -> sampled RagTrace rows -> rag_traces."""
+
+    def __init__(self, storage: Storage, policy: SamplingPolicy, metrics: Metrics) -> None:
+        self.storage = storage
+        self.metrics = metrics
+        reasons = policy.budgeted_reasons()
+        self.sampler = Sampler(policy, budget_loader=lambda minute_ns: self._budget_spent(minute_ns, reasons))
+        self.replay_marks: dict[Any, int] = {}
+
+    def _budget_spent(self, minute_ns: int, reasons: Sequence[str]) -> int:
+        return retry_storage(
+            lambda: self.storage.budget_spent(minute_ns, reasons),
+            self.metrics,
+            _default_backoff(),
+            _sleep,
+        )
+
+    def prepare(self, assembled: Sequence[Assembled]) -> list[RagTrace]:
+        """Build traces and decide sampling (once). Non-RAG traces are dropped and counted."""
+        by_id: dict[str, RagTrace] = {}
+        replayed: list[str] = []
+        marks = self.replay_marks
+        m = self.metrics
+        for a in assembled:
+            if not a.is_rag:
+                m.traces_dropped.labels("non_rag").inc()
+                continue
+            t = build_trace(a.trace_id, a.spans)
+            t.complete = a.complete
+            prev = by_id.get(t.trace_id)
+            if prev is not None and prev.span_count >= t.span_count:
+                continue
+            by_id[t.trace_id] = t
+            if marks and any(off <= marks.get(part, -1) for part, off in a.positions.items()):
+                replayed.append(t.trace_id)
+        traces = list(by_id.values())
+        stored = (
+            retry_storage(lambda: self.storage.stored_decisions(replayed), m, _default_backoff(), _sleep)
+            if replayed
+            else {}
+        )
+        for t in traces:
+            decision = stored.get(t.trace_id)
+            if decision is None:
+                decision = self.sampler.decide(t)
+            t.sampled, t.sampled_reason = decision
+            m.traces_sampled.labels(t.sampled_reason, "1" if t.sampled else "0").inc()
+            m.traces_received.labels(t.service, t.source).inc()
+        return traces
+
+    def store(self, traces: Sequence[RagTrace]) -> None:
+        """Insert into rag_traces (raises StorageUnavailable; callers retry)."""
+        self.storage.insert_traces(traces)
+        self.metrics.traces_stored.inc(len(traces))
+
+
+def _default_backoff() -> Backoff:
+    return Backoff(0.5, 10.0)
+
+
+def _sleep(delay: float) -> bool:
+    time.sleep(delay)
+    return True

@@ -1,0 +1,204 @@
+"""Which assembled traces get judged: base rate, rules and a per-minute budget.
+
+Decisions are deterministic so a replay makes the same ones:
+
+* the base rate compares a keyed hash of the trace id with ``rate`` (the same
+  trace id always lands on the same side, whatever the order of arrival);
+* rules look only at the trace's content (first match wins; ``always`` samples,
+  ``never`` excludes);
+* the budget caps budgeted samples per minute of *trace time* (the root span's
+  start). Its counter for a minute starts from what storage already holds for
+  that minute (``budget_loader``), and the pipeline re-uses stored decisions for
+  traces it replays, so a crash and replay neither re-spends nor changes the
+  budget.
+
+The reason is stored with the trace: ``rule:<name>``, ``rate``, ``budget``
+(rate-sampled but over budget), ``never:<name>`` or ``unsampled``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ragpulse.collector.model import RagTrace
+
+__all__ = ["Rule", "SamplingPolicy", "Sampler", "trace_hash", "looks_like_refusal", "BUDGETED_REASONS"]
+
+_REFUSAL = re.compile(
+    r"\b(i (?:do not|don't|cannot|can't) (?:know|answer|find|help)|i(?:'m| am) (?:sorry|unable|not able)"
+    r"|(?:cannot|can't|unable to) (?:answer|determine|find|provide)|not (?:able|enough information) to"
+    r"|(?:do|does) not (?:establish|contain|mention|say|specify|provide)|no (?:relevant )?information"
+    r"|(?:insufficient|not enough) (?:information|context)|not (?:mentioned|covered|stated) in)",
+    re.IGNORECASE,
+)
+
+BUDGETED_REASONS = ("rate",)
+
+
+def looks_like_refusal(answer: str) -> bool:
+    """True for answers that look like a refusal or abstention (an always-sample rule)."""
+    return bool(answer) and _REFUSAL.search(answer[:2000]) is not None
+
+
+def trace_hash(trace_id: str, seed: str) -> float:
+    """A uniform number in [0, 1) from the trace id and seed (blake2b, not the trace id's own bits)."""
+    digest = hashlib.blake2b(f"{seed}:{trace_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 18446744073709551616.0
+
+
+_OPS = ("equals", "in", "lt", "gt", "exists")
+_LIST_KEYS = ("risk_level", "service", "route", "query_type", "model")
+
+
+class Rule:
+    """One sampling rule: a name, ``always`` or ``never``, and conditions that must all hold."""
+
+    def __init__(self, name: str, action: str, match: Mapping[str, Any]) -> None:
+        if action not in ("always", "never"):
+            raise ValueError(f"rule {name!r}: action must be 'always' or 'never', got {action!r}")
+        if not match:
+            raise ValueError(f"rule {name!r}: match must name at least one condition")
+        self.name = name
+        self.action = action
+        self.checks: list[Callable[[RagTrace], bool]] = []
+        m = dict(match)
+        attr = m.pop("attribute", None)
+        ops = {op: m.pop(op) for op in _OPS if op in m}
+        if attr is not None:
+            if len(ops) != 1:
+                raise ValueError(f"rule {name!r}: attribute needs exactly one of {', '.join(_OPS)}")
+            self.checks.append(self._attribute_check(str(attr), *next(iter(ops.items()))))
+        elif ops:
+            raise ValueError(f"rule {name!r}: {', '.join(ops)} needs 'attribute'")
+        for key, value in m.items():
+            if key == "error":
+                want = bool(value)
+                self.checks.append(lambda t, w=want: (t.status == "error") == w)
+            elif key == "refusal":
+                want = bool(value)
+                self.checks.append(lambda t, w=want: looks_like_refusal(t.answer) == w)
+            elif key == "top_score_below":
+                limit = float(value)
+                self.checks.append(
+                    lambda t, x=limit: not t.chunks or (t.top_score is not None and t.top_score < x)
+                )
+            elif key in _LIST_KEYS:
+                allowed = {str(v) for v in (value if isinstance(value, list) else [value])}
+                self.checks.append(lambda t, k=key, a=allowed: getattr(t, k) in a)
+            else:
+                raise ValueError(f"rule {name!r}: unknown condition {key!r}")
+
+    @staticmethod
+    def _attribute_check(attr: str, op: str, arg: Any) -> Callable[[RagTrace], bool]:
+        def value(t: RagTrace) -> Any:
+            return t.attributes.get(attr)
+
+        if op == "exists":
+            return lambda t: (attr in t.attributes) == bool(arg)
+        if op == "equals":
+            return lambda t: value(t) is not None and str(value(t)) == str(arg)
+        if op == "in":
+            allowed = {str(a) for a in (arg if isinstance(arg, list) else [arg])}
+            return lambda t: value(t) is not None and str(value(t)) in allowed
+
+        limit = float(arg)
+
+        def compare(t: RagTrace) -> bool:
+            try:
+                v = float(value(t))
+            except (TypeError, ValueError):
+                return False
+            return v < limit if op == "lt" else v > limit
+
+        return compare
+
+    def matches(self, trace: RagTrace) -> bool:
+        return all(check(trace) for check in self.checks)
+
+
+class SamplingPolicy:
+    """The parsed ``sampling`` section."""
+
+    def __init__(
+        self,
+        rate: float,
+        seed: str = "ragpulse",
+        rules: list[Rule] | None = None,
+        budget_per_minute: int | None = None,
+        budget_includes_rules: bool = False,
+    ) -> None:
+        self.rate = float(rate)
+        self.seed = seed
+        self.rules = rules or []
+        self.budget_per_minute = budget_per_minute
+        self.budget_includes_rules = budget_includes_rules
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> SamplingPolicy:
+        rules = []
+        for i, r in enumerate(section.get("rules") or []):
+            if not isinstance(r, Mapping):
+                raise ValueError(f"rule #{i + 1} must be a mapping")
+            rules.append(
+                Rule(str(r.get("name") or f"rule{i + 1}"), r.get("action", "always"), r.get("match") or {})
+            )
+        return cls(
+            rate=float(section.get("rate", 0.1)),
+            seed=str(section.get("seed", "ragpulse")),
+            rules=rules,
+            budget_per_minute=section.get("budget_per_minute"),
+            budget_includes_rules=bool(section.get("budget_includes_rules", False)),
+        )
+
+    def budgeted_reasons(self) -> list[str]:
+        """Stored reasons whose traces count against the budget."""
+        reasons = list(BUDGETED_REASONS)
+        if self.budget_includes_rules:
+            reasons += [f"rule:{r.name}" for r in self.rules if r.action == "always"]
+        return reasons
+
+
+class Sampler:
+    """Applies a :class:`SamplingPolicy`, keeping per-minute budget counters."""
+
+    MINUTE_NS = 60_000_000_000
+
+    def __init__(self, policy: SamplingPolicy, budget_loader: Callable[[int], int] | None = None) -> None:
+        self.policy = policy
+        self.budget_loader = budget_loader
+        self._spent: OrderedDict[int, int] = OrderedDict()
+
+    def _budget_ok(self, trace: RagTrace) -> bool:
+        limit = self.policy.budget_per_minute
+        if limit is None:
+            return True
+        minute = trace.time // self.MINUTE_NS
+        spent = self._spent.get(minute)
+        if spent is None:
+            spent = self.budget_loader(minute * self.MINUTE_NS) if self.budget_loader else 0
+            self._spent[minute] = spent
+            while len(self._spent) > 10_000:
+                self._spent.popitem(last=False)
+        if spent >= limit:
+            return False
+        self._spent[minute] = spent + 1
+        return True
+
+    def decide(self, trace: RagTrace) -> tuple[bool, str]:
+        """(sampled, reason) for a freshly seen trace; spends budget when sampled."""
+        for rule in self.policy.rules:
+            if rule.matches(trace):
+                if rule.action == "never":
+                    return False, f"never:{rule.name}"
+                if self.policy.budget_includes_rules and not self._budget_ok(trace):
+                    return False, "budget"
+                return True, f"rule:{rule.name}"
+        if self.policy.rate > 0 and trace_hash(trace.trace_id, self.policy.seed) < self.policy.rate:
+            if not self._budget_ok(trace):
+                return False, "budget"
+            return True, "rate"
+        return False, "unsampled"

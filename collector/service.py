@@ -1,0 +1,410 @@
+"""``ragpulse collect`` with Kafka: consume ragpulse.spans, store, sample, queue for judging.
+
+Reliability rules this loop keeps:
+
+* offsets are committed only after everything they cover is stored in
+  ClickHouse and the judge-topic and dead-letter records produced for them are
+  acknowledged by the broker (acks=all, flushed, futures checked);
+* a record whose spans are still buffered for assembly is never committed
+  past: the commit offset of a partition is the smallest offset still feeding
+  a buffered trace (or the next unread offset when none is buffered), so a
+  crash replays those records and nothing is lost;
+* before each batch's insert the highest offset read per partition is written
+  to ``collector_progress``; after a restart, traces from records at or below
+  it may already be stored, so their stored sampling decisions are re-used
+  (replay makes the same decisions, and ReplacingMergeTree keeps one row);
+* malformed records go to ``ragpulse.deadletter`` with the reason in the
+  ``ragpulse.reason`` header, and processing continues;
+* ClickHouse unavailable: retry with exponential backoff while the consumer
+  is paused (it keeps polling so the group does not evict it); nothing is
+  committed until the batch is stored;
+* SIGTERM/SIGINT: stop polling, flush and commit the complete traces, leave
+  partial ones uncommitted (the next owner replays them), exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+import time
+from typing import Any
+
+from ragpulse.collector.assemble import Assembler
+from ragpulse.collector.metrics import Metrics, MetricsServer
+from ragpulse.collector.otlp import Limits, MalformedRecord, decode_record
+from ragpulse.collector.pipeline import Backoff, Ingestor, retry_storage
+from ragpulse.collector.sampling import SamplingPolicy
+from ragpulse.collector.storage import Storage, StorageUnavailable
+
+__all__ = ["KafkaCollector", "kafka_client_settings", "REASON_HEADER"]
+
+log = logging.getLogger("ragpulse.collect")
+
+REASON_HEADER = "ragpulse.reason"
+SOURCE_HEADER = "ragpulse.source"
+
+
+def kafka_client_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """bootstrap servers plus the ``kafka.security`` pass-through settings."""
+    k = config["kafka"]
+    return {"bootstrap_servers": k["bootstrap_servers"].split(","), **(k.get("security") or {})}
+
+
+class _Stop(Exception):
+    """Raised inside waits when shutdown must abandon a retry."""
+
+
+class KafkaCollector:
+    """The ingest service (see the module docstring). ``run()`` blocks until stopped."""
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        storage: Storage | None = None,
+        metrics: Metrics | None = None,
+        serve_metrics: bool = True,
+    ) -> None:
+        self.config = config
+        st = config["storage"]
+        self.storage = storage or Storage(st["dsn"], st["database"], st["ttl_days"])
+        self.metrics = metrics or Metrics()
+        self.limits = Limits(**config["limits"])
+        self.topic = config["kafka"]["spans_topic"]
+        self.assembler = Assembler(config["assembly"]["timeout_s"], config["assembly"]["max_traces"])
+        self.ingestor = Ingestor(self.storage, SamplingPolicy.from_config(config["sampling"]), self.metrics)
+        self._stop = threading.Event()
+        self._stop_deadline: float | None = None
+        self._ready: list[Any] = []
+        self._first_ready = 0.0
+        self._dead: list[tuple[Any, str, str]] = []
+        self._seen: dict[int, int] = {}
+        self._committed: dict[int, int] = {}
+        self._in_flush = False
+        self._serve_metrics = serve_metrics
+        self._server: MetricsServer | None = None
+        self.consumer: Any = None
+        self.producer: Any = None
+        self.running = False
+
+    # -- lifecycle
+
+    def request_stop(self) -> None:
+        """Ask the loop to finish (signal-safe)."""
+        if not self._stop.is_set():
+            self._stop_deadline = time.monotonic() + float(self.config["shutdown"]["grace_s"])
+            self._stop.set()
+
+    def install_signal_handlers(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self.request_stop())
+
+    def _ready_check(self) -> bool:
+        return self.running and self.consumer is not None and bool(self.consumer.assignment())
+
+    def _connect(self) -> None:
+        from kafka import KafkaConsumer, KafkaProducer
+
+        k = self.config["kafka"]
+        common = kafka_client_settings(self.config)
+        self.producer = KafkaProducer(
+            **common,
+            acks="all",
+            linger_ms=20,
+            retries=10,
+            max_in_flight_requests_per_connection=1,
+            compression_type="lz4",
+            max_request_size=4 << 20,
+        )
+        self.consumer = KafkaConsumer(
+            **common,
+            group_id=k["group_id"],
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=k["max_poll_records"],
+            fetch_max_bytes=k["fetch_max_bytes"],
+            max_partition_fetch_bytes=min(k["fetch_max_bytes"], 16 << 20),
+            max_poll_interval_ms=300_000,
+            session_timeout_ms=10_000,
+            heartbeat_interval_ms=3_000,
+        )
+        from kafka import ConsumerRebalanceListener
+
+        outer = self
+
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                outer._on_revoked(revoked)
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                outer._on_assigned(assigned)
+
+        self.consumer.subscribe([self.topic], listener=Listener())
+
+    def run(self) -> int:
+        """Consume until stopped; returns the process exit status."""
+        if self._serve_metrics:
+            m = self.config["metrics"]
+            self._server = MetricsServer(self.metrics, m["host"], m["port"], ready=self._ready_check).start()
+            log.info("metrics on %s", self._server.url)
+        try:
+            retry_storage(self.storage.apply_schema, self.metrics, self._backoff(), self._wait_plain)
+            self._connect()
+            self.running = True
+            self._loop()
+            # Graceful stop: store and commit complete traces; partial ones stay uncommitted.
+            self._ready.extend(self.assembler.pop_ready(time.monotonic()))
+            self._flush()
+            return 0
+        except _Stop:
+            log.error("stopping before the batch could be stored: nothing committed for it")
+            return 1
+        finally:
+            self.running = False
+            if self.consumer is not None:
+                try:
+                    self.consumer.close(autocommit=False)
+                except Exception:  # noqa: BLE001 - closing on the way out
+                    pass
+            if self.producer is not None:
+                try:
+                    self.producer.close(timeout=2)
+                except Exception:  # noqa: BLE001
+                    pass
+            if self._server is not None:
+                self._server.stop()
+            self.storage.close()
+
+    # -- waits and retries
+
+    def _backoff(self) -> Backoff:
+        st = self.config["storage"]
+        return Backoff(st["retry_initial_s"], st["retry_max_s"])
+
+    def _deadline_passed(self) -> bool:
+        return self._stop_deadline is not None and time.monotonic() >= self._stop_deadline
+
+    def _wait_plain(self, delay: float) -> bool:
+        if self._stop.is_set() and self._deadline_passed():
+            raise _Stop
+        self._stop.wait(delay)
+        return True
+
+    def _wait_paused(self, delay: float) -> bool:
+        """Back off with consumption paused; poll() keeps the group membership alive."""
+        if self._deadline_passed():
+            raise _Stop
+        c = self.consumer
+        parts = c.assignment()
+        if parts:
+            c.pause(*parts)
+        end = time.monotonic() + delay
+        while time.monotonic() < end:
+            if self._deadline_passed():
+                raise _Stop
+            c.poll(timeout_ms=int(min(0.5, max(0.0, end - time.monotonic())) * 1000))
+        return True
+
+    # -- the loop
+
+    def _loop(self) -> None:
+        c = self.consumer
+        batch_max = self.config["storage"]["batch_max_traces"]
+        batch_secs = float(self.config["storage"]["batch_max_seconds"])
+        last_commit = time.monotonic()
+        last_lag = 0.0
+        while not self._stop.is_set():
+            polled = c.poll(timeout_ms=100)
+            now = time.monotonic()
+            for tp, records in polled.items():
+                for rec in records:
+                    self._handle(tp.partition, rec, now)
+                self._seen[tp.partition] = records[-1].offset
+            got = self.assembler.pop_ready(now)
+            if got:
+                if not self._ready:
+                    self._first_ready = now
+                self._ready.extend(got)
+            self.metrics.assembly_buffer.set(len(self.assembler))
+            due = now - last_commit >= batch_secs
+            if len(self._ready) >= batch_max or (due and (self._ready or self._dead or self._uncommitted())):
+                self._flush()
+                last_commit = time.monotonic()
+            if now - last_lag >= 5.0:
+                last_lag = now
+                self._update_lag()
+
+    def _handle(self, partition: int, rec: Any, now: float) -> None:
+        value = rec.value
+        try:
+            result = decode_record(value, self.limits)
+        except MalformedRecord as exc:
+            kind = "oversized" if "exceeds" in str(exc) else "undecodable"
+            self._dead.append((rec, str(exc), kind))
+            self.metrics.records.labels("deadletter").inc()
+            return
+        if result.errors:
+            reason = f"{len(result.errors)} invalid span(s): " + "; ".join(result.errors[:3])
+            kind = "oversized" if any("exceeds" in e for e in result.errors) else "invalid_spans"
+            self._dead.append((rec, reason, kind))
+            self.metrics.records.labels("deadletter").inc()
+        else:
+            self.metrics.records.labels("ok").inc()
+        if result.spans:
+            self.metrics.spans_received.inc(len(result.spans))
+            self.assembler.add(result.spans, (partition, rec.offset), now)
+
+    def _uncommitted(self) -> bool:
+        low = self.assembler.min_positions()
+        for part, seen in self._seen.items():
+            target = low.get(part, seen + 1)
+            if target > self._committed.get(part, -1):
+                return True
+        return False
+
+    def _flush(self) -> None:
+        """Store the ready traces, produce judge + dead-letter records, then commit."""
+        if self.consumer is None:
+            return
+        self._in_flush = True
+        start = time.perf_counter()
+        try:
+            ready, self._ready = self._ready, []
+            traces = self.ingestor.prepare(ready) if ready else []
+            if traces or self._seen:
+                seen = dict(self._seen)
+                retry_storage(
+                    lambda: self.storage.write_progress(self.topic, seen),
+                    self.metrics,
+                    self._backoff(),
+                    self._wait_paused,
+                )
+            if traces:
+                retry_storage(
+                    lambda: self.ingestor.store(traces), self.metrics, self._backoff(), self._wait_paused
+                )
+            self._produce(traces)
+            self._commit()
+            parts = self.consumer.assignment()
+            if parts:
+                self.consumer.resume(*parts)
+        finally:
+            self._in_flush = False
+        if traces:
+            self.metrics.batch_traces.observe(len(traces))
+        self.metrics.batch_latency.observe(time.perf_counter() - start)
+        self.late_spans_to_metrics()
+
+    def late_spans_to_metrics(self) -> None:
+        late = self.assembler.late_spans
+        if late:
+            self.metrics.late_spans.inc(late)
+            self.assembler.late_spans = 0
+
+    def _produce(self, traces: list[Any]) -> None:
+        """Judge messages for sampled traces and dead letters, acknowledged before any commit."""
+        k = self.config["kafka"]
+        sends: list[tuple[str, bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
+        for t in traces:
+            if t.sampled:
+                sends.append(
+                    (k["judge_topic"], t.trace_id.encode(), json.dumps(t.judge_message()).encode(), [])
+                )
+        dead, self._dead = self._dead, []
+        for rec, reason, kind in dead:
+            headers = [
+                (REASON_HEADER, reason[:2000].encode("utf-8", "replace")),
+                (SOURCE_HEADER, f"{rec.topic}/{rec.partition}/{rec.offset}".encode()),
+            ]
+            sends.append((k["deadletter_topic"], rec.key, rec.value, headers))
+            self.metrics.deadlettered.labels(kind).inc()
+        if not sends:
+            return
+        backoff = self._backoff()
+        pending = sends
+        while pending:
+            futures = [(s, self.producer.send(s[0], key=s[1], value=s[2], headers=s[3])) for s in pending]
+            self.producer.flush(timeout=30)
+            failed = []
+            for s, f in futures:
+                if not f.is_done or f.failed():
+                    err = f.exception if f.is_done else "not acknowledged in time"
+                    from kafka.errors import MessageSizeTooLargeError
+
+                    if isinstance(err, MessageSizeTooLargeError) and s[2] is not None:
+                        s = (s[0], s[1], s[2][: 512 << 10], [*s[3], ("ragpulse.truncated", b"1")])
+                    failed.append(s)
+                    log.warning("produce to %s failed: %s; retrying", s[0], err)
+            pending = failed
+            if pending:
+                self._wait_paused(backoff.next())
+        self.metrics.judge_queue_sent.inc(sum(1 for t in traces if t.sampled))
+
+    def _commit(self) -> None:
+        from kafka import TopicPartition
+        from kafka.structs import OffsetAndMetadata
+
+        low = self.assembler.min_positions()
+        offsets = {}
+        assigned = {tp.partition for tp in self.consumer.assignment()}
+        for part, seen in self._seen.items():
+            if part not in assigned:
+                continue
+            target = low.get(part, seen + 1)
+            if target > self._committed.get(part, -1):
+                offsets[TopicPartition(self.topic, part)] = OffsetAndMetadata(target, "", -1)
+        if not offsets:
+            return
+        self.consumer.commit(offsets)
+        for tp, om in offsets.items():
+            self._committed[tp.partition] = om.offset
+
+    def _update_lag(self) -> None:
+        c = self.consumer
+        for tp in c.assignment():
+            high = c.highwater(tp)
+            if high is None:
+                continue
+            try:
+                pos = c.position(tp)
+            except Exception:  # noqa: BLE001 - lag is best effort
+                continue
+            self.metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(max(0, high - pos))
+
+    # -- rebalancing
+
+    def _on_revoked(self, revoked: Any) -> None:
+        parts = {tp.partition for tp in revoked}
+        if not parts:
+            return
+        if not self._in_flush and not self._stop.is_set():
+            try:
+                self._ready.extend(self.assembler.pop_ready(time.monotonic()))
+                self._flush()
+            except (StorageUnavailable, _Stop):
+                pass
+        dropped = self.assembler.drop_partitions(parts)
+        self._ready = [a for a in self._ready if not (parts & a.positions.keys())]
+        for p in parts:
+            self._seen.pop(p, None)
+            self._committed.pop(p, None)
+        log.info("partitions %s revoked (%d buffered traces left to their new owner)", sorted(parts), dropped)
+
+    def _on_assigned(self, assigned: Any) -> None:
+        parts = {tp.partition for tp in assigned}
+        if not parts:
+            return
+        try:
+            marks = retry_storage(
+                lambda: self.storage.read_progress(self.topic),
+                self.metrics,
+                self._backoff(),
+                self._wait_plain,
+            )
+        except _Stop:
+            marks = {}
+        for p in parts:
+            if p in marks:
+                self.ingestor.replay_marks[p] = marks[p]
+            self._committed.pop(p, None)

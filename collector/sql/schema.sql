@@ -1,0 +1,119 @@
+-- ragpulse ClickHouse schema. Applied by `ragpulse schema apply` (idempotent:
+-- every statement is CREATE ... IF NOT EXISTS). {db} is the database name and
+-- {ttl_*} the TTL clauses built from storage.ttl_days (empty when 0).
+-- ReplacingMergeTree keeps one row per sorting key; queries read with FINAL
+-- (or argMax) so replays never double-count. The version column makes the
+-- most complete assembly of a trace win over a partial replay.
+
+CREATE DATABASE IF NOT EXISTS {db};
+
+CREATE TABLE IF NOT EXISTS {db}.rag_traces
+(
+    trace_id          String,
+    time              DateTime64(9, 'UTC'),
+    end_time          DateTime64(9, 'UTC'),
+    service           LowCardinality(String),
+    route             LowCardinality(String),
+    query             String,
+    answer            String,
+    chunk_ids         Array(String),
+    chunk_contents    Array(String),
+    chunk_scores      Array(Nullable(Float64)),
+    chunk_metadata    Array(String),
+    citation_doc_ids  Array(String),
+    citation_markers  Array(String),
+    citation_starts   Array(Int32),
+    citation_ends     Array(Int32),
+    corpus_version    LowCardinality(String),
+    model             LowCardinality(String),
+    provider          LowCardinality(String),
+    latency_ms        Float64,
+    retrieval_ms      Float64,
+    rerank_ms         Float64,
+    generation_ms     Float64,
+    input_tokens      UInt32,
+    output_tokens     UInt32,
+    risk_level        LowCardinality(String),
+    query_type        LowCardinality(String),
+    session_id        String,
+    user_id           String,
+    status            LowCardinality(String),
+    source            LowCardinality(String),
+    span_count        UInt32,
+    complete          UInt8,
+    sampled           UInt8,
+    sampled_reason    LowCardinality(String),
+    attributes        String,
+    ingested_at       DateTime64(3, 'UTC') DEFAULT now64(3),
+    INDEX idx_time time TYPE minmax GRANULARITY 1
+)
+ENGINE = ReplacingMergeTree(span_count)
+PARTITION BY toYYYYMM(time)
+ORDER BY trace_id
+{ttl_traces};
+
+CREATE TABLE IF NOT EXISTS {db}.rag_judgments
+(
+    trace_id                 String,
+    judge_id                 LowCardinality(String),
+    service                  LowCardinality(String),
+    time                     DateTime64(9, 'UTC'),
+    judged_at                DateTime64(3, 'UTC'),
+    faithfulness             Nullable(Float64),
+    citation_correctness     Nullable(Float64),
+    citation_completeness    Nullable(Float64),
+    answer_relevance         Nullable(Float64),
+    context_precision        Nullable(Float64),
+    context_utilization      Nullable(Float64),
+    abstained                UInt8,
+    abstention_kind          LowCardinality(String),
+    failure_mode             LowCardinality(String),
+    claims_total             UInt32,
+    claims_supported         UInt32,
+    claims_unsupported       UInt32,
+    claims_contradicted      UInt32,
+    unsupported_hallucination UInt32,
+    unsupported_noise        UInt32,
+    unsupported_claims       UInt32,
+    tier                     LowCardinality(String),
+    judge_latency_ms         Float64,
+    judge_cost_usd           Float64,
+    error                    String,
+    sampled_reason           LowCardinality(String),
+    version                  UInt32,
+    extra                    String
+)
+ENGINE = ReplacingMergeTree(version)
+PARTITION BY toYYYYMM(time)
+ORDER BY (trace_id, judge_id)
+{ttl_judgments};
+
+CREATE TABLE IF NOT EXISTS {db}.rag_claims
+(
+    trace_id              String,
+    judge_id              LowCardinality(String),
+    claim_index           UInt32,
+    service               LowCardinality(String),
+    time                  DateTime64(9, 'UTC'),
+    text                  String,
+    verdict               LowCardinality(String),
+    supporting_chunk_ids  Array(String),
+    cited_chunk_ids       Array(String),
+    citation_valid        Nullable(UInt8),
+    unsupported_source    LowCardinality(String),
+    version               UInt32
+)
+ENGINE = ReplacingMergeTree(version)
+PARTITION BY toYYYYMM(time)
+ORDER BY (trace_id, judge_id, claim_index)
+{ttl_claims};
+
+CREATE TABLE IF NOT EXISTS {db}.collector_progress
+(
+    topic      String,
+    partition  UInt32,
+    offset     Int64,
+    updated_at DateTime64(3, 'UTC') DEFAULT now64(3)
+)
+ENGINE = ReplacingMergeTree(offset)
+ORDER BY (topic, partition);

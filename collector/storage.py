@@ -1,0 +1,331 @@
+"""ClickHouse storage for ragpulse: one module for chDB (embedded) and a ClickHouse server.
+
+``Storage(dsn)`` takes ``chdb:///abs/path`` (in-process chDB; one process may
+own a path at a time) or ``http(s)://user:password@host:port[/db]``. Both go
+through clickhouse-connect, so inserts, DDL and queries are the same code.
+Inserts are batched and columnar; the schema (sql/schema.sql, documented in
+docs/schema.md) uses ReplacingMergeTree, and every read helper here uses FINAL
+so replays never double-count.
+
+Connection problems raise :class:`StorageUnavailable`; the caller decides how
+to retry (the collector retries with backoff and pauses consumption).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from ragpulse.collector.model import RagTrace
+
+__all__ = [
+    "Storage",
+    "StorageUnavailable",
+    "schema_statements",
+    "TRACE_COLUMNS",
+    "JUDGMENT_COLUMNS",
+    "CLAIM_COLUMNS",
+]
+
+TRACE_COLUMNS = (
+    "trace_id", "time", "end_time", "service", "route", "query", "answer",
+    "chunk_ids", "chunk_contents", "chunk_scores", "chunk_metadata",
+    "citation_doc_ids", "citation_markers", "citation_starts", "citation_ends",
+    "corpus_version", "model", "provider", "latency_ms", "retrieval_ms", "rerank_ms", "generation_ms",
+    "input_tokens", "output_tokens", "risk_level", "query_type", "session_id", "user_id",
+    "status", "source", "span_count", "complete", "sampled", "sampled_reason", "attributes",
+)  # fmt: skip
+
+JUDGMENT_COLUMNS = (
+    "trace_id", "judge_id", "service", "time", "judged_at",
+    "faithfulness", "citation_correctness", "citation_completeness", "answer_relevance",
+    "context_precision", "context_utilization", "abstained", "abstention_kind", "failure_mode",
+    "claims_total", "claims_supported", "claims_unsupported", "claims_contradicted",
+    "unsupported_hallucination", "unsupported_noise", "unsupported_claims", "tier",
+    "judge_latency_ms", "judge_cost_usd", "error", "sampled_reason", "version", "extra",
+)  # fmt: skip
+
+CLAIM_COLUMNS = (
+    "trace_id", "judge_id", "claim_index", "service", "time", "text", "verdict",
+    "supporting_chunk_ids", "cited_chunk_ids", "citation_valid", "unsupported_source", "version",
+)  # fmt: skip
+
+
+class StorageUnavailable(RuntimeError):
+    """ClickHouse could not be reached or refused the operation for a transient reason."""
+
+
+def schema_statements(database: str = "ragpulse", ttl_days: int = 90) -> list[str]:
+    """The DDL of sql/schema.sql for ``database`` with TTLs of ``ttl_days`` (0 = none)."""
+    if not database.replace("_", "").isalnum():
+        raise ValueError(f"invalid database name {database!r}")
+    text = resources.files("ragpulse.collector").joinpath("sql/schema.sql").read_text()
+
+    def ttl(col: str) -> str:
+        return f"TTL toDateTime({col}) + INTERVAL {int(ttl_days)} DAY" if ttl_days else ""
+
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    body = body.format(db=database, ttl_traces=ttl("time"), ttl_judgments=ttl("time"), ttl_claims=ttl("time"))
+    return [s.strip() for s in body.split(";") if s.strip()]
+
+
+def _client_for(dsn: str) -> Any:
+    import clickhouse_connect
+
+    if dsn.startswith("chdb://"):
+        return clickhouse_connect.get_client(dsn=dsn)
+    url = urlparse(dsn)
+    secure = url.scheme in ("https", "clickhouses")
+    return clickhouse_connect.get_client(
+        host=url.hostname or "localhost",
+        port=url.port or (8443 if secure else 8123),
+        username=unquote(url.username or "default"),
+        password=unquote(url.password or ""),
+        secure=secure,
+        database="default",
+        connect_timeout=5,
+        send_receive_timeout=60,
+    )
+
+
+def _is_transient(exc: BaseException) -> bool:
+    from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
+
+    if isinstance(exc, OperationalError | ConnectionError | TimeoutError | OSError):
+        return True
+    msg = str(exc)
+    if isinstance(exc, DatabaseError) and (
+        "TOO_MANY_PARTS" in msg or "TIMEOUT" in msg or "MEMORY_LIMIT" in msg
+    ):
+        return True
+    return "Unable to open the chdb engine" in msg or "EmbeddedServer" in msg
+
+
+class Storage:
+    """Thread-safe access to the ragpulse tables through one clickhouse-connect client."""
+
+    def __init__(self, dsn: str, database: str = "ragpulse", ttl_days: int = 90) -> None:
+        self.dsn = dsn
+        self.database = database
+        self.ttl_days = ttl_days
+        self._client: Any = None
+        self._lock = threading.RLock()
+        self._types: dict[str, list[str]] = {}
+
+    # -- connection
+
+    def _get(self) -> Any:
+        if self._client is None:
+            try:
+                self._client = _client_for(self.dsn)
+            except Exception as exc:
+                raise StorageUnavailable(f"cannot connect to {self._safe_dsn()}: {exc}") from exc
+        return self._client
+
+    def _safe_dsn(self) -> str:
+        url = urlparse(self.dsn)
+        if url.password:
+            return self.dsn.replace(f":{url.password}@", ":***@")
+        return self.dsn
+
+    def _call(self, fn: str, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            client = self._get()
+            try:
+                return getattr(client, fn)(*args, **kwargs)
+            except Exception as exc:
+                if _is_transient(exc):
+                    self._drop_client()
+                    raise StorageUnavailable(f"{fn} failed: {exc}") from exc
+                raise
+
+    def _drop_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - closing a broken client must not mask the cause
+                pass
+
+    def close(self) -> None:
+        """Close the client (frees a chDB path for another process)."""
+        with self._lock:
+            self._drop_client()
+
+    def ping(self) -> bool:
+        """True when ClickHouse answers a trivial query."""
+        try:
+            return self._call("command", "SELECT 1") == 1
+        except Exception:  # noqa: BLE001 - readiness is a yes/no answer
+            return False
+
+    # -- schema
+
+    def apply_schema(self) -> list[str]:
+        """Create the database and tables if missing (idempotent); returns the statements run."""
+        statements = schema_statements(self.database, self.ttl_days)
+        for stmt in statements:
+            self._call("command", stmt)
+        self._types.clear()
+        return statements
+
+    def _column_types(self, table: str) -> list[str]:
+        types = self._types.get(table)
+        if types is None:
+            rows = self._call("query", f"DESCRIBE TABLE {self.database}.{table}").result_rows
+            types = {r[0]: r[1] for r in rows}
+            self._types[table] = types  # type: ignore[assignment]
+        return types  # type: ignore[return-value]
+
+    def _insert(self, table: str, columns: Sequence[str], data: list[list[Any]]) -> None:
+        types = self._column_types(table)
+        self._call(
+            "insert",
+            f"{self.database}.{table}",
+            data,
+            column_names=list(columns),
+            column_type_names=[types[c] for c in columns],  # type: ignore[index]
+            column_oriented=True,
+        )
+
+    # -- writes
+
+    def insert_traces(self, traces: Sequence[RagTrace]) -> None:
+        """Insert assembled traces (one columnar insert)."""
+        if not traces:
+            return
+        cols: list[list[Any]] = [[] for _ in TRACE_COLUMNS]
+        (
+            c_tid, c_time, c_end, c_service, c_route, c_query, c_answer, c_cids, c_cont, c_scores, c_meta,
+            c_cdoc, c_cmark, c_cstart, c_cend, c_corpus, c_model, c_provider, c_lat, c_ret, c_rr, c_gen,
+            c_in, c_out, c_risk, c_qtype, c_session, c_user, c_status, c_source, c_count, c_complete,
+            c_sampled, c_reason, c_attrs,
+        ) = cols  # fmt: skip
+        dumps = json.dumps
+        for t in traces:
+            c_tid.append(t.trace_id)
+            c_time.append(t.time)
+            c_end.append(t.end_time)
+            c_service.append(t.service)
+            c_route.append(t.route)
+            c_query.append(t.query)
+            c_answer.append(t.answer)
+            ch = t.chunks
+            c_cids.append([c.id for c in ch])
+            c_cont.append([c.content for c in ch])
+            c_scores.append([c.score for c in ch])
+            c_meta.append([c.metadata for c in ch])
+            ci = t.citations
+            c_cdoc.append([c.doc_id for c in ci])
+            c_cmark.append([c.marker for c in ci])
+            c_cstart.append([c.start for c in ci])
+            c_cend.append([c.end for c in ci])
+            c_corpus.append(t.corpus_version)
+            c_model.append(t.model)
+            c_provider.append(t.provider)
+            c_lat.append(t.latency_ms)
+            c_ret.append(t.retrieval_ms)
+            c_rr.append(t.rerank_ms)
+            c_gen.append(t.generation_ms)
+            c_in.append(t.input_tokens)
+            c_out.append(t.output_tokens)
+            c_risk.append(t.risk_level)
+            c_qtype.append(t.query_type)
+            c_session.append(t.session_id)
+            c_user.append(t.user_id)
+            c_status.append(t.status)
+            c_source.append(t.source)
+            c_count.append(t.span_count)
+            c_complete.append(1 if t.complete else 0)
+            c_sampled.append(1 if t.sampled else 0)
+            c_reason.append(t.sampled_reason)
+            c_attrs.append(dumps(t.attributes, default=str) if t.attributes else "{}")
+        self._insert("rag_traces", TRACE_COLUMNS, cols)
+
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> int:
+        """Insert dict rows (missing keys default to the column's zero value); returns the count."""
+        rows = list(rows)
+        if not rows:
+            return 0
+        cols = [[r.get(c) for r in rows] for c in columns]
+        self._insert(table, columns, cols)
+        return len(rows)
+
+    def insert_judgments(self, rows: Iterable[dict[str, Any]]) -> int:
+        """Insert ``rag_judgments`` rows (dicts keyed by JUDGMENT_COLUMNS)."""
+        return self.insert_rows("rag_judgments", JUDGMENT_COLUMNS, rows)
+
+    def insert_claims(self, rows: Iterable[dict[str, Any]]) -> int:
+        """Insert ``rag_claims`` rows (dicts keyed by CLAIM_COLUMNS)."""
+        return self.insert_rows("rag_claims", CLAIM_COLUMNS, rows)
+
+    def write_progress(self, topic: str, offsets: dict[int, int]) -> None:
+        """Record the highest offset per partition whose spans may have been stored (replay detection)."""
+        if offsets:
+            parts = sorted(offsets)
+            self._insert(
+                "collector_progress",
+                ("topic", "partition", "offset"),
+                [[topic] * len(parts), parts, [offsets[p] for p in parts]],
+            )
+
+    # -- reads
+
+    def read_progress(self, topic: str) -> dict[int, int]:
+        rows = self._call(
+            "query",
+            f"SELECT partition, max(offset) FROM {self.database}.collector_progress WHERE topic = %(t)s GROUP BY partition",
+            parameters={"t": topic},
+        ).result_rows
+        return {int(p): int(o) for p, o in rows}
+
+    def stored_decisions(self, trace_ids: Sequence[str]) -> dict[str, tuple[bool, str]]:
+        """Sampling decisions already stored for these traces (any version: decisions never change)."""
+        out: dict[str, tuple[bool, str]] = {}
+        ids = list(trace_ids)
+        for i in range(0, len(ids), 5000):
+            rows = self._call(
+                "query",
+                f"SELECT trace_id, any(sampled), any(sampled_reason) FROM {self.database}.rag_traces "
+                "WHERE trace_id IN %(ids)s GROUP BY trace_id",
+                parameters={"ids": ids[i : i + 5000]},
+            ).result_rows
+            for tid, sampled, reason in rows:
+                out[tid] = (bool(sampled), reason)
+        return out
+
+    def budget_spent(self, minute_start_ns: int, reasons: Sequence[str]) -> int:
+        """How many stored traces of this trace-time minute spent the sampling budget."""
+        start = minute_start_ns // 1_000_000_000
+        return int(
+            self._call(
+                "query",
+                f"SELECT count() FROM {self.database}.rag_traces FINAL WHERE time >= toDateTime64(%(s)s, 9, 'UTC') "
+                "AND time < toDateTime64(%(e)s, 9, 'UTC') AND sampled = 1 AND sampled_reason IN %(r)s",
+                parameters={"s": start, "e": start + 60, "r": list(reasons)},
+            ).result_rows[0][0]
+        )
+
+    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """Run a read query (``{db}`` in the text is replaced by the database name)."""
+        return self._call(
+            "query", sql.replace("{db}", self.database), parameters=parameters or {}
+        ).result_rows
+
+    def command(self, sql: str) -> Any:
+        return self._call("command", sql.replace("{db}", self.database))
+
+    def wait_available(self, timeout: float, interval: float = 0.5) -> bool:
+        """Poll :meth:`ping` until it answers or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.ping():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(interval)
