@@ -24,6 +24,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 COMMAND_MODULES: list[str] = [
     "ragpulse.collector.judge_cli",
+    "ragpulse.collector.calibrate_cli",
     "ragpulse.collector.commands.collect",
     "ragpulse.collector.commands.schema",
     "ragpulse.collector.demo",

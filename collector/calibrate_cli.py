@@ -1,0 +1,101 @@
+"""``ragpulse calibrate``: a judge's verdicts against human labels.
+
+LABELS.jsonl holds one object per trace: ``human`` (labels such as
+``faithful``, ``faithfulness``, ``failure_mode``, ``abstained``,
+``abstention_kind``), ``judge`` (the judge's output record) and optionally
+``judge_b`` (a second judge's record, for the paired bootstrap). Lines without
+``human`` (and ``--judged`` files of output records) form the large judged set
+for the prediction-powered estimate of mean faithfulness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .cli import CliError
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "calibrate",
+        help="agreement of a judge with human labels, PPI mean faithfulness, judge differences",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    p.add_argument("labels", help="LABELS.jsonl (human labels + judge records)")
+    p.add_argument("--judged", action="append", default=[], help="JSONL of judge output records (unlabelled)")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)
+
+
+def _read(path: str) -> list[dict[str, Any]]:
+    p = Path(path)
+    if not p.is_file():
+        raise CliError(f"no such file: {path}")
+    rows = []
+    with p.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CliError(f"{path}: line {n}: invalid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise CliError(f"{path}: line {n}: expected a JSON object")
+            rows.append(obj)
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from .judge.calibrate import calibration_report
+
+    rows = _read(args.labels)
+    judged = [r for path in args.judged for r in _read(path)]
+    if not any(isinstance(r.get("human"), dict) for r in rows):
+        raise CliError(f"{args.labels}: no line has a 'human' object of labels")
+    if args.bootstrap < 100:
+        raise CliError("--bootstrap must be at least 100")
+    rep = calibration_report(rows, judged, n_boot=args.bootstrap, seed=args.seed)
+    if args.json:
+        print(json.dumps(rep, indent=2))
+        return 0
+    out = sys.stdout
+    print(f"labelled traces: {rep['labelled']}   judged (unlabelled) traces: {rep['unlabelled']}", file=out)
+    print(f"{'metric':<24}{'n':>6}{'accuracy':>10}{'kappa':>8}{'MAE':>8}{'<=0.1':>8}{'r':>8}", file=out)
+    for key, m in rep["metrics"].items():
+
+        def f(v: Any) -> str:
+            return "-" if v is None else f"{v:.3f}"
+
+        print(
+            f"{key:<24}{m['n']:>6}{f(m.get('accuracy')):>10}{f(m.get('kappa')):>8}{f(m.get('mae')):>8}"
+            f"{f(m.get('within_0.1')):>8}{f(m.get('pearson')):>8}",
+            file=out,
+        )
+    ppi = rep.get("ppi_faithfulness")
+    if ppi:
+        print(
+            f"mean faithfulness (PPI): {ppi['estimate']:.4f}  95% CI [{ppi['ci95'][0]:.4f}, {ppi['ci95'][1]:.4f}]"
+            f"  (judge alone: {ppi['judge_only_mean']:.4f}; n={ppi['n_labelled']} labelled, "
+            f"N={ppi['n_judged']} judged)",
+            file=out,
+        )
+    else:
+        print("mean faithfulness (PPI): needs labelled rows and judged rows with faithfulness", file=out)
+    diff = rep.get("judge_difference")
+    if diff:
+        print(
+            f"judge_b - judge, {diff['metric']}: {diff['delta']:+.4f}  95% CI [{diff['ci95'][0]:+.4f}, "
+            f"{diff['ci95'][1]:+.4f}]  n={diff['n']}  "
+            + ("(significant)" if diff["significant"] else "(not significant: the interval spans 0)"),
+            file=out,
+        )
+    return 0

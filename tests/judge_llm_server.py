@@ -1,0 +1,143 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 with scripted replies, for
+driving the LLM judge through litellm in tests and benchmarks.
+
+``POST /v1/chat/completions`` calls ``responder(body, n)`` (n = 0-based request
+number) which returns a :class:`Reply`: status, headers, a JSON body or raw
+text, and a delay. Every request body is recorded. The server runs in a thread
+of the current process and is stopped by :meth:`ScriptedLLMServer.stop`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Reply", "ScriptedLLMServer", "completion", "claims_in", "chunk_ids_in", "all_supported"]
+
+
+@dataclass
+class Reply:
+    """One scripted HTTP reply."""
+
+    status: int = 200
+    body: Any = None  # dict -> JSON; str -> raw text
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+def completion(content: str, prompt_tokens: int = 1000, completion_tokens: int = 100) -> dict[str, Any]:
+    """An OpenAI chat.completion body whose message is ``content``."""
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "fake-judge",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _user_text(body: dict[str, Any]) -> str:
+    return next(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
+def claims_in(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The claims listed in a judge request (one JSON object per line)."""
+    text = _user_text(body)
+    section = text.split("CLAIMS EXTRACTED FROM THE ANSWER", 1)[1]
+    return [json.loads(line) for line in section.splitlines() if line.startswith('{"id"')]
+
+
+def chunk_ids_in(body: dict[str, Any]) -> list[str]:
+    """Chunk ids in the order the request presents them."""
+    return re.findall(r'CHUNK id="([^"]*)"', _user_text(body))
+
+
+def all_supported(body: dict[str, Any], n: int) -> Reply:
+    """Reply that every claim is supported by the chunks it cites (first chunk when uncited)."""
+    ids = chunk_ids_in(body)
+    claims = [
+        {
+            "id": c["id"],
+            "verdict": "supported",
+            "supporting_chunk_ids": c["cited_chunk_ids"] or ids[:1],
+            "on_topic": True,
+            "omitted_condition": None,
+            "source": None,
+        }
+        for c in claims_in(body)
+    ]
+    return Reply(body=completion(json.dumps({"abstained": False, "answerable": True, "claims": claims})))
+
+
+class ScriptedLLMServer:
+    """OpenAI-compatible server; ``url`` is the ``api_base`` to give litellm."""
+
+    def __init__(self, responder: Callable[[dict[str, Any], int], Reply] = all_supported) -> None:
+        self.responder = responder
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    n = len(server.requests)
+                    server.requests.append(body)
+                reply = server.responder(body, n)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body or {})
+                data = payload.encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> ScriptedLLMServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
