@@ -61,8 +61,13 @@ def _histogram(name: str, bins: list[int]) -> str:
     return "".join(parts)
 
 
+def _clock(iso: str) -> str:
+    """``2026-11-29T13:20:33.996+00:00`` -> ``13:20:33.996`` (the date is in the page header)."""
+    return iso.split("T", 1)[-1].split("+", 1)[0]
+
+
 def _over_time(r: Report) -> str:
-    w, h, left, right, top, bottom = 760, 260, 44, 170, 14, 34
+    w, h, left, right, top, bottom = 780, 260, 44, 190, 14, 34
     points = r.over_time
     if not points:
         return "<p>No judged traces yet.</p>"
@@ -82,7 +87,7 @@ def _over_time(r: Report) -> str:
     for v in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" stroke="#eee"/>')
         parts.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" class="n" text-anchor="end">{v:.2f}</text>')
-    for k, name in enumerate(SCORES[:4]):
+    for k, name in reversed(list(enumerate(SCORES[:4]))):  # faithfulness drawn last, on top
         pts = [
             (x(i), y(p["means"][name]), p) for i, p in enumerate(points) if p["means"].get(name) is not None
         ]
@@ -101,9 +106,9 @@ def _over_time(r: Report) -> str:
         ly = top + 14 + 18 * k
         parts.append(f'<rect x="{left + pw + 14}" y="{ly - 9}" width="12" height="4" fill="{color}"/>')
         parts.append(f'<text x="{left + pw + 30}" y="{ly - 4}" class="n">{name.replace("_", " ")}</text>')
-    parts.append(f'<text x="{left}" y="{h - 8}" class="n">{escape(points[0]["start"])}</text>')
+    parts.append(f'<text x="{left}" y="{h - 8}" class="n">{escape(_clock(points[0]["start"]))}</text>')
     parts.append(
-        f'<text x="{left + pw}" y="{h - 8}" class="n" text-anchor="end">{escape(points[-1]["start"])}</text>'
+        f'<text x="{left + pw}" y="{h - 8}" class="n" text-anchor="end">{escape(_clock(points[-1]["start"]))}</text>'
     )
     parts.append("</svg>")
     return "".join(parts)
@@ -113,14 +118,14 @@ def _failure_modes(r: Report) -> str:
     rows = list(r.failure_modes.items())
     if not rows:
         return "<p>No judged traces yet.</p>"
-    w, bar_h, left = 560, 26, 110
+    w, bar_h, left = 620, 26, 110
     h = bar_h * len(rows) + 10
     top = max(n for _, n in rows) or 1
     parts = [
         f'<svg class="failure-modes" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="failure modes">'
     ]
     for i, (mode, n) in enumerate(rows):
-        bw = (w - left - 90) * n / top
+        bw = (w - left - 120) * n / top
         yy = 5 + i * bar_h
         share = 100.0 * n / r.judged if r.judged else 0.0
         parts.append(f'<text x="{left - 8}" y="{yy + 17}" text-anchor="end">{escape(mode)}</text>')

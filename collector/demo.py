@@ -1,0 +1,323 @@
+"""``ragpulse demo``: the whole loop on the embedded default, then the quality report.
+
+It serves questions through the demo policy assistant (``ragpulse.policy_rag``,
+instrumented only with the public agent API) with the agent's ``embedded``
+exporter feeding an in-process :class:`EmbeddedCollector`: assembly, the
+sampler, the local judge, chDB on disk and Prometheus metrics on a local port.
+Then it prints the report (every number read back from the database), the
+judge-versus-truth confusion table, writes the HTML report and says where the
+database, the metrics endpoint and the report are. ``--serve`` keeps the
+metrics endpoint up afterwards for a local Prometheus/Grafana.
+
+A second run adds to the same database; the report covers everything in it.
+Ctrl-C while serving stops cleanly: what was served is flushed, stored,
+judged and reported, and the exit status is 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from .cli import CliError
+
+__all__ = ["register", "run_demo", "DEFAULT_DB", "SERVICE"]
+
+DEFAULT_DB = "ragpulse-data/demo/chdb"
+SERVICE = "policy-assistant"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "demo",
+        help="run the whole loop on the embedded default and print the quality report",
+        description=(
+            "Serve questions through the demo policy assistant, instrumented with the ragpulse agent; "
+            "the in-process collector samples, judges (local judge) and stores them in chDB, exports "
+            "Prometheus metrics, then prints the quality report and writes it as HTML."
+        ),
+    )
+    p.add_argument(
+        "--queries", type=int, default=300, help="questions to serve (default 300; 0 = report only)"
+    )
+    p.add_argument("--db", default=DEFAULT_DB, help=f"chDB database directory (default {DEFAULT_DB})")
+    p.add_argument(
+        "--report", default=None, help="HTML report path (default: report.html next to the database)"
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=9464,
+        help="Prometheus metrics port on 127.0.0.1 (default 9464; a free port is used if it is taken; 0 = any)",
+    )
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=25.0,
+        help="questions per second, paced like live traffic (default 25; 0 = as fast as possible)",
+    )
+    p.add_argument(
+        "--serve", action="store_true", help="keep the metrics endpoint up after the report (Ctrl-C stops)"
+    )
+    p.add_argument("--seed", type=int, default=7, help="seed of the traffic and the generator (default 7)")
+    p.add_argument(
+        "--sample-rate",
+        type=float,
+        default=0.5,
+        help="base sampling rate for judging (default 0.5, plus the rules)",
+    )
+    p.add_argument("--judge", default="local", help="judge: local (default) or a litellm model name")
+    p.add_argument("--no-color", action="store_true", help="plain text even on a terminal")
+    p.set_defaults(func=run_demo)
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _counter_total(registry: Any, name: str) -> float:
+    """Sum of a counter over all its label sets (prometheus_client public API)."""
+    total = 0.0
+    for family in registry.collect():
+        for sample in family.samples:
+            if sample.name == name:
+                total += sample.value
+    return total
+
+
+class _Progress:
+    """One status line, redrawn in place on a terminal, every 10% otherwise."""
+
+    def __init__(self, total: int, stream: TextIO) -> None:
+        self.total, self.stream = total, stream
+        self.tty = stream.isatty()
+        self.start = time.monotonic()
+        self._last_step = -1
+
+    def show(
+        self, done: int, stored: float, judged: float, final: bool = False, elapsed: float | None = None
+    ) -> None:
+        rate = done / max(time.monotonic() - self.start if elapsed is None else elapsed, 1e-9)
+        width = 24
+        filled = int(width * done / self.total) if self.total else width
+        line = (
+            f"[{'=' * filled}{' ' * (width - filled)}] {done}/{self.total} questions  {rate:5.0f}/s  "
+            f"stored {int(stored)}  judged {int(judged)}"
+        )
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if final else ""))
+            self.stream.flush()
+            return
+        step = (10 * done) // self.total if self.total else 10
+        if final or step != self._last_step:
+            self._last_step = step
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+
+def _open_collector(args: argparse.Namespace, db: Path) -> tuple[Any, str | None]:
+    """Start the embedded collector on ``db``; a database in use becomes a one-line CliError."""
+    from ragpulse.collector.embedded import EmbeddedCollector
+
+    port = args.metrics_port
+    note = None
+    if port and not _port_free(port):
+        note = f"port {port} is taken; serving metrics on a free port instead"
+        port = 0
+    collector = EmbeddedCollector(
+        db,
+        config={"sampling": {"rate": args.sample_rate}},
+        metrics_port=port,
+        judge=args.judge,
+    )
+    try:
+        collector.start()
+    except Exception as exc:  # chDB allows one process per path
+        msg = str(exc)
+        try:
+            collector.stop()
+        except Exception:  # noqa: BLE001 - best effort after a failed start
+            pass
+        if "EmbeddedServer" in msg or "chdb" in msg.lower() or "lock" in msg.lower():
+            raise CliError(
+                f"database {db} is in use by another process (chDB allows one at a time)"
+            ) from None
+        raise CliError(
+            f"cannot start the embedded collector on {db}: {msg.splitlines()[0] if msg else exc!r}"
+        ) from None
+    return collector, note
+
+
+def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, bool]:
+    """Serve ``args.queries`` questions; returns (served, interrupted)."""
+    import ragpulse.agent as agent
+    from opentelemetry import trace
+    from ragpulse.collector.demo_truth import TRUTH_COLUMNS, TRUTH_TABLE, truth_ddl, truth_rows
+    from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus
+
+    storage = collector.storage
+    storage.command(truth_ddl(storage.database))
+    agent.configure(service_name=SERVICE, exporter="embedded", corpus_version="policies-2026.11")
+
+    run_id = uuid.uuid4().hex[:12]
+    ledger: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+
+    def record(question: str, chunks: list[Any], result: Any) -> None:
+        ctx = trace.get_current_span().get_span_context()
+        if not ctx.is_valid:
+            return
+        ledger.append(
+            {
+                "trace_id": f"{ctx.trace_id:032x}",
+                "time": datetime.now(timezone.utc),
+                "run_id": run_id,
+                "seq": current.get("seq", 0),
+                "template_id": current.get("template_id", ""),
+                "wording": current.get("wording", ""),
+                "injected_mode": result.mode.value,
+                "expected_failure_mode": result.expected_failure_mode,
+                "expected_abstention_kind": result.expected_abstention_kind or "",
+                "detail": result.detail,
+            }
+        )
+
+    corpus = load_corpus()
+    assistant = PolicyAssistant(corpus, seed=args.seed, on_answer=record)
+    traffic = TrafficModel(corpus, seed=args.seed + 4)
+    progress = _Progress(args.queries, sys.stderr)
+    registry = collector.metrics.registry
+    served, interrupted = 0, False
+    pace = f" at {args.rate:g}/s" if args.rate > 0 else ""
+    print(f"Serving {args.queries} questions through the policy assistant{pace} (Ctrl-C stops) ...", file=out)
+    out.flush()
+    t0 = time.monotonic()
+    try:
+        for req in traffic.requests(args.queries):
+            if (
+                args.rate > 0
+            ):  # arrive like live traffic, so scores over time and the metrics have a time axis
+                delay = t0 + req.seq / args.rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            current.update(seq=req.seq, template_id=req.template_id, wording=req.wording)
+            assistant.answer(req.question)
+            served += 1
+            if served % 10 == 0:
+                progress.show(
+                    served,
+                    _counter_total(registry, "ragpulse_traces_stored_total"),
+                    _counter_total(registry, "ragpulse_traces_judged_total"),
+                )
+    except KeyboardInterrupt:
+        interrupted = True
+        if progress.tty:
+            sys.stderr.write("\n")
+        print(f"Interrupted: stopping after {served} questions; flushing what was served ...", file=out)
+    serve_s = time.monotonic() - t0
+    agent.flush(30.0)
+    if not collector.flush(timeout=120.0):
+        print(
+            "warning: the collector did not finish judging within 120 s; the report may be partial", file=out
+        )
+    progress.show(
+        served,
+        _counter_total(registry, "ragpulse_traces_stored_total"),
+        _counter_total(registry, "ragpulse_traces_judged_total"),
+        final=True,
+        elapsed=serve_s,
+    )
+    storage.insert_rows(TRUTH_TABLE, TRUTH_COLUMNS, truth_rows(ledger))
+    return served, interrupted
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """The ``ragpulse demo`` command."""
+    if args.queries < 0:
+        raise CliError("--queries must be 0 or more")
+    if not 0.0 <= args.sample_rate <= 1.0:
+        raise CliError("--sample-rate must be within [0, 1]")
+    if args.rate < 0:
+        raise CliError("--rate must be 0 (unpaced) or more")
+    if not 0 <= args.metrics_port <= 65535:
+        raise CliError("--metrics-port must be within 0..65535")
+    db = Path(args.db).expanduser().resolve()
+    if db.exists() and not db.is_dir():
+        raise CliError(f"--db {db} exists and is not a directory")
+    report_path = Path(args.report).expanduser().resolve() if args.report else db.parent / "report.html"
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create {exc.filename}: {exc.strerror}") from None
+    out = sys.stdout
+    color = out.isatty() and not args.no_color
+
+    started = time.monotonic()
+    collector, note = _open_collector(args, db)
+    try:
+        if note:
+            print(note, file=out)
+        served, interrupted = _serve(args, collector, out) if args.queries else (0, False)
+        code = _report(collector, db, report_path, served, started, color, out)
+        if args.serve and not interrupted:
+            _serve_metrics(collector, out)
+        return 130 if interrupted else code
+    finally:
+        collector.stop()
+
+
+def _report(
+    collector: Any, db: Path, report_path: Path, served: int, started: float, color: bool, out: TextIO
+) -> int:
+    from ragpulse.collector.demo_truth import confusion, render_confusion, truth_ddl
+    from ragpulse.collector.report import build_report
+    from ragpulse.collector.report_html import render_html
+    from ragpulse.collector.report_text import render_text
+
+    storage = collector.storage
+    storage.command(truth_ddl(storage.database))  # report-only runs on a database from elsewhere
+    report = build_report(storage.query, database=storage.database)
+    table = render_confusion(confusion(storage.query, database=storage.database, judge_id=report.judge_id))
+    print("", file=out)
+    print(render_text(report, color=color), file=out)
+    print("", file=out)
+    print(table, file=out)
+    report_path.write_text(
+        render_html(report, [("Judge vs injected failure modes", table)]), encoding="utf-8"
+    )
+    print("", file=out)
+    print(f"Served {served} questions in {time.monotonic() - started:.1f} s.", file=out)
+    print(
+        f"Database:         {db}  (chDB; `clickhouse_connect.get_client(dsn='chdb://{db}')` once this exits)",
+        file=out,
+    )
+    metrics = f"{collector.metrics_url}/metrics" if collector.metrics_url else "(disabled)"
+    print(f"Metrics endpoint: {metrics}", file=out)
+    print(f"HTML report:      {report_path}", file=out)
+    return 0
+
+
+def _serve_metrics(collector: Any, out: TextIO) -> None:
+    """Keep the process (and its metrics endpoint) up until Ctrl-C."""
+    print(f"Serving metrics at {collector.metrics_url}/metrics for Prometheus; Ctrl-C stops.", file=out)
+    out.flush()
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        print("Stopped.", file=out)
