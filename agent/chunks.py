@@ -18,6 +18,7 @@ _ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "node_id", "id_", "_id")
 _CONTENT_KEYS = ("content", "text", "page_content", "chunk", "document", "body")
 _SCORE_KEYS = ("score", "similarity", "relevance_score", "rerank_score")
 _META_ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "source_id", "source")
+_NOT_METADATA = frozenset(_ID_KEYS + _CONTENT_KEYS + _SCORE_KEYS + ("metadata",))
 
 
 class Chunk(NamedTuple):
@@ -47,13 +48,20 @@ def _first_attr(obj: Any, names: Iterable[str]) -> Any:
 
 
 def _from_mapping(item: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
-    ident = next((item[k] for k in _ID_KEYS if item.get(k) is not None), None)
-    content = next((item[k] for k in _CONTENT_KEYS if item.get(k) is not None), None)
-    score = next((item[k] for k in _SCORE_KEYS if item.get(k) is not None), None)
-    metadata = item.get("metadata")
+    get = item.get
+    ident = content = score = None
+    for k in _ID_KEYS:
+        if (ident := get(k)) is not None:
+            break
+    for k in _CONTENT_KEYS:
+        if (content := get(k)) is not None:
+            break
+    for k in _SCORE_KEYS:
+        if (score := get(k)) is not None:
+            break
+    metadata = get("metadata")
     if not isinstance(metadata, Mapping):
-        used = set(_ID_KEYS) | set(_CONTENT_KEYS) | set(_SCORE_KEYS) | {"metadata"}
-        metadata = {k: v for k, v in item.items() if k not in used}
+        metadata = {k: v for k, v in item.items() if k not in _NOT_METADATA}
     return ident, content, score, metadata
 
 

@@ -176,6 +176,7 @@ class _Spec:
 
     root = False
     handle_cls: type = object
+    default_name = "rag"
 
     def __init__(self, name: str | None, attrs: Mapping[str, Any] | None):
         self.name = name or ""
@@ -215,6 +216,8 @@ class _Spec:
 
     # -- context manager -----------------------------------------------------------------------
     def _enter(self) -> Any:
+        if not self.name:
+            self.name = self.default_name
         call = _open(self, (), {}, self.initial_record())
         self._calls.append(call)
         if call is None:
@@ -284,6 +287,8 @@ class _RagSpec(_Spec):
 
 
 class _RetrievalSpec(_Spec):
+    default_name = "retrieval"
+
     def __init__(self, name, attrs, query: Any, query_arg, top_k: Any, reranker: bool):
         super().__init__(name, attrs)
         self.query = query
@@ -313,6 +318,8 @@ class _RetrievalSpec(_Spec):
 
 
 class _GenerationSpec(_Spec):
+    default_name = "generation"
+
     def __init__(self, name, attrs, model, provider, prompt_arg):
         super().__init__(name, attrs)
         self.model = model
@@ -703,9 +710,10 @@ def retrieval(
     if callable(fn_or_name) and not isinstance(fn_or_name, str):
         return _RetrievalSpec(name or None, attributes, query, query_arg, top_k, reranker)(fn_or_name)
     spec_name = fn_or_name if isinstance(fn_or_name, str) else name
-    return _RetrievalSpec(
-        spec_name or ("rerank" if reranker else "retrieval"), attributes, query, query_arg, top_k, reranker
-    )
+    spec = _RetrievalSpec(spec_name, attributes, query, query_arg, top_k, reranker)
+    if reranker:
+        spec.default_name = "rerank"
+    return spec
 
 
 def generation(
@@ -727,7 +735,7 @@ def generation(
     if callable(fn_or_name) and not isinstance(fn_or_name, str):
         return _GenerationSpec(name, attributes, model, provider, prompt_arg)(fn_or_name)
     spec_name = fn_or_name if isinstance(fn_or_name, str) else name
-    return _GenerationSpec(spec_name or "generation", attributes, model, provider, prompt_arg)
+    return _GenerationSpec(spec_name, attributes, model, provider, prompt_arg)
 
 
 def current_rag() -> RagHandle:

@@ -144,8 +144,8 @@ class Materializer:
         if isinstance(rec.top_k, int) and not isinstance(rec.top_k, bool):
             attrs["gen_ai.request.top_k"] = rec.top_k
         chunks = self._chunks(rec)
-        if rec.root is not None and rec.root.chunk_ids_cache is None:
-            rec.root.chunk_ids_cache = [c.id for c in chunks]
+        if rec.root is not None and rec.root.chunks is rec.chunks and rec.chunks is not None:
+            rec.root.chunk_ids_cache = [c.id for c in chunks]  # the chunks the answer's markers refer to
         attrs["rag.retrieval.documents.count"] = len(chunks)
         limits = self.limits
         if len(chunks) > limits.max_chunks:

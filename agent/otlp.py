@@ -1,0 +1,116 @@
+"""OTLP encoding of finished spans into Kafka record values, one trace per record.
+
+A record value is an OTLP ``TracesData`` protobuf, byte-identical to an
+``ExportTraceServiceRequest`` (DESIGN.md "Kafka"), keyed by the 32-hex trace
+id so that every span of a trace lands in the same partition. Values always
+stay under ``max_bytes``: a trace's spans are split over several records when
+needed, and a single span that is still too large has its long string
+attributes shortened (flagged ``rag.truncated``) or, failing that, is dropped
+and counted by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import format_trace_id
+
+__all__ = ["EncodedRecord", "encode_records", "encode_traces_data"]
+
+
+class EncodedRecord(NamedTuple):
+    """One Kafka record: key (trace id hex), value (TracesData bytes) and how many spans it holds."""
+
+    key: str
+    value: bytes
+    span_count: int
+
+
+def encode_traces_data(spans: Sequence[ReadableSpan]) -> bytes:
+    """Serialise spans as OTLP TracesData (grouped by resource and scope)."""
+    return encode_spans(spans).SerializeToString()
+
+
+def _shrink(span: ReadableSpan, max_chars: int) -> ReadableSpan:
+    """A copy of ``span`` whose string attributes are at most ``max_chars`` long."""
+    attrs = dict(span.attributes or {})
+    cut = False
+    for key, value in attrs.items():
+        if isinstance(value, str) and len(value) > max_chars:
+            attrs[key] = value[:max_chars]
+            cut = True
+    events = []
+    for event in span.events:
+        ev_attrs = dict(event.attributes or {})
+        for key, value in ev_attrs.items():
+            if isinstance(value, str) and len(value) > max_chars:
+                ev_attrs[key] = value[:max_chars]
+                cut = True
+        events.append(Event(event.name, ev_attrs, event.timestamp))
+    if cut:
+        attrs["rag.truncated"] = True
+        fields = tuple(attrs.get("rag.truncated.fields") or ())
+        if "record_size" not in fields:
+            attrs["rag.truncated.fields"] = (*fields, "record_size")
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attrs,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+def _fit_one(span: ReadableSpan, max_bytes: int) -> bytes | None:
+    value = encode_traces_data([span])
+    max_chars = 8192
+    while len(value) > max_bytes and max_chars >= 64:
+        value = encode_traces_data([_shrink(span, max_chars)])
+        max_chars //= 4
+    return value if len(value) <= max_bytes else None
+
+
+def _split(
+    key: str, spans: list[ReadableSpan], max_bytes: int, dropped: list[ReadableSpan]
+) -> Iterator[EncodedRecord]:
+    value = encode_traces_data(spans)
+    if len(value) <= max_bytes:
+        yield EncodedRecord(key, value, len(spans))
+        return
+    if len(spans) == 1:
+        fitted = _fit_one(spans[0], max_bytes)
+        if fitted is None:
+            dropped.append(spans[0])
+        else:
+            yield EncodedRecord(key, fitted, 1)
+        return
+    half = len(spans) // 2
+    yield from _split(key, spans[:half], max_bytes, dropped)
+    yield from _split(key, spans[half:], max_bytes, dropped)
+
+
+def encode_records(
+    spans: Sequence[ReadableSpan], max_bytes: int, dropped: list[ReadableSpan] | None = None
+) -> list[EncodedRecord]:
+    """Group ``spans`` by trace and encode each group as one (or, if too big, several) records.
+
+    Spans that cannot fit even alone are appended to ``dropped``.
+    """
+    by_trace: dict[int, list[ReadableSpan]] = {}
+    for span in spans:
+        by_trace.setdefault(span.context.trace_id, []).append(span)
+    sink = dropped if dropped is not None else []
+    out: list[EncodedRecord] = []
+    for trace_id, group in by_trace.items():
+        out.extend(_split(format_trace_id(trace_id), group, max_bytes, sink))
+    return out
