@@ -39,6 +39,9 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "bootstrap_timeout_ms": 5000,
     "max_request_size": 1048576,
     "acks": "all",
+    # At least once is the contract (storage deduplicates); idempotence would pin sequence state
+    # that outlives expired batches after a broker outage.
+    "enable_idempotence": False,
 }
 _RECONNECT_BACKOFF_S = 5.0
 

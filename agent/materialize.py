@@ -285,7 +285,9 @@ class Materializer:
             self._generation(ctx, record)
         if record.attrs:
             for key, value in record.attrs.items():
-                attrs[key] = value if isinstance(value, (str, bool, int, float)) else _json(value)
+                if not isinstance(value, (str, bool, int, float)):
+                    value = _json(value)
+                attrs[key] = self._scrub_value(value)
         if record.stream_closed:
             attrs["rag.stream.closed_early"] = True
         if ctx.truncated:
@@ -318,17 +320,15 @@ class Materializer:
             events.extend(new_events)
         else:
             merged = self._scrub(base)
-        scrubbed_events = [
-            e if e.name == "rag.citation" else Event(e.name, self._scrub(e.attributes), e.timestamp)
-            for e in events
-        ]
+        if self.redactor is not None:
+            events = [Event(e.name, self._scrub(e.attributes), e.timestamp) for e in events]
         return ReadableSpan(
             name=span.name,
             context=span.context,
             parent=span.parent,
             resource=span.resource,
             attributes=merged,
-            events=scrubbed_events,
+            events=events,
             links=span.links,
             kind=span.kind,
             status=span.status,

@@ -32,7 +32,7 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
 # 13-19 digits, optionally grouped by spaces or dashes.
-_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,38}(?![\d-])")
 # International (+CC ...) or North-American style numbers; at least 9 digits in total.
 _PHONE = re.compile(
     r"(?<![\w+])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]\d{2,4}){1,4}(?![\w])"
@@ -60,10 +60,16 @@ def luhn_valid(digits: str) -> bool:
 
 
 def _card_sub(match: re.Match[str]) -> str:
-    digits = re.sub(r"\D", "", match.group(0))
-    if 13 <= len(digits) <= 19 and luhn_valid(digits):
-        return "[REDACTED:CARD_NUMBER]"
-    return match.group(0)
+    """Redact the longest Luhn-valid 13-19 digit window of a digit run (it may carry extra digits)."""
+    text = match.group(0)
+    positions = [i for i, ch in enumerate(text) if ch.isdigit()]
+    digits = "".join(text[i] for i in positions)
+    for length in range(min(19, len(digits)), 12, -1):
+        for start in range(0, len(digits) - length + 1):
+            if luhn_valid(digits[start : start + length]):
+                first, last = positions[start], positions[start + length - 1]
+                return text[:first] + "[REDACTED:CARD_NUMBER]" + text[last + 1 :]
+    return text
 
 
 def _phone_sub(match: re.Match[str]) -> str:

@@ -9,6 +9,7 @@ traced call configures from ``RAGPULSE_*`` environment variables.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import fields, replace
 from typing import Any
@@ -117,6 +118,9 @@ class _State:
 
 
 STATE = _State()
+if hasattr(os, "register_at_fork"):
+    # Counters describe one process: a forked child (gunicorn worker) starts from zero.
+    os.register_at_fork(after_in_child=STATE.stats.reset)
 
 
 def _settings(kwargs: dict[str, Any]) -> Settings:
