@@ -17,8 +17,10 @@ judged and reported, and the exit status is 130.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -130,10 +132,34 @@ class _Progress:
             self.stream.flush()
 
 
+def _check_database(db: Path) -> None:
+    """Fail fast, in one line, when another process holds the chDB path (the collector would retry)."""
+    import clickhouse_connect
+
+    saved = os.dup(2)  # chDB prints its own lock error on fd 2; keep the CLI's error to one line
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            client = clickhouse_connect.get_client(dsn=f"chdb://{db}")
+            client.close()
+            problem = None
+        except Exception as exc:  # noqa: BLE001 - turned into a one-line CliError below
+            problem = str(exc)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+    if problem is None:
+        return
+    if "EmbeddedServer" in problem or "lock" in problem.lower():
+        raise CliError(f"database {db} is in use by another process (chDB allows one process per database)")
+    raise CliError(f"cannot open database {db}: {problem.splitlines()[0]}")
+
+
 def _open_collector(args: argparse.Namespace, db: Path) -> tuple[Any, str | None]:
-    """Start the embedded collector on ``db``; a database in use becomes a one-line CliError."""
+    """Start the embedded collector on ``db`` (after checking no other process holds it)."""
     from ragpulse.collector.embedded import EmbeddedCollector
 
+    _check_database(db)
     port = args.metrics_port
     note = None
     if port and not _port_free(port):
@@ -145,21 +171,7 @@ def _open_collector(args: argparse.Namespace, db: Path) -> tuple[Any, str | None
         metrics_port=port,
         judge=args.judge,
     )
-    try:
-        collector.start()
-    except Exception as exc:  # chDB allows one process per path
-        msg = str(exc)
-        try:
-            collector.stop()
-        except Exception:  # noqa: BLE001 - best effort after a failed start
-            pass
-        if "EmbeddedServer" in msg or "chdb" in msg.lower() or "lock" in msg.lower():
-            raise CliError(
-                f"database {db} is in use by another process (chDB allows one at a time)"
-            ) from None
-        raise CliError(
-            f"cannot start the embedded collector on {db}: {msg.splitlines()[0] if msg else exc!r}"
-        ) from None
+    collector.start()
     return collector, note
 
 

@@ -148,8 +148,9 @@ def _q(s: str) -> str:
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _round(v: Any, nd: int = 6) -> float | None:
-    return None if v is None else round(float(v), nd)
+def _float(v: Any) -> float | None:
+    """A database number as a float, unrounded (the renderers round for display)."""
+    return None if v is None else float(v)
 
 
 def _iso(v: Any) -> str | None:
@@ -226,10 +227,10 @@ def build_report(
         n = int(n)
         scores[name] = ScoreSummary(
             n,
-            _round(mean) if n else None,
-            _round(p10) if n else None,
-            _round(med) if n else None,
-            _round(mn) if n else None,
+            _float(mean) if n else None,
+            _float(p10) if n else None,
+            _float(med) if n else None,
+            _float(mn) if n else None,
             hist,
         )
 
@@ -314,7 +315,7 @@ def _over_time(query: QueryFn, judg_t: str, ok: str, bucket_count: int) -> tuple
             {
                 "start": datetime.fromtimestamp(start, timezone.utc).isoformat(timespec="milliseconds"),
                 "judged": int(n),
-                "means": {s: _round(m) for s, m in zip(SCORES, means, strict=True)},
+                "means": {s: _float(m) for s, m in zip(SCORES, means, strict=True)},
             }
         )
     return out, width / 1000.0
@@ -335,7 +336,7 @@ def _worst(
         f"ifNull(j.citation_correctness, 2) ASC, j.time ASC, j.trace_id ASC LIMIT {int(limit)}"
     )
     cases = [
-        WorstCase(str(tid), _iso(tm) or "", str(q or ""), str(a or ""), str(fm), _round(f), _round(cc))
+        WorstCase(str(tid), _iso(tm) or "", str(q or ""), str(a or ""), str(fm), _float(f), _float(cc))
         for tid, tm, q, a, fm, f, cc in rows
     ]
     if not cases:

@@ -1,0 +1,307 @@
+"""`ragpulse demo` end to end, at reduced size, checked against the database it wrote.
+
+The demo runs as a real subprocess (agent -> embedded collector -> sampler ->
+local judge -> chDB on disk -> Prometheus endpoint). Afterwards the database is
+opened in a separate process (chDB allows one process per path) and queried
+independently: every count and mean the report printed, and every chart value
+in the HTML report, must equal what ClickHouse says. The judge's failure modes
+must match the generator's injected modes for at least 80% of judged traces;
+the confusion table is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.services import free_port
+
+RAGPULSE = [str(Path(sys.executable).parent / "ragpulse")]
+ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
+SCORES = (
+    "faithfulness",
+    "citation_correctness",
+    "citation_completeness",
+    "answer_relevance",
+    "context_precision",
+    "context_utilization",
+)
+
+_QUERY_SCRIPT = r"""
+import json, sys
+import clickhouse_connect
+path, statements = sys.argv[1], json.loads(sys.stdin.read())
+client = clickhouse_connect.get_client(dsn="chdb://" + path)
+out = {k: [list(r) for r in client.query(sql).result_rows] for k, sql in statements.items()}
+client.close()
+print(json.dumps(out, default=str))
+"""
+
+
+def db_query(db: Path, statements: dict[str, str]) -> dict[str, list[list]]:
+    """Run SQL statements against the chDB database ``db`` in a fresh process."""
+    res = subprocess.run(
+        [sys.executable, "-c", _QUERY_SCRIPT, str(db)],
+        input=json.dumps(statements),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def run_demo(*args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*RAGPULSE, "demo", *args], capture_output=True, text=True, timeout=timeout, env=ENV
+    )
+
+
+def _num(pattern: str, text: str) -> float:
+    m = re.search(pattern, text, re.M)
+    assert m, f"{pattern!r} not in the report:\n{text}"
+    return float(m.group(1))
+
+
+def db_figures(db: Path) -> dict:
+    """The report's figures computed here, straight from the tables."""
+    j = "ragpulse.rag_judgments FINAL WHERE error = ''"
+    stmts = {
+        "judge": "SELECT judge_id, count() c FROM ragpulse.rag_judgments FINAL GROUP BY judge_id ORDER BY c DESC",
+        "traces": "SELECT count(), countIf(sampled = 1), countIf(complete = 1) FROM ragpulse.rag_traces FINAL",
+        "judged": "SELECT countIf(error = ''), countIf(error != '') FROM ragpulse.rag_judgments FINAL",
+        "claims": "SELECT count() FROM ragpulse.rag_claims FINAL",
+        "modes": f"SELECT failure_mode, count() FROM {j} GROUP BY failure_mode",
+        "abstentions": f"SELECT abstention_kind, count() FROM {j} AND abstained = 1 GROUP BY abstention_kind",
+        "truth": (
+            "SELECT t.injected_mode, t.expected_failure_mode, t.expected_abstention_kind, j.failure_mode, "
+            "j.abstention_kind FROM (SELECT * FROM ragpulse.demo_injections FINAL) t "
+            f"INNER JOIN (SELECT trace_id, failure_mode, abstention_kind FROM {j}) j ON j.trace_id = t.trace_id"
+        ),
+        "truth_rows": "SELECT count() FROM ragpulse.demo_injections FINAL",
+    }
+    for s in SCORES:
+        stmts[f"score_{s}"] = f"SELECT count({s}), avg({s}) FROM {j}"
+        stmts[f"hist_{s}"] = (
+            f"SELECT least(toUInt8(floor({s} * 10)), 9) b, count() FROM {j} AND {s} IS NOT NULL GROUP BY b"
+        )
+    return db_query(db, stmts)
+
+
+def _label(fm: str, kind: str) -> str:
+    return f"abstain:{kind}" if fm == "abstain" else fm
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One reduced demo run (unpaced), its output, and the database's own figures."""
+    base = tmp_path_factory.mktemp("demo")
+    db, html = base / "chdb", base / "report.html"
+    res = run_demo(
+        "--queries", "160", "--rate", "0", "--db", str(db), "--report", str(html), "--metrics-port", "0"
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return {"db": db, "html": html, "out": res.stdout, "err": res.stderr, "figures": db_figures(db)}
+
+
+def test_report_numbers_equal_the_database(demo_db: dict) -> None:
+    out, f = demo_db["out"], demo_db["figures"]
+    traces, sampled, complete = f["traces"][0]
+    judged, errors = f["judged"][0]
+    assert traces == 160 and complete == 160
+    assert _num(r"^\s+traces stored\s+(\d+)", out) == traces
+    assert _num(r"^\s+sampled for judge\s+(\d+)", out) == sampled
+    assert _num(r"^\s+judged\s+(\d+)", out) == judged
+    assert _num(r"^\s+judge errors\s+(\d+)", out) == errors
+    assert _num(r"^\s+claims judged\s+(\d+)", out) == f["claims"][0][0]
+    assert 0 < judged == sampled  # everything sampled was judged before the report
+    assert f["judge"][0][0] in out
+    for s in SCORES:
+        n, mean = f[f"score_{s}"][0]
+        m = re.search(rf"^\s+{s}\s+(\d+)\s+(\S+)", out, re.M)
+        assert m, s
+        assert int(m.group(1)) == n
+        assert m.group(2) == ("-" if not n else f"{float(mean):.3f}"), s
+    for mode, n in f["modes"]:
+        assert _num(rf"^\s+{mode}\s+(\d+)\s+[\d.]+%", out) == n
+    for kind, n in f["abstentions"]:
+        assert f"{kind} {n}" in out
+    # where things are
+    assert f"Database:         {demo_db['db']}" in out
+    assert re.search(r"Metrics endpoint: http://127\.0\.0\.1:\d+/metrics", out)
+    assert f"HTML report:      {demo_db['html']}" in out
+    assert "Worst cases" in out and "Quality thresholds" in out
+    assert "questions" in demo_db["err"]  # progress went to stderr
+
+
+def test_html_report_holds_the_chart_data(demo_db: dict) -> None:
+    html = demo_db["html"].read_text()
+    f = demo_db["figures"]
+    assert "<script src" not in html and "http://" not in html and "https://" not in html  # self-contained
+    data = json.loads(
+        re.search(r'<script type="application/json" id="ragpulse-report-data">(.*?)</script>', html, re.S)
+        .group(1)
+        .replace("<\\/", "</")
+    )
+    assert data["traces"] == f["traces"][0][0] and data["judged"] == f["judged"][0][0]
+    assert data["failure_modes"] == {m: n for m, n in f["modes"]}
+    for s in SCORES:
+        expected = [0] * 10
+        for b, c in f[f"hist_{s}"]:
+            expected[int(b)] = c
+        assert data["scores"][s]["histogram"] == expected, s
+        drawn = re.search(rf'<svg class="hist" data-score="{s}".*?</svg>', html, re.S).group(0)
+        assert [int(c) for c in re.findall(r'data-count="(\d+)"', drawn)] == expected, s
+        n, mean = f[f"score_{s}"][0]
+        assert data["scores"][s]["count"] == n
+        assert (
+            (data["scores"][s]["mean"] is None)
+            if not n
+            else data["scores"][s]["mean"] == pytest.approx(mean, rel=1e-12)
+        )
+    bars = dict(re.findall(r'<rect data-mode="([a-z_]+)" data-count="(\d+)"', html))
+    assert {m: int(n) for m, n in bars.items()} == data["failure_modes"]
+    # scores over time: every judged trace is in one bucket, each bucket drawn
+    assert sum(p["judged"] for p in data["over_time"]) == f["judged"][0][0]
+    assert len(re.findall(r'<circle data-score="faithfulness"', html)) == sum(
+        1 for p in data["over_time"] if p["means"]["faithfulness"] is not None
+    )
+
+
+def test_judged_failure_modes_match_injected_modes(demo_db: dict, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = demo_db["figures"]["truth"]
+    assert demo_db["figures"]["truth_rows"][0][0] == 160
+    assert len(rows) == demo_db["figures"]["judged"][0][0]
+    matched = sum(1 for _, efm, ekind, fm, kind in rows if _label(efm, ekind) == _label(fm, kind))
+    table = demo_db["out"][demo_db["out"].index("Judge vs injected failure modes") :]
+    table = table[: table.index("\n\n")] if "\n\n" in table else table
+    with capsys.disabled():
+        print("\n" + table)
+    assert f"agreement: {matched}/{len(rows)} =" in table
+    modes = {r[0] for r in rows}
+    assert {"faithful", "superseded_source", "appropriate_refusal"} <= modes  # the mix is really mixed
+    assert matched / len(rows) >= 0.80
+
+
+def test_second_run_uses_the_existing_database(demo_db: dict) -> None:
+    before = demo_db["figures"]["traces"][0][0]
+    res = run_demo(
+        "--queries", "30", "--rate", "0", "--db", str(demo_db["db"]), "--metrics-port", "0", "--seed", "9"
+    )
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert _num(r"^\s+traces stored\s+(\d+)", res.stdout) == before + 30
+    after = db_query(demo_db["db"], {"n": "SELECT count() FROM ragpulse.rag_traces FINAL"})
+    assert after["n"][0][0] == before + 30
+
+
+def _wait_for(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
+    """Read the process's stdout until a line contains ``needle``."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if needle in line:
+            return "".join(seen)
+    raise AssertionError(f"{needle!r} not seen:\n{''.join(seen)}")
+
+
+def test_ctrl_c_stops_cleanly_and_reports(tmp_path: Path) -> None:
+    db = tmp_path / "chdb"
+    proc = subprocess.Popen(
+        [*RAGPULSE, "demo", "--queries", "100000", "--rate", "200", "--db", str(db), "--metrics-port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+    )
+    try:
+        _wait_for(proc, "Serving 100000 questions", 60)
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out[-2000:]
+    served = int(re.search(r"Interrupted: stopping after (\d+) questions", out).group(1))
+    assert 0 < served < 100000
+    assert "ragpulse quality report" in out and "HTML report:" in out
+    stored = db_query(db, {"n": "SELECT count(), countIf(complete = 1) FROM ragpulse.rag_traces FINAL"})["n"][
+        0
+    ]
+    assert stored[1] >= served and stored[0] <= served + 1  # at most the one call cut short by Ctrl-C
+    assert _num(r"^\s+traces stored\s+(\d+)", out) == stored[0]
+
+
+def test_serve_keeps_metrics_up_and_the_database_is_owned(tmp_path: Path) -> None:
+    db, port = tmp_path / "chdb", free_port()
+    proc = subprocess.Popen(
+        [
+            *RAGPULSE,
+            "demo",
+            "--queries",
+            "40",
+            "--rate",
+            "0",
+            "--db",
+            str(db),
+            "--metrics-port",
+            str(port),
+            "--serve",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+    )
+    try:
+        out = _wait_for(proc, "Serving metrics at", 90)
+        judged = int(_num(r"^\s+judged\s+(\d+)", out))
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        total = sum(
+            float(v)
+            for v in re.findall(
+                r'^ragpulse_traces_judged_total\{[^}]*service="policy-assistant"[^}]*\} (\S+)', body, re.M
+            )
+        )
+        assert total == judged > 0
+        assert re.search(r"^ragpulse_faithfulness_count\{", body, re.M)
+        # chDB allows one process per path: a second demo says so in one line
+        second = run_demo("--queries", "1", "--db", str(db), "--metrics-port", "0", timeout=60)
+        assert second.returncode == 2
+        assert "in use" in second.stderr and len(second.stderr.strip().splitlines()) == 1
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    assert "Stopped." in rest
+
+
+def test_bad_arguments_fail_with_one_line(tmp_path: Path) -> None:
+    for args, msg in (
+        (["--queries", "-1"], "--queries"),
+        (["--sample-rate", "2"], "--sample-rate"),
+        (["--rate", "-3"], "--rate"),
+    ):
+        res = run_demo(*args, "--db", str(tmp_path / "x"), timeout=30)
+        assert res.returncode == 2 and msg in res.stderr and len(res.stderr.strip().splitlines()) == 1, (
+            res.stderr
+        )
