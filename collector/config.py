@@ -72,6 +72,7 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "judge_group_id": str,
         "max_poll_records": int,
         "fetch_max_bytes": int,
+        "session_timeout_ms": int,
         "security": dict,
     },
     "storage": {

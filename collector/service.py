@@ -83,6 +83,7 @@ class KafkaCollector:
         self._committed: dict[int, int] = {}
         self._in_flush = False
         self._serve_metrics = serve_metrics
+        self._want_signals = False
         self._server: MetricsServer | None = None
         self.consumer: Any = None
         self.producer: Any = None
@@ -97,6 +98,8 @@ class KafkaCollector:
             self._stop.set()
 
     def install_signal_handlers(self) -> None:
+        """Handle SIGTERM/SIGINT as a graceful stop (re-installed after chDB opens: it sets its own)."""
+        self._want_signals = True
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.request_stop())
 
@@ -126,8 +129,8 @@ class KafkaCollector:
             fetch_max_bytes=k["fetch_max_bytes"],
             max_partition_fetch_bytes=min(k["fetch_max_bytes"], 16 << 20),
             max_poll_interval_ms=300_000,
-            session_timeout_ms=10_000,
-            heartbeat_interval_ms=3_000,
+            session_timeout_ms=k["session_timeout_ms"],
+            heartbeat_interval_ms=max(1000, k["session_timeout_ms"] // 3),
         )
         from kafka import ConsumerRebalanceListener
 
@@ -150,6 +153,8 @@ class KafkaCollector:
             log.info("metrics on %s", self._server.url)
         try:
             retry_storage(self.storage.apply_schema, self.metrics, self._backoff(), self._wait_plain)
+            if self._want_signals:
+                self.install_signal_handlers()
             self._connect()
             self.running = True
             self._loop()

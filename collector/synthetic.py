@@ -13,13 +13,18 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status, TracesData
 
-__all__ = ["trace_id_for", "make_trace", "traces_data", "SynthTrace", "WORDS"]
+__all__ = ["BASE_TIME_NS", "trace_id_for", "make_trace", "traces_data", "SynthTrace", "WORDS"]
+
+# Default trace time: the start of the previous hour, fixed per process, so traces are recent
+# (inside any TTL) and the same trace number gets the same time within one run.
+BASE_TIME_NS = (time.time_ns() // 3_600_000_000_000 - 1) * 3_600_000_000_000
 
 WORDS = (
     "retention policy logs deletion legal hold records officer authorization transaction years customer "
@@ -101,7 +106,7 @@ def make_trace(
     tid = trace_id_for(i, seed)
     t = SynthTrace(tid, service)
     t.error, t.refusal, t.risk, t.feedback = error, refusal, risk, feedback
-    base = start_ns if start_ns is not None else 1_760_000_000_000_000_000 + i * 1_000_000
+    base = start_ns if start_ns is not None else BASE_TIME_NS + i * 1_000_000
     sid = iter(hashlib.blake2b(tid, digest_size=40).digest()[k : k + 8] for k in range(0, 40, 8))
     root_id = next(sid)
     words = WORDS

@@ -101,12 +101,14 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
         server.stop()
         return 0
     collector = KafkaCollector(cfg, storage=storage, metrics=metrics)
-    collector.install_signal_handlers()
+    collector.install_signal_handlers()  # before anything slow; run() re-installs after chDB opens
     try:
-        return collector.run()
+        rc = collector.run()
     finally:
         for j in judges:
             j.stop()
+    logging.getLogger("ragpulse.collect").info("collector stopped (exit status %d)", rc)
+    return rc
 
 
 def _run_embedded(cfg: dict[str, Any]) -> int:
@@ -134,6 +136,8 @@ def _run_embedded(cfg: dict[str, Any]) -> int:
         collector.start()
     except Exception as exc:  # noqa: BLE001 - reported as one line
         raise CliError(f"cannot start: {str(exc).splitlines()[0]}") from None
+    for sig in (signal.SIGTERM, signal.SIGINT):  # again: opening chDB installs its own handlers
+        signal.signal(sig, lambda *_: stop.set())
     print(
         f"collecting on {collector.receiver_url}/v1/traces; metrics on {collector.metrics_url}/metrics",
         flush=True,
