@@ -1,0 +1,296 @@
+"""Every command in README.md runs, as written, in a test.
+
+The README's shell commands and ``.venv/bin/...`` mentions are extracted and
+must all be listed in :data:`EXERCISED`, which names the test that runs each.
+The tests run the commands verbatim except for documented substitutions that
+keep them from touching shared state on this machine: a temporary database and
+report instead of ``ragpulse-data/``, free ports instead of 9464, the
+session's Kafka broker instead of ``localhost:9092``, a ClickHouse-compatible
+``chdb://`` DSN instead of a ClickHouse server, and unique topic and
+consumer-group names on the shared broker. ``make`` runs with
+``-o .venv/.installed`` so it uses the installed venv instead of reinstalling
+it under the other tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.services import ROOT, KafkaBroker, free_port
+
+README = ROOT / "README.md"
+VENV_BIN = Path(sys.executable).parent
+ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
+MAKE_NO_INSTALL = ["make", "-o", ".venv/.installed"]
+
+EXERCISED = {
+    "make demo": "test_make_demo",
+    "make test": "test_make_test_runs_this_suite",
+    'make demo DEMO_ARGS="--serve"': "test_make_demo_serve",
+    ".venv/bin/ragpulse demo --help": "test_demo_help",
+    "RAGPULSE_EXPORTER=kafka RAGPULSE_KAFKA_BOOTSTRAP_SERVERS=localhost:9092 .venv/bin/python my_rag.py": (
+        "test_instrument_collect_and_read_metrics"
+    ),
+    "RAGPULSE_KAFKA__BOOTSTRAP_SERVERS=localhost:9092 RAGPULSE_STORAGE__DSN=http://default:@localhost:8123/ragpulse "
+    ".venv/bin/ragpulse collect": "test_instrument_collect_and_read_metrics",
+    "curl -s localhost:9464/metrics | grep -E '^ragpulse_(traces_judged_total|faithfulness_count|failure_modes_total)'": (
+        "test_instrument_collect_and_read_metrics"
+    ),
+    ".venv/bin/ragpulse judge examples/worked_example.jsonl -o judged.jsonl": "test_judge_jsonl_offline",
+}
+
+
+def _blocks(lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```", README.read_text(), re.S | re.M)
+
+
+def readme_commands() -> list[str]:
+    """Shell commands of the README: bash block lines and inline ``.venv/bin/...`` commands."""
+    cmds = []
+    for block in _blocks("bash"):
+        for line in block.splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()
+            if line and not line.startswith("#"):
+                cmds.append(line)
+    text = re.sub(r"^```.*?^```", "", README.read_text(), flags=re.S | re.M)
+    cmds += [m for m in re.findall(r"`([^`\n]+)`", text) if m.startswith((".venv/bin/", "make "))]
+    return cmds
+
+
+def readme_command(test: str) -> list[str]:
+    return [c for c, t in EXERCISED.items() if t == test]
+
+
+def test_every_readme_command_is_exercised() -> None:
+    cmds = readme_commands()
+    assert set(cmds) == set(EXERCISED), set(cmds) ^ set(EXERCISED)
+    names = set(globals())
+    assert all(t in names for t in EXERCISED.values())
+    # the two commands come first
+    assert _blocks("bash")[0].split("\n")[:2] == [
+        "make demo   # creates .venv, installs, runs the whole loop on the embedded default",
+        "make test   # installs, provisions the real services (Kafka, Prometheus, helm), runs the suite",
+    ]
+
+
+def test_readme_links_resolve() -> None:
+    links = re.findall(r"\]\(([^)#]+)\)", README.read_text())
+    assert links
+    for link in links:
+        if not link.startswith(("http://", "https://")):
+            assert (ROOT / link).exists(), link
+
+
+def _demo_args(tmp: Path, *extra: str) -> str:
+    return " ".join(["--queries 40 --rate 0", f"--db {tmp / 'chdb'}", *extra])
+
+
+def test_make_demo(tmp_path: Path) -> None:
+    (cmd,) = [c for c in readme_command("test_make_demo") if c == "make demo"]
+    argv = [*MAKE_NO_INSTALL, *shlex.split(cmd)[1:], f"DEMO_ARGS={_demo_args(tmp_path, '--metrics-port 0')}"]
+    res = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=180, env=ENV)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "ragpulse quality report" in res.stdout and "agreement:" in res.stdout
+    assert (tmp_path / "report.html").is_file() and (tmp_path / "chdb").is_dir()
+    assert f"HTML report:      {tmp_path / 'report.html'}" in res.stdout
+
+
+def test_make_demo_serve(tmp_path: Path) -> None:
+    (cmd,) = readme_command("test_make_demo_serve")
+    argv = shlex.split(cmd)
+    port = free_port()
+    assert argv == ["make", "demo", "DEMO_ARGS=--serve"]
+    argv = [*MAKE_NO_INSTALL, "demo", f"{argv[2]} {_demo_args(tmp_path, f'--metrics-port {port}')}"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV,
+                            start_new_session=True)  # fmt: skip
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        assert proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "Serving metrics at" in line:
+                break
+        assert any("Serving metrics at" in x for x in lines), "".join(lines)
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        assert "ragpulse_traces_judged_total{" in body
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in the terminal reaches make and ragpulse
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert "Stopped." in rest, "".join(lines) + rest
+
+
+def test_make_test_runs_this_suite() -> None:
+    """`make test` is how this suite is run; check what it runs without recursing into it."""
+    res = subprocess.run(
+        [*MAKE_NO_INSTALL, "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 0, res.stderr
+    assert "scripts/provision.sh all" in res.stdout and "-m pytest" in res.stdout
+
+
+def test_demo_help() -> None:
+    (cmd,) = readme_command("test_demo_help")
+    res = subprocess.run(shlex.split(cmd), cwd=ROOT, capture_output=True, text=True, timeout=60, env=ENV)
+    assert res.returncode == 0
+    for option in ("--queries", "--db", "--rate", "--sample-rate", "--metrics-port", "--judge", "--serve"):
+        assert option in res.stdout
+
+
+def test_judge_jsonl_offline(tmp_path: Path) -> None:
+    (cmd,) = readme_command("test_judge_jsonl_offline")
+    argv = shlex.split(cmd)
+    argv[argv.index("-o") + 1] = str(tmp_path / "judged.jsonl")
+    res = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120, env=ENV)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = {
+        r["trace_id"][-1]: r for r in map(json.loads, (tmp_path / "judged.jsonl").read_text().splitlines())
+    }
+    assert {k: (r["failure_mode"], r["abstention_kind"]) for k, r in out.items()} == {
+        "A": ("retrieval", None),
+        "B": ("generation", None),
+        "C": ("healthy", None),
+        "D": ("abstain", "appropriate"),
+    }
+    assert out["C"]["citation_correctness"] == 1.0
+
+
+_PROMTOOL_RULES = """groups:
+- name: readme
+  rules:
+{rules}
+"""
+
+
+@pytest.mark.services
+def test_readme_promql_is_valid(promtool: str, tmp_path: Path) -> None:
+    (block,) = _blocks("promql")
+    exprs = [line.strip() for line in block.splitlines() if line.strip()]
+    assert len(exprs) == 2
+    rules = "\n".join(f"  - record: readme:expr{i}\n    expr: {json.dumps(e)}" for i, e in enumerate(exprs))
+    path = tmp_path / "rules.yml"
+    path.write_text(_PROMTOOL_RULES.format(rules=rules))
+    res = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def _env_of(cmd: str) -> tuple[dict[str, str], list[str]]:
+    """Split ``A=1 B=2 prog args`` into ({A: 1, B: 2}, [prog, args])."""
+    words = shlex.split(cmd)
+    env = {}
+    while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):
+        k, v = words.pop(0).split("=", 1)
+        env[k] = v
+    return env, words
+
+
+def _chdb_query(db: Path, sql: str) -> list[list]:
+    script = (
+        "import json, sys, clickhouse_connect\n"
+        "c = clickhouse_connect.get_client(dsn='chdb://' + sys.argv[1])\n"
+        "print(json.dumps([list(r) for r in c.query(sys.argv[2]).result_rows], default=str))\n"
+        "c.close()\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", script, str(db), sql], capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.services
+def test_instrument_collect_and_read_metrics(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+    """Tour steps 2-4: the copy-paste app sends to Kafka, `ragpulse collect` stores and judges, metrics show it."""
+    app_cmd, collect_cmd, curl_cmd = readme_command("test_instrument_collect_and_read_metrics")
+    (example,) = _blocks("python")
+    (tmp_path / "my_rag.py").write_text(example)
+    suffix = uuid.uuid4().hex[:8]
+    spans_topic, judge_topic, dead_topic = (f"readme-{n}-{suffix}" for n in ("spans", "judge", "dead"))
+    for t in (spans_topic, judge_topic, dead_topic):
+        kafka_broker.create_topic(t, partitions=2)
+
+    # step 2: the instrumented app, spans to Kafka
+    env, argv = _env_of(app_cmd)
+    assert env == {"RAGPULSE_EXPORTER": "kafka", "RAGPULSE_KAFKA_BOOTSTRAP_SERVERS": "localhost:9092"}
+    env["RAGPULSE_KAFKA_BOOTSTRAP_SERVERS"] = kafka_broker.bootstrap
+    env["RAGPULSE_KAFKA_TOPIC"] = spans_topic  # isolation on the shared broker
+    argv[0] = str(ROOT / argv[0])
+    res = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60, env={**ENV, **env})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == (
+        "Covered institutions retain transaction logs for five years from transaction completion [1]."
+    )
+
+    # step 3: the collector against Kafka, storing into ClickHouse (chDB here: no server on this machine)
+    env, argv = _env_of(collect_cmd)
+    assert env["RAGPULSE_KAFKA__BOOTSTRAP_SERVERS"] == "localhost:9092"
+    assert env["RAGPULSE_STORAGE__DSN"].startswith("http://")
+    db, port = tmp_path / "chdb", free_port()
+    env.update(
+        RAGPULSE_KAFKA__BOOTSTRAP_SERVERS=kafka_broker.bootstrap,
+        RAGPULSE_STORAGE__DSN=f"chdb://{db}",
+        RAGPULSE_METRICS__PORT=str(port),
+        RAGPULSE_KAFKA__SPANS_TOPIC=spans_topic,
+        RAGPULSE_KAFKA__JUDGE_TOPIC=judge_topic,
+        RAGPULSE_KAFKA__DEADLETTER_TOPIC=dead_topic,
+        RAGPULSE_KAFKA__GROUP_ID=f"readme-{suffix}",
+        RAGPULSE_KAFKA__JUDGE_GROUP_ID=f"readme-judge-{suffix}",
+        RAGPULSE_SAMPLING__RATE="1.0",
+    )
+    argv[0] = str(ROOT / argv[0])
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**ENV, **env})  # fmt: skip
+    try:
+        # step 4: read the metrics with the README's curl line (port substituted)
+        metrics = ""
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            res = subprocess.run(
+                ["bash", "-c", curl_cmd.replace("localhost:9464", f"127.0.0.1:{port}")],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            metrics = res.stdout
+            if re.search(r'^ragpulse_traces_judged_total\{[^}]*service="my-rag"[^}]*\} 1\.0$', metrics, re.M):
+                break
+            assert proc.poll() is None, proc.communicate()[0][-3000:]
+            time.sleep(0.5)
+        assert re.search(
+            r'^ragpulse_traces_judged_total\{[^}]*service="my-rag"[^}]*\} 1\.0$', metrics, re.M
+        ), metrics
+        assert re.search(r'^ragpulse_failure_modes_total\{[^}]*mode="healthy"[^}]*service="my-rag"[^}]*\} 1\.0$',
+                         metrics, re.M) or 'mode="healthy"' in metrics  # fmt: skip
+        assert re.search(r"^ragpulse_faithfulness_count\{", metrics, re.M)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out[-3000:]
+    (trace,) = _chdb_query(
+        db, "SELECT service, query, answer, chunk_ids, citation_doc_ids FROM ragpulse.rag_traces FINAL"
+    )
+    assert trace[0] == "my-rag" and trace[1] == "How long do covered institutions retain transaction logs?"
+    assert trace[3] == ["C1", "C2"] and trace[4] == ["C1"]
+    (judgment,) = _chdb_query(db, "SELECT failure_mode, faithfulness FROM ragpulse.rag_judgments FINAL")
+    assert judgment == ["healthy", 1.0]
