@@ -69,7 +69,7 @@ class Threshold:
         return self.value < self.limit if self.op == ">=" else self.value > self.limit
 
 
-#: Default quality objectives, the same figures the shipped alert rules use.
+#: Default quality objectives the report checks (pass ``thresholds=`` to build_report for others).
 THRESHOLDS: tuple[Threshold, ...] = (
     Threshold("faithfulness", "mean faithfulness", ">=", 0.90),
     Threshold("citation_correctness", "mean citation correctness", ">=", 0.90),

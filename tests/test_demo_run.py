@@ -305,3 +305,12 @@ def test_bad_arguments_fail_with_one_line(tmp_path: Path) -> None:
         assert res.returncode == 2 and msg in res.stderr and len(res.stderr.strip().splitlines()) == 1, (
             res.stderr
         )
+
+
+def test_report_only_on_an_empty_database(tmp_path: Path) -> None:
+    res = run_demo("--queries", "0", "--db", str(tmp_path / "chdb"), "--metrics-port", "0")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert _num(r"^\s+traces stored\s+(\d+)", res.stdout) == 0
+    assert "judge: (no judgments yet)" in res.stdout and "No quality threshold breached." in res.stdout
+    assert "no judged traces with ground truth yet" in res.stdout
+    assert (tmp_path / "report.html").read_text().count("No judged traces yet.") == 2
