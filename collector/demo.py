@@ -221,9 +221,8 @@ def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, 
     t0 = time.monotonic()
     try:
         for req in traffic.requests(args.queries):
-            if (
-                args.rate > 0
-            ):  # arrive like live traffic, so scores over time and the metrics have a time axis
+            # Arrive like live traffic, so scores over time and the metrics have a time axis.
+            if args.rate > 0:
                 delay = t0 + req.seq / args.rate - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
