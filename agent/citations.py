@@ -30,7 +30,7 @@ class Citation(NamedTuple):
     end: int
 
 
-def _claim_span(answer: str, marker_start: int) -> tuple[int, int]:
+def _claim_span(answer: str, marker_start: int, known: set[str]) -> tuple[int, int]:
     """Offsets of the text a marker at ``marker_start`` attaches to."""
     end = marker_start
     # Skip whitespace and sentence punctuation between the claim and the marker ("claim. [1]").
@@ -39,7 +39,8 @@ def _claim_span(answer: str, marker_start: int) -> tuple[int, int]:
     # Skip earlier adjacent markers: "claim [1][3]" -> both cite "claim".
     while end > 0 and answer[end - 1] == "]":
         prev = answer.rfind("[", 0, end - 1)
-        if prev < 0 or not _MARKER.fullmatch(answer, prev, end):
+        adjacent = _MARKER.fullmatch(answer, prev, end) if prev >= 0 else None
+        if adjacent is None or not _is_citation(adjacent.group(1), known):
             break
         end = prev
         while end > 0 and answer[end - 1].isspace():
@@ -50,6 +51,18 @@ def _claim_span(answer: str, marker_start: int) -> tuple[int, int]:
     while start < end and answer[start].isspace():
         start += 1
     return start, end
+
+
+def _tokens(group: str) -> list[str]:
+    return re.split(r"\s*[,;]\s*", group)
+
+
+def _is_citation_token(token: str, known: set[str]) -> bool:
+    return token.isdigit() or token in known or (not known and _ID_LIKE.fullmatch(token) is not None)
+
+
+def _is_citation(group: str, known: set[str]) -> bool:
+    return any(_is_citation_token(t, known) for t in _tokens(group))
 
 
 def parse_citations(answer: str, chunk_ids: Sequence[str] | None) -> list[Citation]:
@@ -65,15 +78,16 @@ def parse_citations(answer: str, chunk_ids: Sequence[str] | None) -> list[Citati
     known = set(chunk_ids or ())
     out: list[Citation] = []
     for match in _MARKER.finditer(answer):
-        start, end = _claim_span(answer, match.start())
-        for token in re.split(r"\s*[,;]\s*", match.group(1)):
+        if not _is_citation(match.group(1), known):
+            continue
+        start, end = _claim_span(answer, match.start(), known)
+        for token in _tokens(match.group(1)):
+            if not _is_citation_token(token, known):
+                continue
+            doc_id = token
             if token.isdigit():
                 pos = int(token)
                 doc_id = chunk_ids[pos - 1] if chunk_ids and 1 <= pos <= len(chunk_ids) else token
-            elif token in known or (not known and _ID_LIKE.fullmatch(token)):
-                doc_id = token
-            else:
-                continue
             out.append(Citation(doc_id, match.group(0), start, end))
     return out
 

@@ -17,7 +17,6 @@ generators (the span then ends when the stream ends or is closed).
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping
@@ -136,6 +135,8 @@ def _locate(fn: Callable[..., Any] | None, names: Iterable[str], explicit: str |
     """(positional index or None, keyword name) of the argument to capture, or None."""
     if fn is None:
         return None
+    import inspect  # decoration time only: keeps `import ragpulse.agent` light
+
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -204,8 +205,11 @@ class _Spec:
         if not callable(fn):
             raise TypeError(f"ragpulse decorators wrap callables, got {type(fn).__name__}")
         if not self.name:
-            self.name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "call")
+            qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "call")
+            self.name = qualname.rsplit("<locals>.", 1)[-1]  # "Class.method" or "function"
         self.bind(fn)
+        import inspect
+
         if inspect.isasyncgenfunction(fn):
             return _wrap_async_gen(fn, self)  # type: ignore[return-value]
         if inspect.isgeneratorfunction(fn):
