@@ -287,41 +287,47 @@ class Materializer:
             for key, value in record.attrs.items():
                 if not isinstance(value, (str, bool, int, float)):
                     value = _json(value)
-                attrs[key] = self._scrub_value(value)
+                attrs[key] = self._scrub_value(ctx, value)
         if record.stream_closed:
             attrs["rag.stream.closed_early"] = True
-        if ctx.truncated:
-            attrs["rag.truncated"] = True
-            attrs["rag.truncated.fields"] = tuple(ctx.truncated)
+        self._flag(ctx)
         return attrs, events
 
-    def _scrub_value(self, value: Any) -> Any:
+    @staticmethod
+    def _flag(ctx: _Ctx) -> None:
+        if ctx.truncated:
+            ctx.attrs["rag.truncated"] = True
+            ctx.attrs["rag.truncated.fields"] = tuple(ctx.truncated)
+
+    def _scrub_value(self, ctx: _Ctx, value: Any) -> Any:
+        """Limit and redact one attribute value set by the application (or another instrumentation)."""
         if isinstance(value, str):
-            limit = self.limits.max_attribute_chars
-            if len(value) > limit:
-                value = value[:limit]
-            return self.redactor(value) if self.redactor is not None else value
+            return self._text(ctx, value, self.limits.max_attribute_chars, "attribute")
         if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-            return tuple(self._scrub_value(v) for v in value)
+            return tuple(self._scrub_value(ctx, v) for v in value)
         return value
 
-    def _scrub(self, attrs: Mapping[str, Any] | None) -> dict[str, Any]:
-        return {k: self._scrub_value(v) for k, v in (attrs or {}).items()}
+    def _scrub(self, ctx: _Ctx, attrs: Mapping[str, Any] | None) -> dict[str, Any]:
+        return {k: self._scrub_value(ctx, v) for k, v in (attrs or {}).items()}
 
     def finalize(self, span: ReadableSpan, record: Record | None) -> ReadableSpan:
         """The span as it leaves the process: record expanded, limits and redaction applied."""
-        base = span.attributes
         events = list(span.events)
+        # Attributes already on the span (set by the application or other instrumentation) are
+        # limited and redacted too; ours come out of expand() already limited and redacted.
+        ctx = _Ctx({})
+        merged = self._scrub(ctx, span.attributes)
         if record is not None:
             attrs, new_events = self.expand(record, None, span.end_time)
-            # Application-set attributes are scrubbed; ours are already redacted and truncated.
-            merged = self._scrub(base)
+            if ctx.truncated and attrs.get("rag.truncated"):
+                ctx.truncated.extend(f for f in attrs["rag.truncated.fields"] if f not in ctx.truncated)
             merged.update(attrs)
             events.extend(new_events)
-        else:
-            merged = self._scrub(base)
         if self.redactor is not None:
-            events = [Event(e.name, self._scrub(e.attributes), e.timestamp) for e in events]
+            events = [Event(e.name, self._scrub(ctx, e.attributes), e.timestamp) for e in events]
+        if ctx.truncated:
+            ctx.attrs = merged
+            self._flag(ctx)
         return ReadableSpan(
             name=span.name,
             context=span.context,
