@@ -199,11 +199,9 @@ def decode_otlp_proto(data: bytes, limits: Limits) -> DecodeResult:
                         events,
                     )
                 )
-    if not spans and not errors and nres == 0 and data:
-        # Garbage that happens to parse as an empty message (unknown fields only).
-        if len(td.UnknownFields()) if hasattr(td, "UnknownFields") else False:
-            raise MalformedRecord("no OTLP resource_spans in record (unknown fields only)")
-        raise MalformedRecord("no OTLP resource_spans in record")
+    if not spans and not errors:
+        # An exporter never sends an empty batch: this is garbage that happened to parse.
+        raise MalformedRecord("no spans in record" if nres else "no OTLP resource_spans in record")
     return DecodeResult(spans, errors)
 
 
@@ -349,8 +347,8 @@ def decode_otlp_json(data: bytes, limits: Limits) -> DecodeResult:
                 except (MalformedRecord, ValueError, TypeError, AttributeError, KeyError) as exc:
                     label = s.get("name", "?") if isinstance(s, dict) else "?"
                     errors.append(f"span {str(label)[:60]!r}: {exc}")
-    if not spans and not errors and not rss:
-        raise MalformedRecord("OTLP JSON has an empty resourceSpans list")
+    if not spans and not errors:
+        raise MalformedRecord("no spans in OTLP JSON record")
     return DecodeResult(spans, errors)
 
 
