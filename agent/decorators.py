@@ -473,9 +473,25 @@ def _wrap_async_gen(fn: Callable[..., Any], spec: _Spec) -> Callable[..., Any]:
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         call = _open(spec, args, kwargs)
         if call is None:
-            async for item in fn(*args, **kwargs):
-                yield item
-            return
+            agen = fn(*args, **kwargs)
+            value: Any = None
+            pending: BaseException | None = None
+            while True:  # untraced: a transparent pass-through, asend/athrow/aclose included
+                try:
+                    if pending is not None:
+                        exc_in, pending = pending, None
+                        item = await agen.athrow(exc_in)
+                    else:
+                        item = await agen.asend(value)
+                except StopAsyncIteration:
+                    return
+                try:
+                    value = yield item
+                except GeneratorExit:
+                    await agen.aclose()
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - thrown in by the consumer: pass it on
+                    pending = exc
         record = call.record
         parts: list[Any] = []
         limit = _max_parts(call)

@@ -182,8 +182,8 @@ class Materializer:
         text = answer_text(result)
         if text is None and result is not None:
             text = output_text(result)
-        if text is None and result is not None:
-            text = str(result)
+        if text is None and isinstance(result, (int, float, bool)):
+            text = str(result)  # other unknown objects (awaitables, iterators, models) are not guessed at
         final = ""
         if text is not None:
             final = self._text(ctx, text, self.limits.max_answer_chars, "answer")

@@ -766,3 +766,46 @@ def test_bad_configuration_is_reported_at_configure():
         configure(bootstrap="x")
     with pytest.raises(ValueError, match="sample_rate"):
         configure(sample_rate=2)
+
+
+@pytest.mark.parametrize("rate", [1.0, 0.0])
+def test_generators_stay_transparent_to_send_and_throw(rate):
+    """asend/athrow/send/throw reach the wrapped generator, traced or not."""
+    exporter = InMemorySpanExporter()
+    configure(exporter=exporter, sample_rate=rate)
+    try:
+
+        @trace_rag(name="answer")
+        def echo(query):
+            got = yield "first"
+            try:
+                yield f"echo {got}"
+            except KeyError:
+                yield "caught"
+
+        @trace_rag(name="answer")
+        async def aecho(query):
+            got = yield "first"
+            try:
+                yield f"echo {got}"
+            except KeyError:
+                yield "caught"
+
+        gen = echo("q")
+        assert next(gen) == "first"
+        assert gen.send("x") == "echo x"
+        assert gen.throw(KeyError("k")) == "caught"
+        gen.close()
+
+        async def drive():
+            agen = aecho("q")
+            out = [await agen.__anext__(), await agen.asend("y"), await agen.athrow(KeyError("k"))]
+            await agen.aclose()
+            return out
+
+        assert asyncio.run(drive()) == ["first", "echo y", "caught"]
+        flush()
+        outputs = sorted(s.attributes["output.value"] for s in exporter.get_finished_spans())
+        assert outputs == (["firstecho xcaught", "firstecho ycaught"] if rate else [])
+    finally:
+        shutdown()
