@@ -590,3 +590,153 @@ def test_sampling_rate_rules_budget_and_identical_decisions_on_replay(setup_fact
     # A fresh database over the same topic: rate and rule decisions are the same (hash of the trace id).
     fresh = SamplingPolicy.from_config(sampling)
     assert fresh.rate == 0.1 and len(fresh.rules) == 1
+
+
+def _sdk_traces() -> tuple[list[Any], dict[str, dict[str, Any]]]:
+    """Spans from the real OTel SDK in three instrumentation styles, and what each trace must store."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Status, StatusCode
+
+    exporter = InMemorySpanExporter()
+    expected: dict[str, dict[str, Any]] = {}
+    for service in ("ragpulse-app", "langchain-app", "openllmetry-app"):
+        provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        tracer = provider.get_tracer("interop")
+        for i in range(30):
+            q, a = f"{service} question {i}?", f"{service} answer {i} [1]."
+            if service == "ragpulse-app":
+                with tracer.start_as_current_span("rag", attributes={
+                    "openinference.span.kind": "CHAIN", "rag.root": True, "input.value": q, "output.value": a,
+                    "rag.risk_level": "low",
+                }) as root:  # fmt: skip
+                    with tracer.start_as_current_span("retrieve", attributes={
+                        "openinference.span.kind": "RETRIEVER", "gen_ai.operation.name": "retrieval",
+                        "retrieval.documents.0.document.id": f"D{i}", "retrieval.documents.0.document.content": "text",
+                        "retrieval.documents.0.document.score": 0.7, "retrieval.documents.1.document.id": f"E{i}",
+                        "retrieval.documents.1.document.content": "more", "retrieval.documents.1.document.score": 0.5,
+                    }):  # fmt: skip
+                        pass
+                    with tracer.start_as_current_span("llm", attributes={
+                        "openinference.span.kind": "LLM", "gen_ai.operation.name": "chat", "gen_ai.request.model": "m1",
+                        "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5,
+                    }):  # fmt: skip
+                        pass
+                    root.add_event("rag.citation", {"rag.citation.document.id": f"D{i}", "rag.citation.marker": "[1]",
+                                                    "rag.citation.answer.start": 0, "rag.citation.answer.end": len(a) - 4})  # fmt: skip
+                    tid = format(root.get_span_context().trace_id, "032x")
+                expected[tid] = {"service": service, "source": "ragpulse", "query": q, "answer": a,
+                                 "chunks": [f"D{i}", f"E{i}"], "citations": 1, "model": "m1"}  # fmt: skip
+            elif service == "langchain-app":
+                # OpenInference (LangChain instrumentor): CHAIN root without rag.*, LLM messages.
+                with tracer.start_as_current_span("RetrievalQA", attributes={
+                    "openinference.span.kind": "CHAIN", "input.value": q, "output.value": a,
+                }) as root:  # fmt: skip
+                    with tracer.start_as_current_span("VectorStoreRetriever", attributes={
+                        "openinference.span.kind": "RETRIEVER", "input.value": q,
+                        "retrieval.documents.0.document.id": f"L{i}", "retrieval.documents.0.document.content": "doc",
+                        "retrieval.documents.0.document.metadata": json.dumps({"source": "kb"}),
+                    }):  # fmt: skip
+                        pass
+                    with tracer.start_as_current_span("ChatOpenAI", attributes={
+                        "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini",
+                        "llm.input_messages.0.message.role": "system", "llm.input_messages.0.message.content": "sys",
+                        "llm.input_messages.1.message.role": "user", "llm.input_messages.1.message.content": q,
+                        "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": a,
+                        "llm.token_count.prompt": 20, "llm.token_count.completion": 7,
+                    }) as llm:  # fmt: skip
+                        if i % 10 == 0:
+                            llm.set_status(Status(StatusCode.ERROR, "rate limited"))
+                    tid = format(root.get_span_context().trace_id, "032x")
+                expected[tid] = {"service": service, "source": "openinference", "query": q, "answer": a,
+                                 "chunks": [f"L{i}"], "citations": 0, "model": "gpt-4o-mini",
+                                 "status": "error" if i % 10 == 0 else "ok"}  # fmt: skip
+            else:
+                # gen_ai only (OpenLLMetry style): an HTTP root and one LLM call with prompt/completion.
+                with tracer.start_as_current_span("POST /ask", attributes={"http.route": "/ask"}) as root:
+                    with tracer.start_as_current_span("openai.chat", attributes={
+                        "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4.1", "gen_ai.prompt.0.role": "user",
+                        "gen_ai.prompt.0.content": q, "gen_ai.completion.0.role": "assistant",
+                        "gen_ai.completion.0.content": a, "gen_ai.usage.input_tokens": 3,
+                    }):  # fmt: skip
+                        pass
+                    tid = format(root.get_span_context().trace_id, "032x")
+                expected[tid] = {"service": service, "source": "gen_ai", "query": q, "answer": a, "chunks": [],
+                                 "citations": 0, "model": "gpt-4.1", "route": "/ask"}  # fmt: skip
+    # Plain non-RAG traffic in the same batches must be ignored (not stored, not dead-lettered).
+    provider = TracerProvider(resource=Resource.create({"service.name": "web"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    for _ in range(10):
+        with provider.get_tracer("x").start_as_current_span(
+            "GET /health", attributes={"http.route": "/health"}
+        ):
+            pass
+    return list(exporter.get_finished_spans()), expected
+
+
+def _otlp_json(request: Any) -> bytes:
+    """OTLP/JSON as kafkaexporter writes it with encoding otlp_json: hex ids, camelCase."""
+    import base64
+
+    from google.protobuf.json_format import MessageToDict
+
+    doc = MessageToDict(request)
+    for rs in doc.get("resourceSpans", []):
+        for ss in rs.get("scopeSpans", []):
+            for sp in ss.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if sp.get(key):
+                        sp[key] = base64.b64decode(sp[key]).hex()
+    return json.dumps(doc).encode()
+
+
+def test_interop_kafkaexporter_shaped_records(setup_factory: Any) -> None:
+    """Multi-resource batches, per-trace records and otlp_json records from the real OTLP encoder."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    spans, expected = _sdk_traces()
+    by_trace: dict[int, list[Any]] = {}
+    for sp in spans:
+        by_trace.setdefault(sp.context.trace_id, []).append(sp)
+    traces = list(by_trace.values())
+    records: list[tuple[bytes | None, bytes | None]] = []
+    # 1) one multi-resource, multi-trace batch per third of the traffic, no key (partition_traces_by_id off)
+    third = len(traces) // 3
+    records.append((None, encode_spans([sp for t in traces[:third] for sp in t]).SerializeToString()))
+    # 2) one record per trace keyed by trace id (partition_traces_by_id: true)
+    for t in traces[third : 2 * third]:
+        records.append((format(t[0].context.trace_id, "032x").encode(), encode_spans(t).SerializeToString()))
+    # 3) otlp_json, per trace and one multi-trace batch
+    rest = traces[2 * third :]
+    for t in rest[:10]:
+        records.append((format(t[0].context.trace_id, "032x").encode(), _otlp_json(encode_spans(t))))
+    records.append((None, _otlp_json(encode_spans([sp for t in rest[10:] for sp in t]))))
+    s = setup_factory(sampling={"rate": 1.0, "budget_per_minute": None})
+    _produce_all(s, records)
+    _run_to_end(s, timeout=90)
+    st = s.storage()
+    try:
+        rows = st.query(
+            "SELECT trace_id, service, source, query, answer, chunk_ids, length(citation_doc_ids), model, status, route "
+            "FROM {db}.rag_traces FINAL"
+        )
+    finally:
+        st.close()
+    got = {r[0]: r for r in rows}
+    missing = {expected[t]["service"] for t in expected.keys() - got.keys()}
+    assert got.keys() == expected.keys(), (len(got), len(expected), missing)
+    for tid, want in expected.items():
+        _, service, source, query, answer, chunk_ids, ncit, model, status, route = got[tid]
+        assert (service, source, query, answer) == (
+            want["service"],
+            want["source"],
+            want["query"],
+            want["answer"],
+        )
+        assert (chunk_ids, ncit, model) == (want["chunks"], want["citations"], want["model"])
+        assert status == want.get("status", "ok") and route == want.get("route", "")
+    assert s.read_topic(s.dead) == []
+    assert {r.key.decode() for r in s.read_topic(s.judge)} == set(expected)
