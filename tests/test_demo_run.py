@@ -15,6 +15,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -195,10 +196,16 @@ def test_judged_failure_modes_match_injected_modes(demo_db: dict, capsys: pytest
 
 def test_second_run_uses_the_existing_database(demo_db: dict) -> None:
     before = demo_db["figures"]["traces"][0][0]
-    res = run_demo(
-        "--queries", "30", "--rate", "0", "--db", str(demo_db["db"]), "--metrics-port", "0", "--seed", "9"
-    )
+    with socket.socket() as taken:  # the default port may be busy: the demo moves to a free one
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        res = run_demo(
+            "--queries", "30", "--rate", "0", "--db", str(demo_db["db"]), "--metrics-port", str(port), "--seed", "9"
+        )  # fmt: skip
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert f"port {port} is taken" in res.stdout
+    assert int(re.search(r"Metrics endpoint: http://127\.0\.0\.1:(\d+)/metrics", res.stdout).group(1)) != port
     assert _num(r"^\s+traces stored\s+(\d+)", res.stdout) == before + 30
     after = db_query(demo_db["db"], {"n": "SELECT count() FROM ragpulse.rag_traces FINAL"})
     assert after["n"][0][0] == before + 30
