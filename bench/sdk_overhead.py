@@ -19,8 +19,9 @@ Every processor defers export until the round is timed (long schedule delay,
 queues larger than a round), so "request µs" is what the application thread
 pays per call; "export µs" is the per-call CPU the export thread then spends
 (materialising, redaction off, no network), reported so nothing is hidden.
-Ratios are medians of the per-round figures. Also prints the import time of
-``ragpulse.agent``. Timings on a shared machine are noisy: read the ratios.
+The verdicts use the medians of the per-round figures; the best round of each
+variant (least disturbed by other load) is printed beside them. Also prints
+the import time of ``ragpulse.agent``. Timings on a shared machine are noisy: read the ratios.
 """
 
 from __future__ import annotations
@@ -379,25 +380,32 @@ def main() -> int:
             peer.close()
 
     med = {name: statistics.median(r for r, _ in rounds) * 1e6 for name, rounds in results.items()}
+    best = {name: min(r for r, _ in rounds) * 1e6 for name, rounds in results.items()}
     exp = {name: statistics.median(e for _, e in rounds) * 1e6 for name, rounds in results.items()}
     floor = med["floor"]
     print("\nper RAG call (root + retrieval + generation; 10 chunks x 500 chars; answer with 2 citations)")
-    print(
-        f"{ROUNDS} interleaved rounds x {CALLS_PER_ROUND} calls; medians; python {sys.version.split()[0]}\n"
-    )
-    print(f"{'variant':<14}{'request us/call':>17}{'x floor':>10}{'export us/call':>17}")
+    print(f"{ROUNDS} interleaved rounds x {CALLS_PER_ROUND} calls; python {sys.version.split()[0]}\n")
+    head = f"{'variant':<14}{'median us/call':>16}{'x floor':>9}{'best round':>12}{'x floor':>9}{'export us/call':>16}"
+    print(head)
     for name in results:
-        print(f"{name:<14}{med[name]:>17.1f}{med[name] / floor:>10.2f}{exp[name]:>17.1f}")
+        print(
+            f"{name:<14}{med[name]:>16.1f}{med[name] / floor:>9.2f}"
+            f"{best[name]:>12.1f}{best[name] / best['floor']:>9.2f}{exp[name]:>16.1f}"
+        )
     if "langfuse" not in results:
-        print(f"{'langfuse':<14}{'NOT MEASURED':>17}  ({reason})")
+        print(f"{'langfuse':<14}{'NOT MEASURED':>16}  ({reason})")
     ratio = med["ragpulse"] / floor
+    verdict = "met" if ratio <= 1.25 else "NOT met"
     print(
-        f"\nragpulse / floor (3 empty spans): {ratio:.2f}  (target <= 1.25: {'met' if ratio <= 1.25 else 'NOT met'})"
+        f"\nragpulse / floor (3 empty spans): {ratio:.2f} on medians (target <= 1.25: {verdict}); "
+        f"{best['ragpulse'] / best['floor']:.2f} on best rounds"
     )
     if "langfuse" in results:
         speedup = med["langfuse"] / med["ragpulse"]
+        verdict = "met" if speedup >= 5 else "NOT met"
         print(
-            f"langfuse @observe / ragpulse:     {speedup:.1f}x  (target >= 5: {'met' if speedup >= 5 else 'NOT met'})"
+            f"langfuse @observe / ragpulse: {speedup:.1f}x on medians (target >= 5: {verdict}); "
+            f"{best['langfuse'] / best['ragpulse']:.1f}x on best rounds"
         )
     ms = import_ms
     print(

@@ -809,3 +809,33 @@ def test_generators_stay_transparent_to_send_and_throw(rate):
         assert outputs == (["firstecho xcaught", "firstecho ycaught"] if rate else [])
     finally:
         shutdown()
+
+
+def test_async_and_async_generator_exceptions_recorded_and_reraised(mem):
+    @trace_rag(name="answer")
+    async def afailing(query):
+        await asearch(query)
+        raise Boom("async boom")
+
+    @trace_rag(name="stream")
+    async def astream_failing(query):
+        yield "partial"
+        raise Boom("async stream boom")
+
+    async def main():
+        with pytest.raises(Boom, match="async boom"):
+            await afailing("q")
+        agen = astream_failing("q")
+        assert await agen.__anext__() == "partial"
+        with pytest.raises(Boom, match="async stream boom"):
+            await agen.__anext__()
+
+    asyncio.run(main())
+    by_name = spans_by_name(mem)
+    for name, message in (("answer", "async boom"), ("stream", "async stream boom")):
+        (root,) = by_name[name]
+        assert root.status.status_code is StatusCode.ERROR
+        (event,) = [e for e in root.events if e.name == "exception"]
+        assert event.attributes["exception.message"] == message
+    assert by_name["search"][0].parent.span_id == by_name["answer"][0].context.span_id
+    assert by_name["stream"][0].attributes["output.value"] == "partial"
