@@ -106,24 +106,34 @@ class RagpulseSpanProcessor(SpanProcessor):
         while not self._shutdown:
             self._wake.wait(self._delay)
             self._wake.clear()
+            try:
+                self._drain()
+            except Exception:  # noqa: BLE001 - the export thread must outlive any bug
+                self._stats.add("internal_errors")
+                self._log_once("the export loop failed")
+        try:
             self._drain()
-        self._drain()
+        except Exception:  # noqa: BLE001
+            self._log_once("the final export failed")
 
     def _log_once(self, kind: str) -> None:
         if kind not in self._logged:
             self._logged.add(kind)
             _log.exception("ragpulse: %s (further errors of this kind are only counted)", kind)
 
-    def _drain(self) -> None:
+    def _drain(self, limit: int | None = None) -> None:
+        """Export queued spans in batches; at most ``limit`` of them (None: until the queue is empty)."""
         with self._export_lock:
             queue = self._queue
-            while queue:
+            left = len(queue) if limit is None else min(limit, len(queue))
+            while left > 0 and queue:
                 batch: list[ReadableSpan] = []
                 try:
-                    while queue and len(batch) < self._batch:
+                    while queue and len(batch) < self._batch and len(batch) < left:
                         batch.append(queue.popleft())
                 except IndexError:
                     pass
+                left -= len(batch)
                 self._export(batch)
 
     def _export(self, batch: list[ReadableSpan]) -> None:
@@ -157,7 +167,7 @@ class RagpulseSpanProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Export everything queued now (in the caller's thread), then flush the exporter."""
         deadline = time.monotonic() + timeout_millis / 1000.0
-        self._drain()
+        self._drain(limit=len(self._queue))  # what was queued at the call: other threads may keep adding
         flush = getattr(self._exporter, "force_flush", None)
         if callable(flush):
             remaining = max(0, int((deadline - time.monotonic()) * 1000))
