@@ -18,6 +18,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import format_trace_id
 
+from .otlp_wire import encode_traces_data_fast
+
 __all__ = ["EncodedRecord", "encode_records", "encode_traces_data"]
 
 
@@ -30,8 +32,15 @@ class EncodedRecord(NamedTuple):
 
 
 def encode_traces_data(spans: Sequence[ReadableSpan]) -> bytes:
-    """Serialise spans as OTLP TracesData (grouped by resource and scope)."""
-    return encode_spans(spans).SerializeToString()
+    """Serialise spans as OTLP TracesData (grouped by resource and scope).
+
+    The direct wire writer is used; a value it does not handle makes the OTel
+    reference encoder take over for this group (same message either way).
+    """
+    try:
+        return encode_traces_data_fast(spans)
+    except (TypeError, ValueError, AttributeError, OverflowError):
+        return encode_spans(spans).SerializeToString()
 
 
 def _shrink(span: ReadableSpan, max_chars: int) -> ReadableSpan:

@@ -73,3 +73,102 @@ def test_big_traces_are_split_and_huge_spans_shrunk_under_the_limit():
         "record_size" in [v.string_value for v in a["rag.truncated.fields"].array_value.values]
         for a in shrunk
     )
+
+
+def varied_spans():
+    """Spans of every shape the OTLP encoder must handle."""
+    from opentelemetry import trace as trace_api
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(
+        resource=Resource({"service.name": "svc", "n": 3, "f": 0.5, "b": True}, "https://s/1")
+    )
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer(
+        "scope-a", "1.2.3", schema_url="https://schema/a", attributes={"scope.attr": "x"}
+    )
+    other = provider.get_tracer("scope-b")
+    remote = SpanContext(
+        0xABC, 0xDEF, is_remote=True, trace_flags=TraceFlags(1), trace_state=TraceState([("k", "v")])
+    )
+    with tracer.start_as_current_span(
+        "root",
+        context=trace_api.set_span_in_context(trace_api.NonRecordingSpan(remote)),
+        kind=SpanKind.SERVER,
+        links=[Link(remote, {"link.attr": 1}), Link(SpanContext(1, 2, False), None)],
+    ) as root:
+        root.set_attributes(
+            {
+                "s": "ünïcode ✓",
+                "empty": "",
+                "t": True,
+                "f": False,
+                "zero": 0,
+                "neg": -5,
+                "big": 2**62,
+                "min": -(2**63),
+                "dbl": -1.5,
+                "dzero": 0.0,
+                "strs": ("a", "", "c"),
+                "ints": [1, -2, 3],
+                "bools": [True, False],
+                "floats": (0.25,),
+                "long": "x" * 300,
+            }
+        )
+        root.add_event("ev", {"a": "b", "n": 7})
+        root.add_event("bare")
+        with other.start_as_current_span("child", kind=SpanKind.CLIENT) as child:
+            child.set_status(Status(StatusCode.ERROR, "it broke"))
+            child.record_exception(ValueError("bad value"))
+        with tracer.start_as_current_span("") as nameless:
+            nameless.set_status(Status(StatusCode.OK))
+    for kind in (SpanKind.PRODUCER, SpanKind.CONSUMER, SpanKind.INTERNAL):
+        with tracer.start_as_current_span(f"k{kind.value}", kind=kind):
+            pass
+    spans = list(exporter.get_finished_spans())
+    # A hand-built span as the materializer makes them (plain dicts, a mapping value, no scope).
+    base = spans[0]
+    spans.append(
+        ReadableSpan(
+            name="hand",
+            context=base.context,
+            parent=None,
+            resource=Resource({"service.name": "other"}),
+            attributes={"m": {"x": 1, "y": ["z"]}, "none": None, "by": b"\x00\x01"},
+            events=[Event("e", {"k": "v"}, timestamp=123)],
+            start_time=1,
+            end_time=2,
+        )
+    )
+    return spans
+
+
+def test_fast_encoder_matches_the_reference_encoder():
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from ragpulse.agent.otlp_wire import encode_traces_data_fast
+
+    spans = varied_spans()
+    reference = encode_spans(spans).SerializeToString()
+    fast = encode_traces_data_fast(spans)
+    assert decode(fast) == decode(reference)
+    assert fast == reference  # same field order and presence rules: byte for byte
+    for span in spans:  # and span by span
+        assert encode_traces_data_fast([span]) == encode_spans([span]).SerializeToString()
+
+
+def test_fast_encoder_on_real_rag_spans_and_fallback():
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import ReadableSpan
+    from ragpulse.agent.otlp import encode_traces_data
+
+    spans = make_spans(3, 500)
+    assert encode_traces_data(spans) == encode_spans(spans).SerializeToString()
+    # An int outside int64 is not encodable by the fast path: the reference encoder takes over
+    # (it logs and skips that attribute) instead of writing a wrong value.
+    odd = ReadableSpan(name="odd", context=spans[0].context, attributes={"huge": 2**70, "ok": 1})
+    assert encode_traces_data([odd]) == encode_spans([odd]).SerializeToString()
