@@ -68,12 +68,13 @@ def is_rag_span(span: Span) -> bool:
 
 
 class _Pending:
-    __slots__ = ("spans", "first_seen", "positions", "has_root", "has_retrieval", "has_llm", "is_rag")
+    __slots__ = ("spans", "first_seen", "positions", "last", "has_root", "has_retrieval", "has_llm", "is_rag")
 
     def __init__(self, now: float) -> None:
         self.spans: list[Span] = []
         self.first_seen = now
         self.positions: dict[Any, int] = {}
+        self.last: tuple[Any, int] | None = None
         self.has_root = False
         self.has_retrieval = False
         self.has_llm = False
@@ -83,16 +84,23 @@ class _Pending:
 class Assembled:
     """A trace leaving the assembler: its spans, whether the completion rule fired, and its positions."""
 
-    __slots__ = ("trace_id", "spans", "complete", "is_rag", "positions")
+    __slots__ = ("trace_id", "spans", "complete", "is_rag", "positions", "last")
 
     def __init__(
-        self, trace_id: str, spans: list[Span], complete: bool, is_rag: bool, positions: dict[Any, int]
+        self,
+        trace_id: str,
+        spans: list[Span],
+        complete: bool,
+        is_rag: bool,
+        positions: dict[Any, int],
+        last: tuple[Any, int] | None = None,
     ) -> None:
         self.trace_id = trace_id
         self.spans = spans
         self.complete = complete
         self.is_rag = is_rag
         self.positions = positions
+        self.last = last  # (partition, offset) of the last record that fed this trace
 
 
 class Assembler:
@@ -144,6 +152,8 @@ class Assembler:
                 old = p.positions.get(part)
                 if old is None or off < old:
                     p.positions[part] = off
+                if p.last is None or off > p.last[1]:
+                    p.last = position
             if p.has_root and p.has_retrieval and p.has_llm:
                 self._emit(tid, complete=True)
         while len(pending) > self.max_traces:
@@ -153,7 +163,7 @@ class Assembler:
 
     def _emit(self, tid: str, complete: bool) -> None:
         p = self._pending.pop(tid)
-        self._ready.append(Assembled(tid, p.spans, complete, p.is_rag, p.positions))
+        self._ready.append(Assembled(tid, p.spans, complete, p.is_rag, p.positions, p.last))
         recent = self._recent
         recent[tid] = None
         if len(recent) > self._recent_max:

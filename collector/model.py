@@ -134,6 +134,8 @@ class RagTrace:
         "complete",
         "sampled",
         "sampled_reason",
+        "src_partition",
+        "src_offset",
     )
 
     def __init__(self, trace_id: str) -> None:
@@ -166,12 +168,17 @@ class RagTrace:
         self.complete = False
         self.sampled = False
         self.sampled_reason = ""
+        self.src_partition = -1  # Kafka partition / offset of the last record that fed this trace
+        self.src_offset = -1
 
     @property
     def top_score(self) -> float | None:
         """The highest retrieval score, or None when no chunk carries a score."""
-        scores = [c.score for c in self.chunks if c.score is not None]
-        return max(scores) if scores else None
+        best = None
+        for c in self.chunks:
+            if c.score is not None and (best is None or c.score > best):
+                best = c.score
+        return best
 
     def judge_message(self) -> dict[str, Any]:
         """The ``ragpulse.judge`` message (docs/contracts.md): a superset of the judge input record."""

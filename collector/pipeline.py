@@ -101,6 +101,8 @@ class Ingestor:
                 continue
             t = build_trace(a.trace_id, a.spans)
             t.complete = a.complete
+            if a.last is not None:
+                t.src_partition, t.src_offset = a.last
             prev = by_id.get(t.trace_id)
             if prev is not None and prev.span_count >= t.span_count:
                 continue
@@ -113,18 +115,27 @@ class Ingestor:
             if replayed
             else {}
         )
+        decided: dict[tuple[str, str], int] = {}
+        received: dict[tuple[str, str], int] = {}
+        decide = self.sampler.decide
         for t in traces:
             decision = stored.get(t.trace_id)
             if decision is None:
-                decision = self.sampler.decide(t)
+                decision = decide(t)
             t.sampled, t.sampled_reason = decision
-            m.traces_sampled.labels(t.sampled_reason, "1" if t.sampled else "0").inc()
-            m.traces_received.labels(t.service, t.source).inc()
+            key = (t.sampled_reason, "1" if t.sampled else "0")
+            decided[key] = decided.get(key, 0) + 1
+            key = (t.service, t.source)
+            received[key] = received.get(key, 0) + 1
+        for key, n in decided.items():
+            m.traces_sampled.labels(*key).inc(n)
+        for key, n in received.items():
+            m.traces_received.labels(*key).inc(n)
         return traces
 
-    def store(self, traces: Sequence[RagTrace]) -> None:
+    def store(self, traces: Sequence[RagTrace], src_topic: str = "") -> None:
         """Insert into rag_traces (raises StorageUnavailable; callers retry)."""
-        self.storage.insert_traces(traces)
+        self.storage.insert_traces(traces, src_topic)
         self.metrics.traces_stored.inc(len(traces))
 
 

@@ -39,9 +39,23 @@ _REFUSAL = re.compile(
 BUDGETED_REASONS = ("rate",)
 
 
+# Words at least one of which every refusal pattern contains: a cheap set test skips the regex
+# (about 25 us per answer) for the vast majority of answers.
+_TRIGGERS = frozenset(
+    "know answer find help sorry unable able cannot can't determine provide establish contain mention say "
+    "specify information enough insufficient mentioned covered stated".split()
+)
+_PUNCT = str.maketrans({c: " " for c in ".,;:!?()[]{}\"'`"})
+
+
 def looks_like_refusal(answer: str) -> bool:
     """True for answers that look like a refusal or abstention (an always-sample rule)."""
-    return bool(answer) and _REFUSAL.search(answer[:2000]) is not None
+    if not answer:
+        return False
+    text = answer[:2000].lower()
+    if _TRIGGERS.isdisjoint(text.translate(_PUNCT).split()):
+        return False
+    return _REFUSAL.search(text) is not None
 
 
 def trace_hash(trace_id: str, seed: str) -> float:

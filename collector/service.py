@@ -9,10 +9,11 @@ Reliability rules this loop keeps:
   past: the commit offset of a partition is the smallest offset still feeding
   a buffered trace (or the next unread offset when none is buffered), so a
   crash replays those records and nothing is lost;
-* before each batch's insert the highest offset read per partition is written
-  to ``collector_progress``; after a restart, traces from records at or below
-  it may already be stored, so their stored sampling decisions are re-used
-  (replay makes the same decisions, and ReplacingMergeTree keeps one row);
+* every stored trace row carries the Kafka position of the last record that
+  fed it (one insert: data and progress together); after a (re)assignment the
+  collector reads max(src_offset) per partition, and traces from records at or
+  below it may already be stored, so their stored sampling decisions are
+  re-used (replay makes the same decisions; ReplacingMergeTree keeps one row);
 * malformed records go to ``ragpulse.deadletter`` with the reason in the
   ``ragpulse.reason`` header, and processing continues;
 * ClickHouse unavailable: retry with exponential backoff while the consumer
@@ -127,7 +128,7 @@ class KafkaCollector:
             auto_offset_reset="earliest",
             max_poll_records=k["max_poll_records"],
             fetch_max_bytes=k["fetch_max_bytes"],
-            max_partition_fetch_bytes=min(k["fetch_max_bytes"], 16 << 20),
+            max_partition_fetch_bytes=min(k["fetch_max_bytes"], 8 << 20),
             max_poll_interval_ms=300_000,
             session_timeout_ms=k["session_timeout_ms"],
             heartbeat_interval_ms=max(1000, k["session_timeout_ms"] // 3),
@@ -277,17 +278,12 @@ class KafkaCollector:
         try:
             ready, self._ready = self._ready, []
             traces = self.ingestor.prepare(ready) if ready else []
-            if traces or self._seen:
-                seen = dict(self._seen)
+            if traces:
                 retry_storage(
-                    lambda: self.storage.write_progress(self.topic, seen),
+                    lambda: self.ingestor.store(traces, self.topic),
                     self.metrics,
                     self._backoff(),
                     self._wait_paused,
-                )
-            if traces:
-                retry_storage(
-                    lambda: self.ingestor.store(traces), self.metrics, self._backoff(), self._wait_paused
                 )
             self._produce(traces)
             self._commit()

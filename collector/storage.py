@@ -39,6 +39,7 @@ TRACE_COLUMNS = (
     "corpus_version", "model", "provider", "latency_ms", "retrieval_ms", "rerank_ms", "generation_ms",
     "input_tokens", "output_tokens", "risk_level", "query_type", "session_id", "user_id",
     "status", "source", "span_count", "complete", "sampled", "sampled_reason", "attributes",
+    "src_topic", "src_partition", "src_offset",
 )  # fmt: skip
 
 JUDGMENT_COLUMNS = (
@@ -195,57 +196,45 @@ class Storage:
 
     # -- writes
 
-    def insert_traces(self, traces: Sequence[RagTrace]) -> None:
-        """Insert assembled traces (one columnar insert)."""
+    def insert_traces(self, traces: Sequence[RagTrace], src_topic: str = "") -> None:
+        """Insert assembled traces in one statement (which also records their Kafka positions).
+
+        Rows are sent as JSONCompactEachRow built by the C JSON encoder: measured
+        about 3x cheaper in Python CPU than clickhouse-connect's Native
+        serialization for these wide rows with string arrays.
+        """
         if not traces:
             return
-        cols: list[list[Any]] = [[] for _ in TRACE_COLUMNS]
-        (
-            c_tid, c_time, c_end, c_service, c_route, c_query, c_answer, c_cids, c_cont, c_scores, c_meta,
-            c_cdoc, c_cmark, c_cstart, c_cend, c_corpus, c_model, c_provider, c_lat, c_ret, c_rr, c_gen,
-            c_in, c_out, c_risk, c_qtype, c_session, c_user, c_status, c_source, c_count, c_complete,
-            c_sampled, c_reason, c_attrs,
-        ) = cols  # fmt: skip
         dumps = json.dumps
+        lines = []
+        append = lines.append
         for t in traces:
-            c_tid.append(t.trace_id)
-            c_time.append(t.time)
-            c_end.append(t.end_time)
-            c_service.append(t.service)
-            c_route.append(t.route)
-            c_query.append(t.query)
-            c_answer.append(t.answer)
             ch = t.chunks
-            c_cids.append([c.id for c in ch])
-            c_cont.append([c.content for c in ch])
-            c_scores.append([c.score for c in ch])
-            c_meta.append([c.metadata for c in ch])
             ci = t.citations
-            c_cdoc.append([c.doc_id for c in ci])
-            c_cmark.append([c.marker for c in ci])
-            c_cstart.append([c.start for c in ci])
-            c_cend.append([c.end for c in ci])
-            c_corpus.append(t.corpus_version)
-            c_model.append(t.model)
-            c_provider.append(t.provider)
-            c_lat.append(t.latency_ms)
-            c_ret.append(t.retrieval_ms)
-            c_rr.append(t.rerank_ms)
-            c_gen.append(t.generation_ms)
-            c_in.append(t.input_tokens)
-            c_out.append(t.output_tokens)
-            c_risk.append(t.risk_level)
-            c_qtype.append(t.query_type)
-            c_session.append(t.session_id)
-            c_user.append(t.user_id)
-            c_status.append(t.status)
-            c_source.append(t.source)
-            c_count.append(t.span_count)
-            c_complete.append(1 if t.complete else 0)
-            c_sampled.append(1 if t.sampled else 0)
-            c_reason.append(t.sampled_reason)
-            c_attrs.append(dumps(t.attributes, default=str) if t.attributes else "{}")
-        self._insert("rag_traces", TRACE_COLUMNS, cols)
+            tm, te = t.time, t.end_time
+            append(
+                dumps(
+                    [
+                        t.trace_id, f"{tm // 1_000_000_000}.{tm % 1_000_000_000:09d}",
+                        f"{te // 1_000_000_000}.{te % 1_000_000_000:09d}", t.service, t.route, t.query, t.answer,
+                        [c.id for c in ch], [c.content for c in ch], [c.score for c in ch], [c.metadata for c in ch],
+                        [c.doc_id for c in ci], [c.marker for c in ci], [c.start for c in ci], [c.end for c in ci],
+                        t.corpus_version, t.model, t.provider, t.latency_ms, t.retrieval_ms, t.rerank_ms,
+                        t.generation_ms, t.input_tokens, t.output_tokens, t.risk_level, t.query_type, t.session_id,
+                        t.user_id, t.status, t.source, t.span_count, 1 if t.complete else 0, 1 if t.sampled else 0,
+                        t.sampled_reason, dumps(t.attributes, default=str) if t.attributes else "{}", src_topic,
+                        t.src_partition, t.src_offset,
+                    ],
+                    default=str,
+                )
+            )  # fmt: skip
+        self._call(
+            "raw_insert",
+            f"{self.database}.rag_traces",
+            list(TRACE_COLUMNS),
+            insert_block="\n".join(lines).encode(),
+            fmt="JSONCompactEachRow",
+        )
 
     def insert_rows(self, table: str, columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> int:
         """Insert dict rows (missing keys default to the column's zero value); returns the count."""
@@ -264,22 +253,14 @@ class Storage:
         """Insert ``rag_claims`` rows (dicts keyed by CLAIM_COLUMNS)."""
         return self.insert_rows("rag_claims", CLAIM_COLUMNS, rows)
 
-    def write_progress(self, topic: str, offsets: dict[int, int]) -> None:
-        """Record the highest offset per partition whose spans may have been stored (replay detection)."""
-        if offsets:
-            parts = sorted(offsets)
-            self._insert(
-                "collector_progress",
-                ("topic", "partition", "offset"),
-                [[topic] * len(parts), parts, [offsets[p] for p in parts]],
-            )
-
     # -- reads
 
     def read_progress(self, topic: str) -> dict[int, int]:
+        """Per partition, the highest Kafka offset that fed a stored trace (replay detection)."""
         rows = self._call(
             "query",
-            f"SELECT partition, max(offset) FROM {self.database}.collector_progress WHERE topic = %(t)s GROUP BY partition",
+            f"SELECT src_partition, max(src_offset) FROM {self.database}.rag_traces "
+            "WHERE src_topic = %(t)s AND src_partition >= 0 GROUP BY src_partition",
             parameters={"t": topic},
         ).result_rows
         return {int(p): int(o) for p, o in rows}

@@ -3,7 +3,9 @@
 -- {ttl_*} the TTL clauses built from storage.ttl_days (empty when 0).
 -- ReplacingMergeTree keeps one row per sorting key; queries read with FINAL
 -- (or argMax) so replays never double-count. The version column makes the
--- most complete assembly of a trace win over a partial replay.
+-- most complete assembly of a trace win over a partial replay. src_* record the
+-- Kafka position of the last record that fed each trace: after a restart the
+-- collector reads max(src_offset) per partition to recognise replayed traces.
 
 CREATE DATABASE IF NOT EXISTS {db};
 
@@ -44,6 +46,9 @@ CREATE TABLE IF NOT EXISTS {db}.rag_traces
     sampled           UInt8,
     sampled_reason    LowCardinality(String),
     attributes        String,
+    src_topic         LowCardinality(String),
+    src_partition     Int32,
+    src_offset        Int64,
     ingested_at       DateTime64(3, 'UTC') DEFAULT now64(3),
     INDEX idx_time time TYPE minmax GRANULARITY 1
 )
@@ -107,13 +112,3 @@ ENGINE = ReplacingMergeTree(version)
 PARTITION BY toYYYYMM(time)
 ORDER BY (trace_id, judge_id, claim_index)
 {ttl_claims};
-
-CREATE TABLE IF NOT EXISTS {db}.collector_progress
-(
-    topic      String,
-    partition  UInt32,
-    offset     Int64,
-    updated_at DateTime64(3, 'UTC') DEFAULT now64(3)
-)
-ENGINE = ReplacingMergeTree(offset)
-ORDER BY (topic, partition);

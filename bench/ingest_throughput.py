@@ -1,0 +1,214 @@
+"""Ingest throughput: spans per second from a real Kafka broker into chDB.
+
+Starts a real single-node Kafka broker (tests/services.py), produces a backlog
+of synthetic RAG traces (collector/synthetic.py: root + retrieval with 5 chunks
+of 300 characters + generation, a reranker on every third trace; about 3.3
+spans and 6 KB per trace) into a 2-partition topic, then measures
+``ragpulse collect --role ingest`` draining it:
+
+1. one collector process (the whole backlog);
+2. two collector processes in one consumer group (one partition each; each
+   owns its own chDB path, since a chDB database has a single owner process);
+3. the one-process run again in-process under pyinstrument, for the profile.
+
+Each run is timed from the moment the process is ready (partitions assigned)
+until the group's committed offsets reach the end of the topic, i.e. until
+every span is stored in ClickHouse and committed. Peak RSS (VmHWM) of each
+process is read from /proc before it is stopped. Figures are printed side by
+side; the machine is shared, so compare ratios, not absolutes.
+
+Usage: .venv/bin/python bench/ingest_throughput.py [--traces 20000] [--no-profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from ragpulse.collector.synthetic import make_trace, traces_data  # noqa: E402
+from tests.services import KafkaBroker  # noqa: E402
+from tests.test_collector_kafka import CollectorProcess  # noqa: E402
+
+
+def produce(broker: KafkaBroker, topic: str, n: int) -> int:
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, linger_ms=20, batch_size=1 << 20,
+                      compression_type="lz4", max_request_size=4 << 20)  # fmt: skip
+    spans = 0
+    for i in range(n):
+        t = make_trace(
+            i, seed="bench", n_chunks=5, chunk_chars=300, rerank=(i % 3 == 0), rng=random.Random(i)
+        )
+        spans += len(t.spans)
+        p.send(topic, key=t.hex.encode(), value=traces_data([(t.service, t.spans)]))
+    p.flush(120)
+    p.close()
+    return spans
+
+
+def committed(broker: KafkaBroker, group: str, topic: str) -> dict[int, int]:
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        offsets = admin.list_group_offsets({group: None}).get(group, {})
+    except KafkaError:
+        return {}
+    finally:
+        admin.close()
+    return {tp.partition: om.offset for tp, om in offsets.items() if tp.topic == topic}
+
+
+def end_offsets(broker: KafkaBroker, topic: str) -> dict[int, int]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        parts = [TopicPartition(topic, p) for p in sorted(c.partitions_for_topic(topic))]
+        return {tp.partition: off for tp, off in c.end_offsets(parts).items()}
+    finally:
+        c.close()
+
+
+def config(broker: KafkaBroker, topic: str, group: str, db: Path) -> dict:
+    return {
+        "kafka": {"bootstrap_servers": broker.bootstrap, "spans_topic": topic, "group_id": group,
+                  "judge_topic": topic + "-judge", "deadletter_topic": topic + "-dead", "session_timeout_ms": 6000},
+        "storage": {"dsn": f"chdb://{db}"},
+        "metrics": {"port": 0},
+        "judge": {"enabled": False},
+    }  # fmt: skip
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU time of a process so far."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_processes(
+    broker: KafkaBroker, topic: str, n_procs: int, workdir: Path
+) -> tuple[float, list[float], list[float]]:
+    group = f"bench-{uuid.uuid4().hex[:6]}"
+    procs = []
+    for k in range(n_procs):
+        d = workdir / f"{group}-{k}"
+        d.mkdir(parents=True)
+        path = d / "collector.yaml"
+        path.write_text(yaml.safe_dump(config(broker, topic, group, d / "chdb")))
+        procs.append(CollectorProcess(path, d / "collector.log"))
+    end = end_offsets(broker, topic)
+    try:
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.wait_ready(120)
+        # Ready = has partitions; with two members wait until the group settled on both.
+        start = time.monotonic()
+        cpu0 = [cpu_seconds(p.proc.pid) for p in procs if p.proc]
+        while committed(broker, group, topic) != end:
+            for p in procs:
+                assert p.alive(), p.log_tail()
+            time.sleep(0.05)
+        elapsed = time.monotonic() - start
+        rss = [peak_rss_mb(p.proc.pid) for p in procs if p.proc]
+        cpu = [cpu_seconds(p.proc.pid) - c0 for p, c0 in zip(procs, cpu0, strict=True) if p.proc]
+        for p in procs:
+            rc, _ = p.terminate()
+            assert rc == 0, p.log_tail()
+        return elapsed, rss, cpu
+    finally:
+        for p in procs:
+            p.cleanup()
+
+
+def profile_in_process(broker: KafkaBroker, topic: str, workdir: Path) -> str:
+    from pyinstrument import Profiler
+
+    from ragpulse.collector.config import load_config
+    from ragpulse.collector.service import KafkaCollector
+
+    group = f"bench-prof-{uuid.uuid4().hex[:6]}"
+    cfg = load_config(None, overrides=config(broker, topic, group, workdir / "prof-chdb"))
+    collector = KafkaCollector(cfg, serve_metrics=False)
+    end = end_offsets(broker, topic)
+
+    def watch() -> None:
+        while committed(broker, group, topic) != end:
+            time.sleep(0.2)
+        collector.request_stop()
+
+    threading.Thread(target=watch, daemon=True).start()
+    profiler = Profiler(interval=0.002)
+    profiler.start()
+    collector.run()
+    profiler.stop()
+    return profiler.output_text(unicode=False, color=False, show_all=False, short_mode=False)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", type=int, default=20_000)
+    ap.add_argument("--no-profile", action="store_true")
+    args = ap.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="ragpulse-bench-"))
+    (workdir / "kafka").mkdir()
+    broker = KafkaBroker(workdir=workdir / "kafka", partitions=2, heap="1g").start()
+    try:
+        topic = "bench-spans"
+        broker.create_topic(topic, 2)
+        t0 = time.monotonic()
+        spans = produce(broker, topic, args.traces)
+        print(
+            f"backlog: {args.traces} traces, {spans} spans in 2 partitions (produced in {time.monotonic() - t0:.1f}s)"
+        )
+        one, rss1, cpu1 = run_processes(broker, topic, 1, workdir)
+        two, rss2, cpu2 = run_processes(broker, topic, 2, workdir)
+        print(f"{'setup':<34}{'seconds':>9}{'spans/s':>11}{'spans/CPU-s':>13}{'peak RSS MB':>16}")
+        print(
+            f"{'1 collector process':<34}{one:>9.2f}{spans / one:>11.0f}{spans / sum(cpu1):>13.0f}{max(rss1):>16.0f}"
+        )
+        print(
+            f"{'2 processes, one group, 2 parts':<34}{two:>9.2f}{spans / two:>11.0f}{spans / sum(cpu2):>13.0f}"
+            f"{', '.join(f'{r:.0f}' for r in rss2):>16}"
+        )
+        with open("/proc/loadavg") as fh:
+            print(
+                f"machine: {os.cpu_count()} CPUs, load average {fh.read().split()[0]} (shared; compare ratios)"
+            )
+        print(f"ratio 2 processes / 1 process: {one / two:.2f}x")
+        print(f"target: >= 25,000 spans/s and < 400 MB RSS for one process -> "
+              f"{'met' if spans / one >= 25_000 and max(rss1) < 400 else 'NOT met'}")  # fmt: skip
+        if not args.no_profile:
+            text = profile_in_process(broker, topic, workdir)
+            print("\nprofile of one in-process run (pyinstrument, top of the tree):")
+            print("\n".join(text.splitlines()[:60]))
+    finally:
+        broker.cleanup()
+
+
+if __name__ == "__main__":
+    main()
