@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
-
 from ragpulse.collector.synthetic import make_trace, traces_data  # noqa: E402
+
 from tests.services import KafkaBroker  # noqa: E402
 from tests.test_collector_kafka import CollectorProcess  # noqa: E402
 
@@ -147,7 +147,6 @@ def run_processes(
 
 def profile_in_process(broker: KafkaBroker, topic: str, workdir: Path) -> str:
     from pyinstrument import Profiler
-
     from ragpulse.collector.config import load_config
     from ragpulse.collector.service import KafkaCollector
 
