@@ -325,7 +325,8 @@ def test_embedded_collector_with_the_agent_and_the_local_judge(tmp_path: Path) -
         assert ("supported", ["C1"]) in claims
         status, body = _get(collector.metrics_url + "/metrics")
         assert status == 200
-        assert 'ragpulse_faithfulness_count{judge="%s",service="policy-bot"} 2.0' % judged[0][1] in body
+        judge_id = judged[0][1]
+        assert f'ragpulse_faithfulness_count{{judge="{judge_id}",service="policy-bot"}} 2.0' in body
         assert "ragpulse_traces_stored_total 2.0" in body
         assert (
             _get(collector.metrics_url + "/healthz")[0] == 200
