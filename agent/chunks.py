@@ -60,7 +60,7 @@ def _from_mapping(item: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
         if (score := get(k)) is not None:
             break
     metadata = get("metadata")
-    if not isinstance(metadata, Mapping):
+    if not isinstance(metadata, (dict, Mapping)):
         metadata = {k: v for k, v in item.items() if k not in _NOT_METADATA}
     return ident, content, score, metadata
 
@@ -89,13 +89,13 @@ def normalize_chunk(item: Any, position: int) -> Chunk:
         item, score = item  # (Document, score) as from similarity_search_with_score
     if isinstance(item, str):
         ident, content, inner_score, metadata = None, item, None, None
-    elif isinstance(item, Mapping):
+    elif isinstance(item, (dict, Mapping)):  # dict first: the ABC check is slow
         ident, content, inner_score, metadata = _from_mapping(item)
     else:
         ident, content, inner_score, metadata = _from_object(item)
     if score is None:
         score = inner_score
-    meta: dict[str, Any] = dict(metadata) if isinstance(metadata, Mapping) else {}
+    meta: dict[str, Any] = dict(metadata) if isinstance(metadata, (dict, Mapping)) else {}
     if ident is None:
         ident = next((meta[k] for k in _META_ID_KEYS if meta.get(k) is not None), None)
     return Chunk(

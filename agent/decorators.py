@@ -47,6 +47,8 @@ _log = logging.getLogger("ragpulse.agent")
 # Context key holding the current RAG call's record (or _UNSAMPLED when head sampling said no).
 _RAG_KEY = create_key("ragpulse-rag")
 _UNSAMPLED = object()
+# Context key of the innermost with-statement block.
+_CM_KEY = create_key("ragpulse-block")
 _QUERY_NAMES = ("query", "question", "q", "user_query", "prompt", "input", "text", "message")
 _TOPK_NAMES = ("top_k", "k", "n_results", "limit", "similarity_top_k")
 _PROMPT_NAMES = ("messages", "prompt", "input", "query", "question")
@@ -67,13 +69,14 @@ def _internal_error(where: str) -> None:
 class _Call:
     """A live span on the request path."""
 
-    __slots__ = ("span", "record", "ctx", "rt")
+    __slots__ = ("span", "record", "ctx", "rt", "token")
 
-    def __init__(self, span: Any, record: Record | None, ctx: Context, rt: Runtime):
+    def __init__(self, span: Any, record: Record | None, ctx: Context | None, rt: Runtime | None):
         self.span = span
         self.record = record
         self.ctx = ctx
         self.rt = rt
+        self.token: Any = None  # set by the with-statement form
 
 
 def _open(spec: _Spec, args: tuple, kwargs: dict, record: Record | None = None) -> _Call | None:
@@ -182,8 +185,6 @@ class _Spec:
     def __init__(self, name: str | None, attrs: Mapping[str, Any] | None):
         self.name = name or ""
         self.attrs = dict(attrs) if attrs else None
-        self._calls: list[_Call | None] = []
-        self._tokens: list[Any] = []
 
     # -- records ---------------------------------------------------------------------------
     def bind(self, fn: Callable[..., Any]) -> None:
@@ -223,19 +224,22 @@ class _Spec:
         if not self.name:
             self.name = self.default_name
         call = _open(self, (), {}, self.initial_record())
-        self._calls.append(call)
         if call is None:
-            self._tokens.append(None)
-            return self.handle_cls(None, None)
-        self._tokens.append(attach(call.ctx))
+            call = _Call(None, None, get_current(), None)  # untraced block: still marks its scope
+        # The live block is kept in the context itself, so one spec object used by several
+        # threads or tasks at once (or nested) always closes the block of the current context.
+        values = call.ctx.copy()
+        values[_CM_KEY] = call
+        call.ctx = Context(values)
+        call.token = attach(call.ctx)
         return self.handle_cls(call.record, call.span)
 
     def _exit(self, exc: BaseException | None) -> None:
-        call, token = self._calls.pop(), self._tokens.pop()
-        if token is not None:
-            detach(token)
-        if call is not None:
-            _close(call, exc)
+        call = get_current().get(_CM_KEY)
+        if not isinstance(call, _Call):
+            return
+        detach(call.token)
+        _close(call, exc)
 
     def initial_record(self) -> Record | None:
         return None

@@ -80,9 +80,12 @@ def usage_tokens(value: Any) -> tuple[int | None, int | None]:
     )
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True)
+
+
 def _json(value: Any) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError):
         return json.dumps(str(value))
 

@@ -839,3 +839,36 @@ def test_async_and_async_generator_exceptions_recorded_and_reraised(mem):
         assert event.attributes["exception.message"] == message
     assert by_name["search"][0].parent.span_id == by_name["answer"][0].context.span_id
     assert by_name["stream"][0].attributes["output.value"] == "partial"
+
+
+def test_one_with_spec_shared_by_threads_and_tasks(mem):
+    shared = retrieval("search")  # one object, many concurrent with-blocks
+
+    def worker(i):
+        with trace_rag("answer", query=f"t{i}"):
+            with shared as r:
+                r.set_chunks([{"id": f"T{i}", "content": "x"}])
+                threading.Event().wait(0.01)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    async def task(i):
+        async with trace_rag("answer", query=f"a{i}"):
+            async with shared as r:
+                await asyncio.sleep(0.001)
+                r.set_chunks([{"id": f"A{i}", "content": "x"}])
+
+    async def main():
+        await asyncio.gather(*(task(i) for i in range(20)))
+
+    asyncio.run(main())
+    by_name = spans_by_name(mem)
+    roots = {r.context.span_id: r for r in by_name["answer"]}
+    assert len(roots) == 28 and len(by_name["search"]) == 28
+    for ret in by_name["search"]:
+        query = roots[ret.parent.span_id].attributes["input.value"]
+        assert ret.attributes["retrieval.documents.0.document.id"] == query.upper()
