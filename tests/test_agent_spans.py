@@ -872,3 +872,23 @@ def test_one_with_spec_shared_by_threads_and_tasks(mem):
     for ret in by_name["search"]:
         query = roots[ret.parent.span_id].attributes["input.value"]
         assert ret.attributes["retrieval.documents.0.document.id"] == query.upper()
+
+
+def test_kafka_unreachable_from_the_start_drops_and_counts():
+    """No broker at all (nothing listens on the port): calls are served, spans dropped and counted."""
+    from tests.services import free_port
+
+    configure(
+        exporter="kafka",
+        kafka_bootstrap_servers=f"127.0.0.1:{free_port()}",
+        kafka_options={"bootstrap_timeout_ms": 1000},
+        schedule_delay_ms=50,
+    )
+    try:
+        before = stats()["dropped"]["export_failed"]
+        for i in range(300):
+            assert answer(f"q{i}") == ANSWER
+        assert flush(timeout_s=10)
+        assert stats()["dropped"]["export_failed"] - before == 900
+    finally:
+        shutdown()
