@@ -205,19 +205,21 @@ class _Spec:
     def __call__(self, fn: F) -> F:
         if not callable(fn):
             raise TypeError(f"ragpulse decorators wrap callables, got {type(fn).__name__}")
-        if not self.name:
-            qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "call")
-            self.name = qualname.rsplit("<locals>.", 1)[-1]  # "Class.method" or "function"
-        self.bind(fn)
+        import copy
         import inspect
 
+        spec = copy.copy(self)  # one spec per decorated function: names and argument locations differ
+        if not spec.name:
+            qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "call")
+            spec.name = qualname.rsplit("<locals>.", 1)[-1]  # "Class.method" or "function"
+        spec.bind(fn)
         if inspect.isasyncgenfunction(fn):
-            return _wrap_async_gen(fn, self)  # type: ignore[return-value]
+            return _wrap_async_gen(fn, spec)  # type: ignore[return-value]
         if inspect.isgeneratorfunction(fn):
-            return _wrap_gen(fn, self)  # type: ignore[return-value]
+            return _wrap_gen(fn, spec)  # type: ignore[return-value]
         if inspect.iscoroutinefunction(fn):
-            return _wrap_async(fn, self)  # type: ignore[return-value]
-        return _wrap_sync(fn, self)  # type: ignore[return-value]
+            return _wrap_async(fn, spec)  # type: ignore[return-value]
+        return _wrap_sync(fn, spec)  # type: ignore[return-value]
 
     # -- context manager -----------------------------------------------------------------------
     def _enter(self) -> Any:

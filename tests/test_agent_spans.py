@@ -892,3 +892,21 @@ def test_kafka_unreachable_from_the_start_drops_and_counts():
         assert stats()["dropped"]["export_failed"] - before == 900
     finally:
         shutdown()
+
+
+def test_one_decorator_object_on_two_functions(mem):
+    traced = trace_rag(risk_level="low")
+
+    @traced
+    def first(question):
+        return "one"
+
+    @traced
+    def second(other, q):
+        return "two"
+
+    assert first("q1") == "one" and second("x", q="q2") == "two"
+    by_name = spans_by_name(mem)
+    assert by_name["first"][0].attributes["input.value"] == "q1"
+    assert by_name["second"][0].attributes["input.value"] == "q2"
+    assert by_name["second"][0].attributes["rag.risk_level"] == "low"
