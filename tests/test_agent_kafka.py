@@ -193,6 +193,7 @@ def test_broker_down_app_keeps_serving_drops_counted_overhead_bounded(kafka_brok
                 time.sleep(0.2)
             dropped = stats()["spans_dropped"] - dropped_before
         finally:
+            stopper.join()  # never start the broker while its stop is still in progress
             kafka_broker.start()
         # The agent recovers by itself once the broker is back.
         for i in range(20):
