@@ -30,6 +30,7 @@ __all__ = [
     "decode_otlp_proto",
     "decode_otlp_json",
     "spans_from_readable",
+    "split_by_trace",
 ]
 
 _ZERO_TRACE = b"\x00" * 16
@@ -203,6 +204,43 @@ def decode_otlp_proto(data: bytes, limits: Limits) -> DecodeResult:
         # An exporter never sends an empty batch: this is garbage that happened to parse.
         raise MalformedRecord("no spans in record" if nres else "no OTLP resource_spans in record")
     return DecodeResult(spans, errors)
+
+
+def split_by_trace(data: bytes) -> list[tuple[str, bytes]]:
+    """Split a ``TracesData`` protobuf into one record per trace id (resource and scope kept).
+
+    Used when OTLP/HTTP input is forwarded to Kafka: keyed by trace id, a
+    trace's spans land on one partition, as with kafkaexporter's
+    ``partition_traces_by_id``. Raises :class:`MalformedRecord` on bad input.
+    """
+    td = TracesData()
+    try:
+        td.ParseFromString(data)
+    except Exception as exc:  # noqa: BLE001 - any parse failure is a bad body
+        raise MalformedRecord(f"not an OTLP TracesData protobuf: {exc}") from None
+    out: dict[bytes, TracesData] = {}
+    for rs in td.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                per = out.get(span.trace_id)
+                if per is None:
+                    per = out[span.trace_id] = TracesData()
+                target_rs = per.resource_spans[-1] if per.resource_spans else None
+                if (
+                    target_rs is None
+                    or target_rs.resource != rs.resource
+                    or target_rs.schema_url != rs.schema_url
+                ):
+                    target_rs = per.resource_spans.add()
+                    target_rs.resource.CopyFrom(rs.resource)
+                    target_rs.schema_url = rs.schema_url
+                target_ss = target_rs.scope_spans[-1] if target_rs.scope_spans else None
+                if target_ss is None or target_ss.scope != ss.scope:
+                    target_ss = target_rs.scope_spans.add()
+                    target_ss.scope.CopyFrom(ss.scope)
+                    target_ss.schema_url = ss.schema_url
+                target_ss.spans.append(span)
+    return [(tid.hex(), per.SerializeToString()) for tid, per in out.items()]
 
 
 # ---------------------------------------------------------------- JSON

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -714,9 +715,28 @@ def test_interop_kafkaexporter_shaped_records(setup_factory: Any) -> None:
     for t in rest[:10]:
         records.append((format(t[0].context.trace_id, "032x").encode(), _otlp_json(encode_spans(t))))
     records.append((None, _otlp_json(encode_spans([sp for t in rest[10:] for sp in t]))))
-    s = setup_factory(sampling={"rate": 1.0, "budget_per_minute": None})
+    from tests.services import free_port
+
+    port = free_port()
+    s = setup_factory(
+        sampling={"rate": 1.0, "budget_per_minute": None}, receiver={"enabled": True, "port": port}
+    )
     _produce_all(s, records)
-    _run_to_end(s, timeout=90)
+    # OTLP/HTTP into the same pipeline: the receiver forwards each trace to the spans topic.
+    proc = s.collector()
+    proc.wait_ready()
+    http_traces = [make_trace(i, seed="otlp-http", service="http-app") for i in range(8)]
+    body = traces_data([(t.service, t.spans) for t in http_traces], shared_resource=True)
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/traces", data=body, method="POST",
+                                 headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert resp.status == 200
+    for t in http_traces:
+        expected[t.hex] = {"service": "http-app", "source": "ragpulse", "query": t.query, "answer": t.answer,
+                           "chunks": t.chunk_ids, "citations": 3, "model": "gpt-x"}  # fmt: skip
+    s.wait_caught_up(proc, timeout=90)
+    rc, took = proc.terminate()
+    assert rc == 0 and took < 10.0, (rc, took, proc.log_tail())
     st = s.storage()
     try:
         rows = st.query(

@@ -102,13 +102,48 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
         return 0
     collector = KafkaCollector(cfg, storage=storage, metrics=metrics)
     collector.install_signal_handlers()  # before anything slow; run() re-installs after chDB opens
+    receiver = _kafka_receiver(cfg, metrics) if cfg["receiver"]["enabled"] else None
     try:
         rc = collector.run()
     finally:
+        if receiver is not None:
+            receiver.stop()
         for j in judges:
             j.stop()
     logging.getLogger("ragpulse.collect").info("collector stopped (exit status %d)", rc)
     return rc
+
+
+def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
+    """OTLP/HTTP in Kafka mode: each request is forwarded to the spans topic, one record per trace."""
+    from kafka import KafkaProducer
+    from ragpulse.collector.otlp import Limits, split_by_trace
+    from ragpulse.collector.otlp_http import OtlpHttpReceiver
+    from ragpulse.collector.service import kafka_client_settings
+
+    producer = KafkaProducer(**kafka_client_settings(cfg), acks="all", linger_ms=5, max_request_size=8 << 20)
+    topic = cfg["kafka"]["spans_topic"]
+
+    def forward(body: bytes, kind: str) -> bool:
+        try:
+            if kind == "proto":
+                futures = [producer.send(topic, key=k.encode(), value=v) for k, v in split_by_trace(body)]
+            else:
+                futures = [producer.send(topic, value=body)]
+            for f in futures:
+                f.get(timeout=10)  # acknowledged before the client gets its 200
+            return True
+        except Exception:  # noqa: BLE001 - the client is told to retry (503)
+            logging.getLogger("ragpulse.collect").exception("forwarding OTLP/HTTP to Kafka failed")
+            return False
+
+    r = cfg["receiver"]
+    receiver = OtlpHttpReceiver(
+        lambda spans: True, Limits(**cfg["limits"]), metrics, r["host"], r["port"], forward
+    )
+    receiver.start()
+    logging.getLogger("ragpulse.collect").info("OTLP/HTTP receiver on %s/v1/traces", receiver.url)
+    return receiver
 
 
 def _run_embedded(cfg: dict[str, Any]) -> int:
