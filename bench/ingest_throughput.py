@@ -11,9 +11,10 @@ spans and 6 KB per trace) into a 2-partition topic, then measures
    owns its own chDB path, since a chDB database has a single owner process);
 3. the one-process run again in-process under pyinstrument, for the profile.
 
-Each run is timed from the moment the process is ready (partitions assigned)
-until the group's committed offsets reach the end of the topic, i.e. until
-every span is stored in ClickHouse and committed. Peak RSS (VmHWM) of each
+Each run is timed from the first spans received by any process (its
+/metrics) until the group's committed offsets reach the end of the topic,
+i.e. until every span is stored in ClickHouse and committed; CPU seconds are
+counted per process from the moment it serves /metrics (start-up excluded). Peak RSS (VmHWM) of each
 process is read from /proc before it is stopped. Figures are printed side by
 side; the machine is shared, so compare ratios, not absolutes.
 
@@ -102,6 +103,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def anon_rss_mb(pid: int) -> float:
+    """Current anonymous (private, non-file) resident memory: RSS minus mapped library code."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -109,9 +118,36 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _metric(url: str, name: str) -> float:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=2) as resp:
+            for line in resp.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return 0.0
+
+
+def _url(proc: CollectorProcess) -> str | None:
+    import re
+
+    found = re.findall(r"metrics on (http://\S+)", proc.log_path.read_text(errors="replace"))
+    return found[-1] if found else None
+
+
 def run_processes(
     broker: KafkaBroker, topic: str, n_procs: int, workdir: Path
-) -> tuple[float, list[float], list[float]]:
+) -> tuple[float, list[float], list[float], list[float]]:
+    """Drain the backlog with ``n_procs`` processes in one new group.
+
+    The clock starts when the first process has received its first spans (its
+    /metrics shows ragpulse_spans_received_total > 0) and stops when the
+    group's commits reach the end of the topic. CPU is counted per process
+    from the moment it is ready (start-up excluded).
+    """
     group = f"bench-{uuid.uuid4().hex[:6]}"
     procs = []
     for k in range(n_procs):
@@ -124,22 +160,31 @@ def run_processes(
     try:
         for p in procs:
             p.start()
-        for p in procs:
-            p.wait_ready(120)
-        # Ready = has partitions; with two members wait until the group settled on both.
-        start = time.monotonic()
-        cpu0 = [cpu_seconds(p.proc.pid) for p in procs if p.proc]
-        while committed(broker, group, topic) != end:
-            for p in procs:
+        urls: list[str | None] = [None] * n_procs
+        cpu0: list[float | None] = [None] * n_procs
+        start = None
+        anon = [0.0] * n_procs
+        while True:
+            for k, p in enumerate(procs):
                 assert p.alive(), p.log_tail()
+                if urls[k] is None:
+                    urls[k] = _url(p)
+                if urls[k] is not None and cpu0[k] is None:
+                    cpu0[k] = cpu_seconds(p.proc.pid)  # type: ignore[union-attr]
+            for k, p in enumerate(procs):
+                anon[k] = max(anon[k], anon_rss_mb(p.proc.pid))  # type: ignore[union-attr]
+            if start is None and any(u and _metric(u, "ragpulse_spans_received_total") > 0 for u in urls):
+                start = time.monotonic()
+            if start is not None and committed(broker, group, topic) == end:
+                break
             time.sleep(0.05)
         elapsed = time.monotonic() - start
         rss = [peak_rss_mb(p.proc.pid) for p in procs if p.proc]
-        cpu = [cpu_seconds(p.proc.pid) - c0 for p, c0 in zip(procs, cpu0, strict=True) if p.proc]
+        cpu = [cpu_seconds(p.proc.pid) - (c0 or 0.0) for p, c0 in zip(procs, cpu0, strict=True) if p.proc]
         for p in procs:
             rc, _ = p.terminate()
             assert rc == 0, p.log_tail()
-        return elapsed, rss, cpu
+        return elapsed, rss, cpu, anon
     finally:
         for p in procs:
             p.cleanup()
@@ -184,16 +229,20 @@ def main() -> None:
         print(
             f"backlog: {args.traces} traces, {spans} spans in 2 partitions (produced in {time.monotonic() - t0:.1f}s)"
         )
-        one, rss1, cpu1 = run_processes(broker, topic, 1, workdir)
-        two, rss2, cpu2 = run_processes(broker, topic, 2, workdir)
-        print(f"{'setup':<34}{'seconds':>9}{'spans/s':>11}{'spans/CPU-s':>13}{'peak RSS MB':>16}")
+        one, rss1, cpu1, anon1 = run_processes(broker, topic, 1, workdir)
+        two, rss2, cpu2, anon2 = run_processes(broker, topic, 2, workdir)
         print(
-            f"{'1 collector process':<34}{one:>9.2f}{spans / one:>11.0f}{spans / sum(cpu1):>13.0f}{max(rss1):>16.0f}"
+            f"{'setup':<34}{'seconds':>9}{'spans/s':>11}{'spans/CPU-s':>13}{'peak RSS MB':>14}{'peak anon MB':>15}"
+        )
+        print(
+            f"{'1 collector process':<34}{one:>9.2f}{spans / one:>11.0f}{spans / sum(cpu1):>13.0f}"
+            f"{max(rss1):>14.0f}{max(anon1):>15.0f}"
         )
         print(
             f"{'2 processes, one group, 2 parts':<34}{two:>9.2f}{spans / two:>11.0f}{spans / sum(cpu2):>13.0f}"
-            f"{', '.join(f'{r:.0f}' for r in rss2):>16}"
+            f"{'/'.join(f'{r:.0f}' for r in rss2):>14}{'/'.join(f'{r:.0f}' for r in anon2):>15}"
         )
+        print("(peak RSS includes ~200 MB of chDB's memory-mapped library code; anon = private memory)")
         with open("/proc/loadavg") as fh:
             print(
                 f"machine: {os.cpu_count()} CPUs, load average {fh.read().split()[0]} (shared; compare ratios)"

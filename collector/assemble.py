@@ -84,7 +84,7 @@ class _Pending:
 class Assembled:
     """A trace leaving the assembler: its spans, whether the completion rule fired, and its positions."""
 
-    __slots__ = ("trace_id", "spans", "complete", "is_rag", "positions", "last")
+    __slots__ = ("trace_id", "spans", "complete", "is_rag", "positions", "last", "trace")
 
     def __init__(
         self,
@@ -101,6 +101,7 @@ class Assembled:
         self.is_rag = is_rag
         self.positions = positions
         self.last = last  # (partition, offset) of the last record that fed this trace
+        self.trace: RagTrace | None = None  # built early (Ingestor.build) so the spans can be freed
 
 
 class Assembler:

@@ -89,6 +89,13 @@ class Ingestor:
             _sleep,
         )
 
+    def build(self, assembled: Sequence[Assembled]) -> None:
+        """Build each RAG trace now and drop its spans (a batch in flight holds traces, not spans)."""
+        for a in assembled:
+            if a.is_rag and a.trace is None:
+                a.trace = build_trace(a.trace_id, a.spans)
+                a.spans = []
+
     def prepare(self, assembled: Sequence[Assembled]) -> list[RagTrace]:
         """Build traces and decide sampling (once). Non-RAG traces are dropped and counted."""
         by_id: dict[str, RagTrace] = {}
@@ -99,7 +106,7 @@ class Ingestor:
             if not a.is_rag:
                 m.traces_dropped.labels("non_rag").inc()
                 continue
-            t = build_trace(a.trace_id, a.spans)
+            t = a.trace if a.trace is not None else build_trace(a.trace_id, a.spans)
             t.complete = a.complete
             if a.last is not None:
                 t.src_partition, t.src_offset = a.last
