@@ -128,13 +128,19 @@ def _pb_attrs(kvs: Any, limits: Limits) -> dict[str, Any]:
             out[kv.key] = s
             continue
         kind = v.WhichOneof("value")
-        if kind is None or kind == "string_value":
+        if kind == "double_value":
+            out[kv.key] = v.double_value
+        elif kind == "int_value":
+            out[kv.key] = v.int_value
+        elif kind == "bool_value":
+            out[kv.key] = v.bool_value
+        elif kind is None or kind == "string_value":
             out[kv.key] = "" if kind else None
-            continue
-        val = _pb_value(v)
-        if kind in ("array_value", "kvlist_value", "bytes_value") and len(str(val)) > cap:
-            raise MalformedRecord(f"attribute {kv.key[:80]!r} exceeds max_attribute_chars {cap}")
-        out[kv.key] = val
+        else:
+            val = _pb_value(v)
+            if len(str(val)) > cap:
+                raise MalformedRecord(f"attribute {kv.key[:80]!r} exceeds max_attribute_chars {cap}")
+            out[kv.key] = val
     return out
 
 

@@ -86,6 +86,7 @@ class KafkaCollector:
         self._in_flush = False
         self._serve_metrics = serve_metrics
         self._want_signals = False
+        self._starting = True
         self._server: MetricsServer | None = None
         self.consumer: Any = None
         self.producer: Any = None
@@ -95,6 +96,10 @@ class KafkaCollector:
 
     def request_stop(self) -> None:
         """Ask the loop to finish (signal-safe)."""
+        if self._starting and self._want_signals:
+            # Still connecting (kafka-python blocks while the brokers are unreachable):
+            # nothing is buffered or uncommitted yet, so leave at once.
+            raise _Stop
         if not self._stop.is_set():
             self._stop_deadline = time.monotonic() + float(self.config["shutdown"]["grace_s"])
             self._stop.set()
@@ -164,6 +169,7 @@ class KafkaCollector:
             if self._want_signals:
                 self.install_signal_handlers()
             self._connect()
+            self._starting = False
             self.running = True
             self._loop()
             # Graceful stop: store and commit complete traces; partial ones stay uncommitted.
@@ -171,6 +177,9 @@ class KafkaCollector:
             self._flush()
             return 0
         except _Stop:
+            if self._starting:
+                log.info("stopped during start-up")
+                return 0
             log.error("stopping before the batch could be stored: nothing committed for it")
             return 1
         finally:
