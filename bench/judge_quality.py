@@ -7,11 +7,12 @@ references as chunks; `attributable` is the positive label. Prints, side by side
   references, one threshold chosen on the data: an optimistic baseline);
 - the shipped local judge (weights file as packaged);
 - the honest figure: k-fold cross-validated macro-F1 of the same feature model
-  refit on each training fold and scored on the held-out fold.
+  refit on each training fold and scored on the held-out fold (repeated with
+  new random splits; mean, spread and worst split are printed).
 
 `--write-weights` refits on all data and writes the packaged weights file.
 
-Usage: python bench/judge_quality.py [--data PATH] [--folds 5] [--write-weights]
+Usage: python bench/judge_quality.py [--data PATH] [--folds 5] [--repeats 5] [--write-weights]
 """
 
 from __future__ import annotations
@@ -24,14 +25,17 @@ import sys
 import time
 from pathlib import Path
 
+from ragpulse.collector.judge.claims import normalise_claim
 from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.support import FEATURES, fit_logistic, load_model, pair_features
-from ragpulse.collector.judge.text import profile, strip_markers
+from ragpulse.collector.judge.support import FEATURES, NUM_MISS, fit_logistic, load_model, pair_features
+from ragpulse.collector.judge.text import profile
 
 __all__ = ["main", "macro_f1", "load_rows", "featurise"]
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "attributionbench-dev.jsonl"
 WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "support-v1.json"
+# Gradient-descent steps: few enough to act as regularisation (more steps overfit slightly in CV).
+ITERATIONS = 400
 _URL_LINE = re.compile(r"^\[\d+\]\s*https?://\S+\s*", re.M)
 
 
@@ -53,7 +57,7 @@ def load_rows(path: Path) -> list[dict]:
 
 def featurise(row: dict) -> tuple[list[list[float]], float]:
     """Feature vectors of the claim against each reference, and the baseline overlap."""
-    claim = profile(strip_markers(row["claim"]))
+    claim = profile(normalise_claim(row["claim"]))
     chunks = [
         {"id": str(i), "content": _URL_LINE.sub("", ref) or ref} for i, ref in enumerate(row["references"])
     ]
@@ -66,7 +70,8 @@ def featurise(row: dict) -> tuple[list[list[float]], float]:
 
 
 def _aggregate(per_chunk: list[list[float]], model_prob) -> float:
-    return max((model_prob(f) for f in per_chunk), default=0.0)
+    # The same numeric veto as SupportModel.probability.
+    return max((0.0 if f[NUM_MISS] > 0 else model_prob(f) for f in per_chunk), default=0.0)
 
 
 def _best_threshold(scores: list[float], gold: list[int]) -> tuple[float, float]:
@@ -81,7 +86,7 @@ def _best_threshold(scores: list[float], gold: list[int]) -> tuple[float, float]
 def _fit(rows: list[list[list[float]]], gold: list[int]) -> tuple[list[float], float]:
     # Train on the best-covering reference of each example (the one the judge would pick).
     x = [max(r, key=lambda f: f[0] + f[3]) if r else [0.0] * len(FEATURES) for r in rows]
-    return fit_logistic(x, gold)
+    return fit_logistic(x, gold, iterations=ITERATIONS)
 
 
 def _prob(coef: list[float], b: float):
@@ -98,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=5, help="repetitions of k-fold CV with new splits")
     ap.add_argument("--write-weights", action="store_true")
     args = ap.parse_args(argv)
     rows = load_rows(args.data)
@@ -108,17 +114,24 @@ def main(argv: list[str] | None = None) -> int:
 
     base_f1, base_t = _best_threshold(list(overlaps), gold)
 
-    idx = list(range(len(rows)))
-    random.Random(0).shuffle(idx)
+    cv_scores = []
     cv_pred = [0] * len(rows)
-    for k in range(args.folds):
-        test = set(idx[k :: args.folds])
-        train = [i for i in idx if i not in test]
-        coef, b = _fit([feats[i] for i in train], [gold[i] for i in train])
-        p = _prob(coef, b)
-        for i in test:
-            cv_pred[i] = 1 if _aggregate(feats[i], p) >= 0.5 else 0
-    cv_f1 = macro_f1(cv_pred, gold)
+    for seed in range(args.repeats):
+        idx = list(range(len(rows)))
+        random.Random(seed).shuffle(idx)
+        pred = [0] * len(rows)
+        for k in range(args.folds):
+            test = set(idx[k :: args.folds])
+            train = [i for i in idx if i not in test]
+            coef, b = _fit([feats[i] for i in train], [gold[i] for i in train])
+            p = _prob(coef, b)
+            for i in test:
+                pred[i] = 1 if _aggregate(feats[i], p) >= 0.5 else 0
+        cv_scores.append(macro_f1(pred, gold))
+        if seed == 0:
+            cv_pred = pred
+    cv_f1 = sum(cv_scores) / len(cv_scores)
+    cv_sd = (sum((x - cv_f1) ** 2 for x in cv_scores) / max(1, len(cv_scores) - 1)) ** 0.5
 
     if args.write_weights:
         coef, b = _fit(list(feats), gold)
@@ -145,9 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data: {args.data.name}  rows={len(rows)}  ({time.perf_counter() - t0:.1f}s)")
     print(f"{'judge':<44}{'macro-F1':>10}")
     print(f"{'lexical-overlap baseline (best threshold ' + format(base_t, '.2f') + ')':<44}{base_f1:>10.4f}")
-    print(f"{'local judge, ' + str(args.folds) + '-fold cross-validated':<44}{cv_f1:>10.4f}")
+    label = f"local judge, {args.folds}-fold CV x{args.repeats} (mean)"
+    print(f"{label:<44}{cv_f1:>10.4f}   (sd over repeats {cv_sd:.4f}, min {min(cv_scores):.4f})")
     print(f"{'local judge, shipped weights (fit on all)':<44}{shipped_f1:>10.4f}")
-    print("per source (cross-validated):")
+    print("per source (cross-validated, first split):")
     for g in sorted(set(groups)):
         ii = [i for i in range(len(rows)) if groups[i] == g]
         print(f"  {g:<24} n={len(ii):<5} {macro_f1([cv_pred[i] for i in ii], [gold[i] for i in ii]):.4f}")

@@ -15,9 +15,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .text import content_tokens
+from .text import content_tokens, strip_markers
 
-__all__ = ["Claim", "Marker", "ExtractedAnswer", "extract_claims", "find_markers", "is_abstention"]
+__all__ = [
+    "Claim",
+    "Marker",
+    "ExtractedAnswer",
+    "extract_claims",
+    "find_markers",
+    "is_abstention",
+    "normalise_claim",
+    "has_verb",
+    "split_head",
+    "independent_clause",
+    "PREPOSITIONS",
+]
 
 _MARKER_RE = re.compile(r"\[([^\[\]\n]{1,60})\]")
 _ITEM_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-.:#/]*$")
@@ -32,6 +44,10 @@ _AUX = frozenset(
 _DET_PREP = frozenset(
     "the a an of from to for in on at by with and or this that these those all any each every some no "
     "many few several its their his her our your my".split()
+)
+PREPOSITIONS = frozenset(
+    "after before within from of with by upon to for unless if until that during under over without via "
+    "in on at than once when where into onto through".split()
 )
 _CONJ_SPLIT_RE = re.compile(
     r"(?:,\s*|;\s*)(?:and|but|while|whereas|so|yet)\s+|;\s+|\s+(?:and|but|whereas)\s+"
@@ -156,10 +172,55 @@ def _verb_index(words: list[str]) -> int:
             return i
     for i in range(1, len(lw)):
         w = lw[i]
+        if lw[i - 1] in PREPOSITIONS or (i > 1 and any(x in PREPOSITIONS for x in lw[1:i])):
+            break  # past a preposition we are inside a phrase, not at the clause's verb
         if len(w) > 3 and (w.endswith("s") or w.endswith("ed")) and not w.endswith("ss"):
-            if lw[i - 1] not in _DET_PREP and not w.endswith("ous"):
+            if lw[i - 1] not in _DET_PREP and not lw[i - 1][:1].isdigit() and not w.endswith("ous"):
                 return i
     return -1
+
+
+def split_head(text: str) -> tuple[str, str]:
+    """Split a clause after its first verb: ("Earlier deletion requires", "release of ...")."""
+    words = text.split()
+    vi = _verb_index(words)
+    if vi < 1:
+        return "", text
+    end = vi + 1
+    while end < len(words) and (
+        words[end].lower() in ("not", "be", "been") or words[end].lower().endswith(("ed", "en"))
+    ):
+        end += 1  # "are rotated", "must not be disclosed"
+    return " ".join(words[:end]), " ".join(words[end:])
+
+
+_SUBORDINATORS = frozenset("that which who whom whose whether where when if because".split())
+_PRONOUNS = frozenset("it they he she this that these those which who we you i there".split())
+
+
+def independent_clause(text: str) -> bool:
+    """Whether ``text`` has a subject of its own: it opens with a pronoun, or an
+    auxiliary/verb follows words before it ("the office is in Paris"). A verb
+    phrase that shares the sentence's subject ("may not repeat ...") is not."""
+    words = [w.lower().strip(",.;:") for w in text.split()]
+    if not words:
+        return False
+    if words[0] in _PRONOUNS:
+        return True
+    if words[0] in _AUX:
+        return False
+    for w in words[1:]:
+        if w in _SUBORDINATORS:
+            return False  # "confirmation that the matter is closed": the verb belongs to a nested clause
+        if w in _AUX:
+            return True
+    return False
+
+
+def has_verb(text: str) -> bool:
+    """Whether ``text`` reads as a clause (a verb after a subject, or an auxiliary)."""
+    words = text.split()
+    return _verb_index(words) >= 1 or any(w.lower().strip(",.;:") in _AUX for w in words)
 
 
 def _complete(fragment: str, head_words: list[str], verb_at: int) -> str:
@@ -177,7 +238,17 @@ def _complete(fragment: str, head_words: list[str], verb_at: int) -> str:
     return fragment
 
 
+_ENUM_RE = re.compile(r"^\s*(?:[-*\u2022\u00b7]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
+
+
+def normalise_claim(text: str) -> str:
+    """A claim without citation markers and without a leading list bullet or number
+    ("1. Choose a location" -> "Choose a location")."""
+    return _ENUM_RE.sub("", strip_markers(text)).strip()
+
+
 def _clean(text: str) -> str:
+    text = _ENUM_RE.sub("", text)
     text = re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,;:-–—\t\n")
     text = _HEDGE_PREFIX_RE.sub("", text).strip(" ,;:")
     if text and text[0].islower():

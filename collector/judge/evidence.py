@@ -15,7 +15,7 @@ from typing import Any
 
 from .text import TextProfile, profile
 
-__all__ = ["ChunkEvidence", "build_evidence", "is_usable", "NON_CURRENT_STATUSES"]
+__all__ = ["ChunkEvidence", "build_evidence", "is_usable", "prefixes_of", "NON_CURRENT_STATUSES"]
 
 NON_CURRENT_STATUSES: frozenset[str] = frozenset(
     "superseded deprecated archived expired obsolete retracted withdrawn draft outdated replaced historical "
@@ -36,6 +36,8 @@ class ChunkEvidence:
     whole: TextProfile
     sentences: list[TextProfile]
     sentence_texts: list[str]
+    prefixes: frozenset[str]
+    windows: list[tuple[frozenset[str], frozenset[str]]]
 
 
 def is_usable(metadata: dict[str, Any] | None) -> tuple[bool, str | None]:
@@ -52,6 +54,11 @@ def is_usable(metadata: dict[str, Any] | None) -> tuple[bool, str | None]:
     return True, None
 
 
+def prefixes_of(stems: frozenset[str]) -> frozenset[str]:
+    """Four-character prefixes of the stems (for fuzzy matching of derivations)."""
+    return frozenset(t[:4] for t in stems if len(t) >= 4)
+
+
 def build_evidence(chunks: list[dict[str, Any]]) -> list[ChunkEvidence]:
     """Tokenise every chunk once."""
     out: list[ChunkEvidence] = []
@@ -59,15 +66,23 @@ def build_evidence(chunks: list[dict[str, Any]]) -> list[ChunkEvidence]:
         content = ch["content"]
         usable, reason = is_usable(ch.get("metadata"))
         texts = [s for s in _SENT_RE.split(content) if s and s.strip()] or [content]
+        sents = [profile(s) for s in texts]
+        windows = []
+        for i, sp in enumerate(sents):
+            stems = sp.stem_set | sents[i + 1].stem_set if i + 1 < len(sents) else sp.stem_set
+            windows.append((stems, prefixes_of(stems)))
+        whole = profile(content)
         out.append(
             ChunkEvidence(
                 id=ch["id"],
                 content=content,
                 usable=usable,
                 reason=reason,
-                whole=profile(content),
-                sentences=[profile(s) for s in texts],
+                whole=whole,
+                sentences=sents,
                 sentence_texts=texts,
+                prefixes=prefixes_of(whole.stem_set),
+                windows=windows,
             )
         )
     return out

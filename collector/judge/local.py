@@ -16,7 +16,7 @@ import re
 import time
 from typing import Any
 
-from .claims import Claim, extract_claims
+from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, split_head
 from .evidence import ChunkEvidence, build_evidence
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
@@ -31,12 +31,7 @@ _QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
     "please give list kind type mean".split()
 )
-_CONDITION_RE = re.compile(
-    r"\b(?:requires?|required|only if|only after|only when|unless|provided that|providing that|subject to|"
-    r"except|if|as long as|on condition|conditional on|must first|contingent on|after)\b",
-    re.I,
-)
-_CONJUNCT_RE = re.compile(r",?\s+(?:and|as well as|plus)\s+|,\s+|;\s+")
+_CONJUNCT_RE = re.compile(r",?\s+(?:and|as well as|plus|along with)\s+|,\s+|;\s+")
 
 
 class LocalJudge:
@@ -103,6 +98,7 @@ class LocalJudge:
         qstems = frozenset(s for s in qprof.stem_set if s not in _QUESTION_WORDS)
         chunk_qcov = {c.id: (len(qstems & c.whole.stem_set) / len(qstems) if qstems else 0.0) for c in chunks}
 
+        answer_all = profile(answer).stem_set
         judged: list[ClaimJudgment] = []
         evidence_stems: set[str] = set()
         answer_stems: set[str] = set()
@@ -129,7 +125,7 @@ class LocalJudge:
                 sent_i, _ = _best_sentence(cp, by_id[best])
                 if usable[best]:
                     evidence_stems |= by_id[best].sentences[sent_i].stem_set
-                    omitted = _omitted_condition(by_id[best].sentence_texts[sent_i], answer)
+                    omitted = _omitted_condition(by_id[best].sentence_texts[sent_i], answer_all)
             else:
                 contradicting = [c.id for c in chunks if _contradicts(cp, c)]
                 if contradicting:
@@ -207,27 +203,44 @@ def _contradicts(cp, chunk: ChunkEvidence) -> bool:
     return False
 
 
-def _omitted_condition(sentence: str, answer: str) -> str | None:
-    """A condition clause of ``sentence`` (after "requires", "only if", "unless"...)
-    none of whose content words the answer mentions, while another part is used."""
-    m = _CONDITION_RE.search(sentence)
-    if not m:
+def _omitted_condition(sentence: str, answer_stems: frozenset[str]) -> str | None:
+    """A coordinated requirement of ``sentence`` that the answer leaves out.
+
+    The sentence is cut at ``and``/commas/semicolons (and the first part after
+    its verb and last preposition). A part without a subject of its own
+    ("documented authorization from the records officer", "the security
+    team", "may not repeat the last 12 passwords") that has at least two content words found
+    nowhere else in the sentence, under a third of which the answer mentions, while the
+    answer does use most of the rest of the sentence, is an omitted condition.
+    Independent clauses ("..., and the office is in Paris") are separate facts,
+    not conditions, and are never flagged.
+    """
+    parts = [p.strip() for p in _CONJUNCT_RE.split(sentence.strip().rstrip(".")) if p and p.strip()]
+    if len(parts) < 2:
         return None
-    cond = sentence[m.end() :].strip().rstrip(".")
-    parts = [p.strip() for p in _CONJUNCT_RE.split(cond) if p and p.strip()]
-    ans = profile(answer).stem_set
-    scored = []
-    for p in parts:
-        ps = profile(p).stem_set
-        if len(ps) >= 2:
-            scored.append((p, len(ps & ans) / len(ps)))
-    head = profile(sentence[: m.start()]).stem_set
-    head_used = not head or len(head & ans) / len(head) >= 0.3
-    if not scored or not head_used:
-        return None
-    missing = [p for p, c in scored if c < 0.25]
-    if missing and (len(scored) > 1 and len(missing) < len(scored) or len(scored) == 1):
-        return missing[0]
+    head, first = split_head(parts[0])
+    others_stems = frozenset().union(*(profile(p).stem_set for p in parts[1:]))
+    words = first.split()
+    # "... within 30 days of joining and ...": the left conjunct starts after a preposition;
+    # walk back from the last one until it holds two words of its own.
+    for k in sorted((k for k, w in enumerate(words) if w.lower() in PREPOSITIONS), reverse=True):
+        tail = " ".join(words[k + 1 :])
+        if k < len(words) - 1 and len(profile(tail).stem_set - others_stems - profile(head).stem_set) >= 2:
+            head = f"{head} {' '.join(words[: k + 1])}"
+            first = tail
+            break
+    parts[0] = first
+    head_stems = profile(head).stem_set
+    stems = [profile(p).stem_set for p in parts]
+    for i, part in enumerate(parts):
+        if not part or independent_clause(part):
+            continue
+        others = head_stems.union(*(stems[j] for j in range(len(parts)) if j != i))
+        own = stems[i] - others
+        if len(own) < 2 or len(own & answer_stems) * 3 >= len(own):
+            continue
+        if others and len(others & answer_stems) / len(others) >= 0.5:
+            return part
     return None
 
 

@@ -2,17 +2,25 @@
 lexical, numeric, entity and negation features combined by a tiny logistic
 model whose weights live in a versioned JSON file (``weights/support-v1.json``).
 
-Features of a (claim, chunk) pair, all in [0, 1] or small counts:
+Features of a (claim, chunk) pair, all in [0, 1]. A claim stem is *covered*
+when the chunk has the same stem or one sharing its first four characters
+(``authorization``/``authorized``, ``victories``/``victory``):
 
-- ``cov``: share of the claim's content stems found in the chunk;
+- ``cov``: share of the claim's content stems covered by the chunk;
 - ``novel_cov``: the same, over stems the query did not already contain
   (restating the question proves nothing);
 - ``bigram_cov``: share of the claim's stem bigrams found in the chunk (word order);
 - ``best_window``: best coverage by two consecutive chunk sentences (locality);
 - ``num_miss``: share of the claim's numbers absent from the chunk;
 - ``ent_miss``: share of the claim's capitalised names absent from the chunk;
-- ``neg_mismatch``: negation in exactly one of claim and best-matching sentence;
-- ``short``: the claim has at most two content stems (fragments are weak evidence).
+- ``short``: the claim has at most two content stems (fragments are weak evidence);
+- ``cov_x_window``, ``bigram_x_window``, ``window_sq``: products that let the
+  model demand *both* overall and local coverage (a curved decision boundary);
+- ``tail_cov``: coverage of the second half of the claim, where the new
+  information (the predicate, the value) usually sits.
+
+Negation is deliberately not a model feature (on the dev data it is noise);
+it is used as a contradiction rule in :mod:`.local`.
 
 The weights are fit once on the dev data (see bench/judge_quality.py, which
 reports the k-fold cross-validated figure); the model is small enough to read.
@@ -28,9 +36,17 @@ from importlib import resources
 from pathlib import Path
 
 from .evidence import ChunkEvidence
-from .text import TextProfile
+from .text import TextProfile, stem
 
-__all__ = ["FEATURES", "SupportModel", "pair_features", "best_sentence", "load_model", "fit_logistic"]
+__all__ = [
+    "FEATURES",
+    "NUM_MISS",
+    "SupportModel",
+    "pair_features",
+    "best_sentence",
+    "load_model",
+    "fit_logistic",
+]
 
 FEATURES: tuple[str, ...] = (
     "cov",
@@ -39,9 +55,14 @@ FEATURES: tuple[str, ...] = (
     "best_window",
     "num_miss",
     "ent_miss",
-    "neg_mismatch",
     "short",
+    "cov_x_window",
+    "bigram_x_window",
+    "window_sq",
+    "tail_cov",
 )
+
+NUM_MISS = FEATURES.index("num_miss")
 
 
 def best_sentence(claim: TextProfile, chunk: ChunkEvidence) -> tuple[int, float]:
@@ -56,36 +77,49 @@ def best_sentence(claim: TextProfile, chunk: ChunkEvidence) -> tuple[int, float]
     return best_i, max(best, 0.0)
 
 
+_GENERIC_WORDS = """use used using make made get give given take help provide need way thing people person important
+different various several many much also well good better best new like just even able ensure include example such
+known call often usually typically generally however although though can could work part lot kind type case form
+result level process specific certain overall""".split()
+GENERIC_STEMS: frozenset[str] = frozenset(stem(w) for w in _GENERIC_WORDS)
+
+
+def _covered(stems: frozenset[str] | set[str], exact: frozenset[str], prefixes: frozenset[str]) -> int:
+    """How many stems occur in ``exact`` or share a four-character prefix with one that does."""
+    return sum(1 for t in stems if t in exact or (len(t) >= 4 and t[:4] in prefixes))
+
+
 def pair_features(claim: TextProfile, query_stems: frozenset[str], chunk: ChunkEvidence) -> list[float]:
     """The feature vector (order of :data:`FEATURES`) for one claim against one chunk."""
-    cs = claim.stem_set
+    cs = claim.stem_set - GENERIC_STEMS or claim.stem_set
     ks = chunk.whole.stem_set
+    kp = chunk.prefixes
     n = len(cs)
     if n == 0:
-        return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
-    cov = len(cs & ks) / n
+        return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    cov = _covered(cs, ks, kp) / n
     novel = cs - query_stems
-    novel_cov = len(novel & ks) / len(novel) if novel else cov
+    novel_cov = _covered(novel, ks, kp) / len(novel) if novel else cov
     bigram_cov = len(claim.bigrams & chunk.whole.bigrams) / len(claim.bigrams) if claim.bigrams else cov
-    sents = chunk.sentences
-    best_window = 0.0
-    best_i, best_c = 0, -1
-    for i, sp in enumerate(sents):
-        c1 = len(cs & sp.stem_set)
-        if c1 > best_c:
-            best_i, best_c = i, c1
-        if i + 1 < len(sents):
-            w = len(cs & (sp.stem_set | sents[i + 1].stem_set))
-        else:
-            w = c1
-        if w > best_window:
-            best_window = w
-    best_window /= n
+    best_window = max((_covered(cs, ws, wp) for ws, wp in chunk.windows), default=0) / n
     num_miss = len(claim.numbers - chunk.whole.numbers) / len(claim.numbers) if claim.numbers else 0.0
     ent_miss = len(claim.entities - ks) / len(claim.entities) if claim.entities else 0.0
-    neg_mismatch = 1.0 if sents and sents[best_i].negated != claim.negated else 0.0
     short = 1.0 if n <= 2 else 0.0
-    return [cov, novel_cov, bigram_cov, best_window, num_miss, ent_miss, neg_mismatch, short]
+    tail = set(claim.stems[len(claim.stems) // 2 :]) - GENERIC_STEMS
+    tail_cov = _covered(tail, ks, kp) / len(tail) if tail else cov
+    return [
+        cov,
+        novel_cov,
+        bigram_cov,
+        best_window,
+        num_miss,
+        ent_miss,
+        short,
+        cov * best_window,
+        bigram_cov * best_window,
+        best_window * best_window,
+        tail_cov,
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +133,11 @@ class SupportModel:
     digest: str
 
     def probability(self, feats: list[float]) -> float:
-        """Probability that the chunk supports the claim."""
+        """Probability that the chunk supports the claim. A number in the claim that
+        the chunk does not contain vetoes support outright (numbers are exact facts:
+        "within 2 hours" is not entailed by "within 24 hours")."""
+        if feats[NUM_MISS] > 0:
+            return 0.0
         s = self.intercept
         for w, x in zip(self.coef, feats, strict=True):
             s += w * x

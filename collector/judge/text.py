@@ -26,7 +26,7 @@ STOPWORDS: frozenset[str] = frozenset(
     below between both but by can could did do does doing down during each either etc few for from further
     had has have having he her here hers herself him himself his how i if in into is it its itself just
     let me more most my myself neither nor of off on once only or other our ours ourselves out over own
-    per same she should so some such than that the their theirs them themselves then there these they
+    per same she should so some such than that the their theirs them themselves then there these they every
     this those through thus to too under until up upon us very via was we were what when where which
     while who whom whose why will with within would you your yours yourself yourselves may might must
     shall one ones another many much often also however therefore moreover furthermore additionally
@@ -119,6 +119,7 @@ _SUFFIXES: tuple[str, ...] = (
 )
 
 _stem_cache: dict[str, str] = {}
+STEM_LEN = 6
 
 
 def stem(word: str) -> str:
@@ -140,7 +141,7 @@ def stem(word: str) -> str:
             w = w[:-1]
         elif w.endswith("y") and len(w) > 3:
             w = w[:-1] + "i"
-    out = w[:6]
+    out = w[:STEM_LEN]
     if len(_stem_cache) < 200_000:
         _stem_cache[word] = out
     return out
