@@ -348,9 +348,11 @@ class LLMJudge:
         litellm.suppress_debug_info = True
         attempt = 0
         while True:
-            reserved = await self.budget.acquire()
+            reserved = 0.0
             try:
                 async with self._semaphore():
+                    # Inside the concurrency slot, so the budget sees every finished request's cost.
+                    reserved = await self.budget.acquire()
                     self.stats["requests"] += 1
                     kwargs: dict[str, Any] = {
                         "model": self.model,

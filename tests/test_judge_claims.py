@@ -1,0 +1,94 @@
+"""Claim extraction and citation markers."""
+
+from __future__ import annotations
+
+from ragpulse.collector.judge.claims import extract_claims, find_markers, is_abstention, normalise_claim
+
+IDS = ["C1", "C2", "doc-7"]
+
+
+def test_marker_forms_resolve_to_chunk_ids() -> None:
+    ans = "A [1]. B [C2]. C [doc-7]. D [1, 3]. E [1][2]. F [citation needed]. G [9]."
+    got = [(m.text, m.doc_ids) for m in find_markers(ans, IDS)]
+    assert got == [
+        ("[1]", ["C1"]),
+        ("[C2]", ["C2"]),
+        ("[doc-7]", ["doc-7"]),
+        ("[1, 3]", ["C1", "doc-7"]),
+        ("[1]", ["C1"]),
+        ("[2]", ["C2"]),
+        ("[9]", ["9"]),  # out of range: kept as an id that no chunk has (an invalid citation)
+    ]
+
+
+def test_markers_attach_to_the_claim_they_follow() -> None:
+    ans = "Logs are kept for 5 years [1]. [2] Deletion needs approval [1][3]."
+    claims = extract_claims(ans, IDS).claims
+    assert [(c.text, c.citations) for c in claims] == [
+        ("Logs are kept for 5 years.", ["C1", "C2"]),
+        ("Deletion needs approval.", ["C1", "doc-7"]),
+    ]
+
+
+def test_compound_sentences_split_into_clauses() -> None:
+    claims = extract_claims(
+        "Logs are retained for five years and earlier deletion requires a legal hold release. "
+        "Backups are encrypted, but restores are tested quarterly.",
+        IDS,
+    ).claims
+    assert [c.text for c in claims] == [
+        "Logs are retained for five years.",
+        "Earlier deletion requires a legal hold release.",
+        "Backups are encrypted.",
+        "Restores are tested quarterly.",
+    ]
+
+
+def test_noun_coordination_is_not_split() -> None:
+    claims = extract_claims("Salt and pepper are used in most kitchens.", IDS).claims
+    assert [c.text for c in claims] == ["Salt and pepper are used in most kitchens."]
+
+
+def test_subjectless_fragment_after_a_marker_borrows_the_head() -> None:
+    claims = extract_claims("Access requires a ticket [1] and approval from the owner [2].", IDS).claims
+    assert [(c.text, c.citations) for c in claims] == [
+        ("Access requires a ticket.", ["C1"]),
+        ("Access requires approval from the owner.", ["C2"]),
+    ]
+    claims = extract_claims("The rule requires a ticket [1] and permits early deletion [2].", IDS).claims
+    assert claims[1].text == "The rule permits early deletion."
+
+
+def test_greetings_closers_and_hedges_are_not_claims() -> None:
+    claims = extract_claims(
+        "Hello! Based on the provided sources, logs are kept for five years [1]. I hope this helps!", IDS
+    ).claims
+    assert [c.text for c in claims] == ["Logs are kept for five years."]
+
+
+def test_abstention_statements() -> None:
+    for text in (
+        "The available sources do not establish the rule.",
+        "I cannot find this in the retrieved policies.",
+        "There is not enough information to answer.",
+        "The retention period is not specified in the documents.",
+    ):
+        assert is_abstention(text), text
+        assert extract_claims(text, IDS).abstained
+    partial = extract_claims("Logs are kept for five years. The sources do not mention deletion.", IDS)
+    assert not partial.abstained
+    assert [c.text for c in partial.claims] == ["Logs are kept for five years."]
+    assert not is_abstention("Logs are kept for five years.")
+
+
+def test_abbreviations_do_not_end_sentences() -> None:
+    claims = extract_claims("Dr. Smith approved the U.S. plan, e.g. for banks. It took 3.5 days.", IDS).claims
+    assert [c.text for c in claims] == [
+        "Dr. Smith approved the U.S. plan, e.g. for banks.",
+        "It took 3.5 days.",
+    ]
+
+
+def test_normalise_claim_strips_markers_and_list_bullets() -> None:
+    assert normalise_claim("1. Choose a location [3]") == "Choose a location"
+    assert normalise_claim("• Ask questions [2][4].") == "Ask questions."
