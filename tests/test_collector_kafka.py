@@ -165,8 +165,8 @@ class Setup:
         self.tmp = tmp
         self.procs: list[CollectorProcess] = []
 
-    def collector(self) -> CollectorProcess:
-        proc = CollectorProcess(self.config_path, self.tmp / "collector.log")
+    def collector(self, role: str = "ingest") -> CollectorProcess:
+        proc = CollectorProcess(self.config_path, self.tmp / "collector.log", role=role)
         self.procs.append(proc)
         proc.start()
         return proc
@@ -188,27 +188,34 @@ class Setup:
         finally:
             c.close()
 
-    def committed(self) -> dict[int, int]:
+    def committed(self, group: str | None = None, topic: str | None = None) -> dict[int, int]:
         from kafka import KafkaAdminClient
         from kafka.errors import KafkaError
 
+        group = group or self.config["kafka"]["group_id"]
+        topic = topic or self.spans
         admin = KafkaAdminClient(bootstrap_servers=self.broker.bootstrap)
         try:
-            group = self.config["kafka"]["group_id"]
             try:
                 offsets = admin.list_group_offsets({group: None}).get(group, {})
             except KafkaError:  # the coordinator is not known yet on a fresh broker
                 return {}
         finally:
             admin.close()
-        return {tp.partition: om.offset for tp, om in offsets.items() if tp.topic == self.spans}
+        return {tp.partition: om.offset for tp, om in offsets.items() if tp.topic == topic}
 
-    def wait_caught_up(self, proc: CollectorProcess, timeout: float = 120.0) -> None:
+    def wait_caught_up(self, proc: CollectorProcess, timeout: float = 120.0, judges: bool = False) -> None:
+        """Wait until the collector committed the whole spans topic (and, with ``judges``,
+        the judge workers the whole judge topic)."""
         end = self.end_offsets(self.spans)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert proc.alive(), f"collector exited:\n{proc.log_tail()}"
-            if self.committed() == end:
+            if self.committed() == end and (
+                not judges
+                or self.committed(self.config["kafka"]["judge_group_id"], self.judge)
+                == self.end_offsets(self.judge)
+            ):
                 return
             time.sleep(0.5)
         raise AssertionError(
@@ -720,11 +727,13 @@ def test_interop_kafkaexporter_shaped_records(setup_factory: Any) -> None:
 
     port = free_port()
     s = setup_factory(
-        sampling={"rate": 1.0, "budget_per_minute": None}, receiver={"enabled": True, "port": port}
+        sampling={"rate": 1.0, "budget_per_minute": None},
+        receiver={"enabled": True, "port": port},
+        judge={"enabled": True, "judge": "local"},
     )
     _produce_all(s, records)
     # OTLP/HTTP into the same pipeline: the receiver forwards each trace to the spans topic.
-    proc = s.collector()
+    proc = s.collector(role="all")
     proc.wait_ready()
     http_traces = [make_trace(i, seed="otlp-http", service="http-app") for i in range(8)]
     body = traces_data([(t.service, t.spans) for t in http_traces], shared_resource=True)
@@ -736,10 +745,16 @@ def test_interop_kafkaexporter_shaped_records(setup_factory: Any) -> None:
         expected[t.hex] = {"service": "http-app", "source": "ragpulse", "query": t.query, "answer": t.answer,
                            "chunks": t.chunk_ids, "citations": 3, "model": "gpt-x"}  # fmt: skip
     s.wait_caught_up(proc, timeout=90)
+    s.wait_caught_up(proc, timeout=90, judges=True)
     rc, took = proc.terminate()
     assert rc == 0 and took < 10.0, (rc, took, proc.log_tail())
     st = s.storage()
     try:
+        judged = st.query(
+            "SELECT count(), uniqExact(trace_id), countIf(error != ''), any(judge_id), sum(claims_total) "
+            "FROM {db}.rag_judgments FINAL"
+        )[0]
+        claims = st.query("SELECT count() FROM {db}.rag_claims FINAL")[0][0]
         rows = st.query(
             "SELECT trace_id, service, source, query, answer, chunk_ids, length(citation_doc_ids), model, status, route "
             "FROM {db}.rag_traces FINAL"
@@ -761,3 +776,6 @@ def test_interop_kafkaexporter_shaped_records(setup_factory: Any) -> None:
         assert status == want.get("status", "ok") and route == want.get("route", "")
     assert s.read_topic(s.dead) == []
     assert {r.key.decode() for r in s.read_topic(s.judge)} == set(expected)
+    # The judge workers (same process, role all) judged every sampled trace once, with the local judge.
+    assert judged[:3] == (len(expected), len(expected), 0) and judged[3].startswith("local-")
+    assert claims == judged[4] > 0
