@@ -218,14 +218,16 @@ class KafkaCollector:
         if self._deadline_passed():
             raise _Stop
         c = self.consumer
-        parts = c.assignment()
-        if parts:
-            c.pause(*parts)
         end = time.monotonic() + delay
         while time.monotonic() < end:
             if self._deadline_passed():
                 raise _Stop
-            c.poll(timeout_ms=int(min(0.5, max(0.0, end - time.monotonic())) * 1000))
+            parts = c.assignment()  # re-pause every time: a rebalance inside poll() brings new partitions
+            if parts:
+                c.pause(*parts)
+            polled = c.poll(timeout_ms=int(min(0.5, max(0.0, end - time.monotonic())) * 1000))
+            # Records can still arrive (fetched before the pause took effect): never drop them.
+            self._take(polled, time.monotonic())
         return True
 
     # -- the loop
@@ -239,10 +241,7 @@ class KafkaCollector:
         while not self._stop.is_set():
             polled = c.poll(timeout_ms=100)
             now = time.monotonic()
-            for tp, records in polled.items():
-                for rec in records:
-                    self._handle(tp.partition, rec, now)
-                self._seen[tp.partition] = records[-1].offset
+            self._take(polled, now)
             got = self.assembler.pop_ready(now)
             if got:
                 self.ingestor.build(got)
@@ -257,6 +256,14 @@ class KafkaCollector:
             if now - last_lag >= 5.0:
                 last_lag = now
                 self._update_lag()
+
+    def _take(self, polled: dict[Any, list[Any]], now: float) -> None:
+        for tp, records in polled.items():
+            if not records:
+                continue
+            for rec in records:
+                self._handle(tp.partition, rec, now)
+            self._seen[tp.partition] = records[-1].offset
 
     def _handle(self, partition: int, rec: Any, now: float) -> None:
         value = rec.value
@@ -278,8 +285,18 @@ class KafkaCollector:
             self.metrics.spans_received.inc(len(result.spans))
             self.assembler.add(result.spans, (partition, rec.offset), now)
 
-    def _uncommitted(self) -> bool:
+    def _held(self) -> dict[int, int]:
+        """Per partition, the smallest offset that must not be committed past yet: records whose
+        spans are still buffered, and dead letters not yet produced."""
         low = self.assembler.min_positions()
+        for rec, _, _ in self._dead:
+            cur = low.get(rec.partition)
+            if cur is None or rec.offset < cur:
+                low[rec.partition] = rec.offset
+        return low
+
+    def _uncommitted(self) -> bool:
+        low = self._held()
         for part, seen in self._seen.items():
             target = low.get(part, seen + 1)
             if target > self._committed.get(part, -1):
@@ -363,7 +380,7 @@ class KafkaCollector:
         from kafka import TopicPartition
         from kafka.structs import OffsetAndMetadata
 
-        low = self.assembler.min_positions()
+        low = self._held()
         offsets = {}
         assigned = {tp.partition for tp in self.consumer.assignment()}
         for part, seen in self._seen.items():
