@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .text import TextProfile, profile
+from .text import TextProfile, profile, profile_sentences
 
-__all__ = ["ChunkEvidence", "build_evidence", "is_usable", "prefixes_of", "NON_CURRENT_STATUSES"]
+__all__ = ["ChunkEvidence", "build_evidence", "is_usable", "NON_CURRENT_STATUSES"]
 
 NON_CURRENT_STATUSES: frozenset[str] = frozenset(
     "superseded deprecated archived expired obsolete retracted withdrawn draft outdated replaced historical "
@@ -27,17 +27,46 @@ _SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
 
 @dataclass(slots=True)
 class ChunkEvidence:
-    """One retrieved chunk, tokenised: whole-chunk profile plus one profile per sentence."""
+    """One retrieved chunk, tokenised once: the whole-chunk profile, each
+    sentence's stem set and match keys (first four characters of the stems).
+
+    ``windows`` (two consecutive sentences) and full per-sentence profiles
+    (``sentences``: numbers, negation) are built on first use, since most
+    chunks never need them.
+    """
 
     id: str
     content: str
     usable: bool
     reason: str | None
     whole: TextProfile
-    sentences: list[TextProfile]
     sentence_texts: list[str]
-    prefixes: frozenset[str]
-    windows: list[tuple[frozenset[str], frozenset[str]]]
+    sentence_stems: list[frozenset[str]]
+    sentence_keys: list[frozenset[str]]
+    _windows: list[tuple[frozenset[str], frozenset[str]]] | None = None
+    _sentences: list[TextProfile] | None = None
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return self.whole.keys
+
+    @property
+    def windows(self) -> list[tuple[frozenset[str], frozenset[str]]]:
+        """(stems, keys) of each sentence joined with the next one."""
+        if self._windows is None:
+            st, ks = self.sentence_stems, self.sentence_keys
+            self._windows = [
+                (st[i] | st[i + 1], ks[i] | ks[i + 1]) if i + 1 < len(st) else (st[i], ks[i])
+                for i in range(len(st))
+            ]
+        return self._windows
+
+    @property
+    def sentences(self) -> list[TextProfile]:
+        """Full profiles of the sentences (numbers, negation, entities)."""
+        if self._sentences is None:
+            self._sentences = [profile(t) for t in self.sentence_texts]
+        return self._sentences
 
 
 def is_usable(metadata: dict[str, Any] | None) -> tuple[bool, str | None]:
@@ -54,11 +83,6 @@ def is_usable(metadata: dict[str, Any] | None) -> tuple[bool, str | None]:
     return True, None
 
 
-def prefixes_of(stems: frozenset[str]) -> frozenset[str]:
-    """Four-character prefixes of the stems (for fuzzy matching of derivations)."""
-    return frozenset(t[:4] for t in stems if len(t) >= 4)
-
-
 def build_evidence(chunks: list[dict[str, Any]]) -> list[ChunkEvidence]:
     """Tokenise every chunk once."""
     out: list[ChunkEvidence] = []
@@ -66,12 +90,7 @@ def build_evidence(chunks: list[dict[str, Any]]) -> list[ChunkEvidence]:
         content = ch["content"]
         usable, reason = is_usable(ch.get("metadata"))
         texts = [s for s in _SENT_RE.split(content) if s and s.strip()] or [content]
-        sents = [profile(s) for s in texts]
-        windows = []
-        for i, sp in enumerate(sents):
-            stems = sp.stem_set | sents[i + 1].stem_set if i + 1 < len(sents) else sp.stem_set
-            windows.append((stems, prefixes_of(stems)))
-        whole = profile(content)
+        stem_sets, key_sets, whole = profile_sentences(texts)
         out.append(
             ChunkEvidence(
                 id=ch["id"],
@@ -79,10 +98,9 @@ def build_evidence(chunks: list[dict[str, Any]]) -> list[ChunkEvidence]:
                 usable=usable,
                 reason=reason,
                 whole=whole,
-                sentences=sents,
                 sentence_texts=texts,
-                prefixes=prefixes_of(whole.stem_set),
-                windows=windows,
+                sentence_stems=stem_sets,
+                sentence_keys=key_sets,
             )
         )
     return out

@@ -20,7 +20,7 @@ from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, spl
 from .evidence import ChunkEvidence, build_evidence
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
-from .support import SupportModel, load_model, pair_features
+from .support import SupportModel, claim_view, load_model, view_features
 from .text import profile
 
 __all__ = ["LocalJudge", "LOCAL_VERSION"]
@@ -98,15 +98,16 @@ class LocalJudge:
         qstems = frozenset(s for s in qprof.stem_set if s not in _QUESTION_WORDS)
         chunk_qcov = {c.id: (len(qstems & c.whole.stem_set) / len(qstems) if qstems else 0.0) for c in chunks}
 
-        answer_all = profile(answer).stem_set
         judged: list[ClaimJudgment] = []
         evidence_stems: set[str] = set()
         answer_stems: set[str] = set()
         thr = self.threshold
-        for claim in claims:
-            cp = profile(claim.text)
+        claim_profiles = [profile(c.text) for c in claims]
+        answer_all = frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset()
+        for claim, cp in zip(claims, claim_profiles, strict=True):
             answer_stems |= cp.stem_set
-            feats = [pair_features(cp, qstems, c) for c in chunks]
+            view = claim_view(cp, qstems)
+            feats = [view_features(view, c) for c in chunks]
             probs = [self.model.probability(f) for f in feats]
             supporting = [ids[i] for i, p in enumerate(probs) if p >= thr]
             prob_of = dict(zip(ids, probs, strict=True))
@@ -124,7 +125,7 @@ class LocalJudge:
                 best = max(rel, key=lambda s: prob_of[s])
                 sent_i, _ = _best_sentence(cp, by_id[best])
                 if usable[best]:
-                    evidence_stems |= by_id[best].sentences[sent_i].stem_set
+                    evidence_stems |= by_id[best].sentence_stems[sent_i]
                     omitted = _omitted_condition(by_id[best].sentence_texts[sent_i], answer_all)
             else:
                 contradicting = [c.id for c in chunks if _contradicts(cp, c)]
@@ -182,8 +183,8 @@ class LocalJudge:
 def _best_sentence(cp, chunk: ChunkEvidence) -> tuple[int, float]:
     cs = cp.stem_set
     best_i, best = 0, -1
-    for i, sp in enumerate(chunk.sentences):
-        c = len(cs & sp.stem_set)
+    for i, ss in enumerate(chunk.sentence_stems):
+        c = len(cs & ss)
         if c > best:
             best_i, best = i, c
     return best_i, best / max(1, len(cs))
@@ -192,8 +193,8 @@ def _best_sentence(cp, chunk: ChunkEvidence) -> tuple[int, float]:
 def _contradicts(cp, chunk: ChunkEvidence) -> bool:
     """A sentence that matches the claim's words but disagrees on a number or a negation."""
     words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
-    if not words:
-        return False
+    if not words or len(words & chunk.whole.stem_set) < 0.6 * len(words):
+        return False  # no sentence can share enough words with the claim
     for sp in chunk.sentences:
         shared = len(words & sp.stem_set) / len(words)
         if shared >= 0.6 and cp.numbers and sp.numbers and not cp.numbers <= sp.numbers:

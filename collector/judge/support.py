@@ -70,8 +70,8 @@ def best_sentence(claim: TextProfile, chunk: ChunkEvidence) -> tuple[int, float]
     cs = claim.stem_set
     best_i, best = 0, -1.0
     n = max(1, len(cs))
-    for i, sp in enumerate(chunk.sentences):
-        c = len(cs & sp.stem_set) / n
+    for i, ss in enumerate(chunk.sentence_stems):
+        c = len(cs & ss) / n
         if c > best:
             best_i, best = i, c
     return best_i, max(best, 0.0)
@@ -84,29 +84,69 @@ result level process specific certain overall""".split()
 GENERIC_STEMS: frozenset[str] = frozenset(stem(w) for w in _GENERIC_WORDS)
 
 
-def _covered(stems: frozenset[str] | set[str], exact: frozenset[str], prefixes: frozenset[str]) -> int:
-    """How many stems occur in ``exact`` or share a four-character prefix with one that does."""
-    return sum(1 for t in stems if t in exact or (len(t) >= 4 and t[:4] in prefixes))
+@dataclass(frozen=True, slots=True)
+class ClaimView:
+    """What the features need from one claim, computed once per claim (not per chunk)."""
+
+    stems: frozenset[str]  # content stems less generic words
+    novel: frozenset[str]  # of those, the ones the query does not contain
+    tail: frozenset[str]  # stems of the claim's second half
+    bigrams: frozenset[tuple[str, str]]
+    numbers: frozenset[str]
+    entities: frozenset[str]
+
+
+def claim_view(claim: TextProfile, query_stems: frozenset[str]) -> ClaimView:
+    """Prepare a claim for :func:`view_features`."""
+    cs = claim.stem_set - GENERIC_STEMS or claim.stem_set
+    return ClaimView(
+        stems=cs,
+        novel=cs - query_stems,
+        tail=frozenset(claim.stems[len(claim.stems) // 2 :]) - GENERIC_STEMS,
+        bigrams=claim.bigrams,
+        numbers=claim.numbers,
+        entities=claim.entities,
+    )
 
 
 def pair_features(claim: TextProfile, query_stems: frozenset[str], chunk: ChunkEvidence) -> list[float]:
     """The feature vector (order of :data:`FEATURES`) for one claim against one chunk."""
-    cs = claim.stem_set - GENERIC_STEMS or claim.stem_set
-    ks = chunk.whole.stem_set
-    kp = chunk.prefixes
+    return view_features(claim_view(claim, query_stems), chunk)
+
+
+def view_features(cv: ClaimView, chunk: ChunkEvidence) -> list[float]:
+    """:func:`pair_features` for a prepared claim."""
+    cs = cv.stems
     n = len(cs)
-    if n == 0:
-        return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
-    cov = _covered(cs, ks, kp) / n
-    novel = cs - query_stems
-    novel_cov = _covered(novel, ks, kp) / len(novel) if novel else cov
-    bigram_cov = len(claim.bigrams & chunk.whole.bigrams) / len(claim.bigrams) if claim.bigrams else cov
-    best_window = max((_covered(cs, ws, wp) for ws, wp in chunk.windows), default=0) / n
-    num_miss = len(claim.numbers - chunk.whole.numbers) / len(claim.numbers) if claim.numbers else 0.0
-    ent_miss = len(claim.entities - ks) / len(claim.entities) if claim.entities else 0.0
+    whole = chunk.whole
+    num_miss = len(cv.numbers - whole.numbers) / len(cv.numbers) if cv.numbers else 0.0
+    ent_miss = len(cv.entities - whole.stem_set) / len(cv.entities) if cv.entities else 0.0
     short = 1.0 if n <= 2 else 0.0
-    tail = set(claim.stems[len(claim.stems) // 2 :]) - GENERIC_STEMS
-    tail_cov = _covered(tail, ks, kp) / len(tail) if tail else cov
+    if n == 0:
+        return [0.0, 0.0, 0.0, 0.0, num_miss, ent_miss, 1.0, 0.0, 0.0, 0.0, 0.0]
+    kk = whole.keys
+    # Claim stems the chunk covers: same stem, or the same first four characters.
+    matched = {t for t in cs if t[:4] in kk}
+    if not matched:
+        return [0.0, 0.0, 0.0, 0.0, num_miss, ent_miss, short, 0.0, 0.0, 0.0, 0.0]
+    nm = len(matched)
+    cov = nm / n
+    novel_cov = len(matched & cv.novel) / len(cv.novel) if cv.novel else cov
+    bigram_cov = len(cv.bigrams & whole.bigrams) / len(cv.bigrams) if cv.bigrams else cov
+    mkeys = {t[:4] for t in matched}
+    best = 0
+    if len(mkeys) == nm:  # no two matched stems share a key: count with C-level set intersections
+        for _, wk in chunk.windows:
+            c = len(mkeys & wk)
+            if c > best:
+                best = c
+    else:
+        for _, wk in chunk.windows:
+            c = sum([1 for t in matched if t[:4] in wk])
+            if c > best:
+                best = c
+    best_window = best / n
+    tail_cov = len(cv.tail & matched) / len(cv.tail) if cv.tail else cov
     return [
         cov,
         novel_cov,

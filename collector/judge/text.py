@@ -8,13 +8,15 @@ pass, set lookups) rather than linguistic completeness.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = [
     "STOPWORDS",
     "NEGATIONS",
     "TextProfile",
     "profile",
+    "merge_profiles",
+    "profile_sentences",
     "stem",
     "content_tokens",
     "normalise_numbers",
@@ -175,43 +177,91 @@ def content_tokens(text: str) -> list[str]:
 
 @dataclass(slots=True)
 class TextProfile:
-    """Precomputed views of one text (a claim or a chunk), built once and reused
-    for every pairwise comparison."""
+    """Precomputed views of one text (a claim, a chunk sentence, a chunk), built
+    once and reused for every pairwise comparison."""
 
-    words: list[str]
     stems: list[str]
     stem_set: frozenset[str]
+    keys: frozenset[str]  # match keys of the stems: first four characters (the whole stem if shorter)
     bigrams: frozenset[tuple[str, str]]
     numbers: frozenset[str]
     entities: frozenset[str]
     negated: bool
-    extra: dict[str, object] = field(default_factory=dict)
+
+
+# token -> (stem or None for stopwords, canonical number or None, is negation, is capitalised)
+_TOKEN_INFO: dict[str, tuple[str | None, str | None, bool, bool]] = {}
+
+
+def _token_info(tok: str) -> tuple[str | None, str | None, bool, bool]:
+    low = tok.lower()
+    nums = normalise_numbers([low])
+    info = (
+        None if low in STOPWORDS else stem(low),
+        next(iter(nums)) if nums else None,
+        low in NEGATIONS or low.endswith("n't"),
+        tok[0].isupper() and len(tok) > 1,
+    )
+    if len(_TOKEN_INFO) < 500_000:
+        _TOKEN_INFO[tok] = info
+    return info
 
 
 def profile(text: str) -> TextProfile:
     """Tokenise ``text`` once: content stems, stem bigrams, numbers, capitalised
-    entities (not sentence-initial), and whether it contains a negation."""
-    raw = _WORD_RE.findall(text)
-    lower = [t.lower() for t in raw]
-    stems: list[str] = []
-    entities: set[str] = set()
-    negated = False
-    prev_end = True
-    for tok, low in zip(raw, lower, strict=True):
-        if low in NEGATIONS or low.endswith("n't"):
-            negated = True
-        if low not in STOPWORDS:
-            stems.append(stem(low))
-            if tok[0].isupper() and not prev_end and len(tok) > 1:
-                entities.add(stem(low))
-        prev_end = False
-    bigrams = frozenset(zip(stems, stems[1:], strict=False))
+    entities (not text-initial), and whether it contains a negation."""
+    get = _TOKEN_INFO.get
+    infos = [get(tok) or _token_info(tok) for tok in _WORD_RE.findall(text)]
+    stems = [i[0] for i in infos if i[0] is not None]
+    stem_set = frozenset(stems)
     return TextProfile(
-        words=lower,
+        stems=stems,
+        stem_set=stem_set,
+        keys=frozenset([t[:4] for t in stem_set]),
+        bigrams=frozenset(zip(stems, stems[1:], strict=False)),
+        numbers=frozenset([i[1] for i in infos if i[1] is not None]),
+        entities=frozenset([i[0] for i in infos[1:] if i[3] and i[0] is not None]),
+        negated=any([i[2] for i in infos]),
+    )
+
+
+def profile_sentences(texts: list[str]) -> tuple[list[frozenset[str]], list[frozenset[str]], TextProfile]:
+    """For consecutive sentences: each one's stem set and match keys, and the full
+    profile of their concatenation, tokenising each sentence once."""
+    get = _TOKEN_INFO.get
+    all_infos: list[tuple[str | None, str | None, bool, bool]] = []
+    stem_sets: list[frozenset[str]] = []
+    key_sets: list[frozenset[str]] = []
+    for text in texts:
+        infos = [get(tok) or _token_info(tok) for tok in _WORD_RE.findall(text)]
+        all_infos += infos
+        st = frozenset([i[0] for i in infos if i[0] is not None])
+        stem_sets.append(st)
+        key_sets.append(frozenset([t[:4] for t in st]))
+    stems = [i[0] for i in all_infos if i[0] is not None]
+    whole = TextProfile(
         stems=stems,
         stem_set=frozenset(stems),
-        bigrams=bigrams,
-        numbers=frozenset(normalise_numbers(lower)),
-        entities=frozenset(entities),
-        negated=negated,
+        keys=frozenset().union(*key_sets),
+        bigrams=frozenset(zip(stems, stems[1:], strict=False)),
+        numbers=frozenset([i[1] for i in all_infos if i[1] is not None]),
+        entities=frozenset([i[0] for i in all_infos[1:] if i[3] and i[0] is not None]),
+        negated=any([i[2] for i in all_infos]),
+    )
+    return stem_sets, key_sets, whole
+
+
+def merge_profiles(parts: list[TextProfile]) -> TextProfile:
+    """One profile for consecutive texts (a chunk from its sentences) without re-tokenising."""
+    if len(parts) == 1:
+        return parts[0]
+    stems = [t for p in parts for t in p.stems]
+    return TextProfile(
+        stems=stems,
+        stem_set=frozenset(stems),
+        keys=frozenset().union(*(p.keys for p in parts)),
+        bigrams=frozenset(zip(stems, stems[1:], strict=False)),
+        numbers=frozenset().union(*(p.numbers for p in parts)),
+        entities=frozenset().union(*(p.entities for p in parts)),
+        negated=any(p.negated for p in parts),
     )
