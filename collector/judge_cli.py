@@ -19,6 +19,8 @@ from .cli import CliError
 
 __all__ = ["register", "run"]
 
+_BATCH = 256  # records handed to a batch-capable judge at once (progress is reported between batches)
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -111,30 +113,38 @@ def run(args: argparse.Namespace) -> int:
     errors = 0
     try:
         batch = getattr(judge, "judge_many", None)
-        good = [(n, r) for n, r, e in records if r is not None]
-        results: dict[int, dict[str, Any]] = {}
-        if batch is not None and len(good) > 1:
-            for (n, _), res in zip(good, batch([r for _, r in good]), strict=True):
-                results[n] = res
-        for i, (lineno, rec, err) in enumerate(records, 1):
-            if err is not None:
-                res = error_record(f"line:{lineno}", judge.judge_id, f"malformed input: {err}")
-            elif lineno in results:
-                res = results[lineno]
-            else:
-                res = judge.judge(rec)
-            if res.get("error"):
-                errors += 1
-            out.write(json.dumps(res, ensure_ascii=False) + "\n")
-            now = time.monotonic()
-            if total > 200 and now - last >= 2.0:
-                last = now
-                print(f"ragpulse judge: {i}/{total} traces ({i / (now - t0):.0f}/s)", file=sys.stderr)
+        done = 0
+        for start in range(0, total, _BATCH):
+            part = records[start : start + _BATCH]
+            good = [(n, r) for n, r, _ in part if r is not None]
+            results: dict[int, dict[str, Any]] = {}
+            if batch is not None and len(good) > 1:  # LLM judges: concurrent requests
+                results = dict(zip((n for n, _ in good), batch([r for _, r in good]), strict=True))
+            for lineno, rec, err in part:
+                if err is not None:
+                    res = error_record(f"line:{lineno}", judge.judge_id, f"malformed input: {err}")
+                elif lineno in results:
+                    res = results[lineno]
+                else:
+                    res = judge.judge(rec)
+                if res.get("error"):
+                    errors += 1
+                out.write(json.dumps(res, ensure_ascii=False) + "\n")
+                done += 1
+                now = time.monotonic()
+                if total > 200 and now - last >= 2.0:
+                    last = now
+                    print(
+                        f"ragpulse judge: {done}/{total} traces ({done / (now - t0):.0f}/s)", file=sys.stderr
+                    )
     finally:
         if out is not sys.stdout:
             out.close()
         else:
             out.flush()
+        close = getattr(judge, "close", None)
+        if close is not None:
+            close()
     if total > 200 or errors:
         print(
             f"ragpulse judge: judged {total} traces with {judge.judge_id}, {errors} errors",
