@@ -43,7 +43,7 @@ from tests.services import KafkaBroker  # noqa: E402
 from tests.test_collector_kafka import CollectorProcess  # noqa: E402
 
 
-def produce(broker: KafkaBroker, topic: str, n: int) -> int:
+def produce(broker: KafkaBroker, topic: str, n: int, chunks: int = 5, chunk_chars: int = 300) -> int:
     from kafka import KafkaProducer
 
     p = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, linger_ms=20, batch_size=1 << 20,
@@ -51,7 +51,12 @@ def produce(broker: KafkaBroker, topic: str, n: int) -> int:
     spans = 0
     for i in range(n):
         t = make_trace(
-            i, seed="bench", n_chunks=5, chunk_chars=300, rerank=(i % 3 == 0), rng=random.Random(i)
+            i,
+            seed="bench",
+            n_chunks=chunks,
+            chunk_chars=chunk_chars,
+            rerank=(i % 3 == 0),
+            rng=random.Random(i),
         )
         spans += len(t.spans)
         p.send(topic, key=t.hex.encode(), value=traces_data([(t.service, t.spans)]))
@@ -216,6 +221,8 @@ def profile_in_process(broker: KafkaBroker, topic: str, workdir: Path) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", type=int, default=20_000)
+    ap.add_argument("--chunks", type=int, default=5, help="retrieved chunks per trace")
+    ap.add_argument("--chunk-chars", type=int, default=300, help="characters per chunk")
     ap.add_argument("--no-profile", action="store_true")
     args = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="ragpulse-bench-"))
@@ -225,9 +232,9 @@ def main() -> None:
         topic = "bench-spans"
         broker.create_topic(topic, 2)
         t0 = time.monotonic()
-        spans = produce(broker, topic, args.traces)
+        spans = produce(broker, topic, args.traces, args.chunks, args.chunk_chars)
         print(
-            f"backlog: {args.traces} traces, {spans} spans in 2 partitions (produced in {time.monotonic() - t0:.1f}s)"
+            f"backlog: {args.traces} traces ({args.chunks} chunks x {args.chunk_chars} chars), {spans} spans in 2 partitions (produced in {time.monotonic() - t0:.1f}s)"
         )
         one, rss1, cpu1, anon1 = run_processes(broker, topic, 1, workdir)
         two, rss2, cpu2, anon2 = run_processes(broker, topic, 2, workdir)

@@ -38,7 +38,7 @@ from ragpulse.collector.metrics import Metrics, MetricsServer
 from ragpulse.collector.otlp import Limits, MalformedRecord, decode_record
 from ragpulse.collector.pipeline import Backoff, Ingestor, retry_storage
 from ragpulse.collector.sampling import SamplingPolicy
-from ragpulse.collector.storage import Storage, StorageUnavailable
+from ragpulse.collector.storage import Storage
 
 __all__ = ["KafkaCollector", "kafka_client_settings", "REASON_HEADER"]
 
@@ -84,6 +84,8 @@ class KafkaCollector:
         self._seen: dict[int, int] = {}
         self._committed: dict[int, int] = {}
         self._in_flush = False
+        self._need_marks: set[int] = set()
+        self._rewind: set[int] = set()
         self._serve_metrics = serve_metrics
         self._want_signals = False
         self._starting = True
@@ -258,8 +260,9 @@ class KafkaCollector:
                 self._update_lag()
 
     def _take(self, polled: dict[Any, list[Any]], now: float) -> None:
+        skip = self._rewind_retained() if self._rewind else set()
         for tp, records in polled.items():
-            if not records:
+            if not records or tp.partition in skip:
                 continue
             for rec in records:
                 self._handle(tp.partition, rec, now)
@@ -310,6 +313,7 @@ class KafkaCollector:
         self._in_flush = True
         start = time.perf_counter()
         try:
+            self._load_marks()
             ready, self._ready = self._ready, []
             traces = self.ingestor.prepare(ready) if ready else []
             if traces:
@@ -408,38 +412,60 @@ class KafkaCollector:
             self.metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(max(0, high - pos))
 
     # -- rebalancing
+    #
+    # kafka-python runs rebalance listeners on its network thread while poll() blocks the
+    # main thread, so the listeners only update in-memory state: no commit, no storage I/O.
+    # What was stored but not committed for a revoked partition is replayed by its new owner
+    # (idempotent storage); what was buffered is dropped here and re-read by the new owner.
 
     def _on_revoked(self, revoked: Any) -> None:
         parts = {tp.partition for tp in revoked}
         if not parts:
             return
-        if not self._in_flush and not self._stop.is_set():
-            try:
-                self._ready.extend(self.assembler.pop_ready(time.monotonic()))
-                self._flush()
-            except (StorageUnavailable, _Stop):
-                pass
         dropped = self.assembler.drop_partitions(parts)
         self._ready = [a for a in self._ready if not (parts & a.positions.keys())]
+        self._dead = [d for d in self._dead if d[0].partition not in parts]
         for p in parts:
             self._seen.pop(p, None)
             self._committed.pop(p, None)
+            self._need_marks.discard(p)
+        # kafka-python keeps the fetch position of a partition that is assigned again: since
+        # its buffered spans were just dropped, rewind it to the committed offset after poll().
+        self._rewind |= parts
         log.info("partitions %s revoked (%d buffered traces left to their new owner)", sorted(parts), dropped)
 
     def _on_assigned(self, assigned: Any) -> None:
         parts = {tp.partition for tp in assigned}
-        if not parts:
+        for p in parts:
+            self._committed.pop(p, None)
+        self._need_marks |= parts
+
+    def _rewind_retained(self) -> set[int]:
+        """Seek partitions whose buffered state was dropped back to their committed offsets
+        (main thread, right after poll); records that poll returned for them are skipped."""
+        from kafka import TopicPartition
+
+        assigned = {tp.partition for tp in self.consumer.assignment()}
+        parts, self._rewind = self._rewind & assigned, set()
+        for p in parts:
+            tp = TopicPartition(self.topic, p)
+            committed = self.consumer.committed(tp)
+            if committed is None:
+                self.consumer.seek_to_beginning(tp)
+            else:
+                self.consumer.seek(tp, committed)
+        if parts:
+            log.info("partitions %s assigned again: rewound to their committed offsets", sorted(parts))
+        return parts
+
+    def _load_marks(self) -> None:
+        """Replay marks for newly assigned partitions (read before their traces are sampled)."""
+        if not self._need_marks:
             return
-        try:
-            marks = retry_storage(
-                lambda: self.storage.read_progress(self.topic),
-                self.metrics,
-                self._backoff(),
-                self._wait_plain,
-            )
-        except _Stop:
-            marks = {}
+        parts, self._need_marks = self._need_marks, set()
+        marks = retry_storage(
+            lambda: self.storage.read_progress(self.topic), self.metrics, self._backoff(), self._wait_paused
+        )
         for p in parts:
             if p in marks:
                 self.ingestor.replay_marks[p] = marks[p]
-            self._committed.pop(p, None)
