@@ -63,6 +63,7 @@ class KafkaJudgeService:
 
     def run(self) -> None:
         from kafka import KafkaConsumer, KafkaProducer
+        from kafka.errors import KafkaError
         from ragpulse.collector.service import REASON_HEADER, kafka_client_settings
 
         k = self.config["kafka"]
@@ -110,7 +111,10 @@ class KafkaJudgeService:
                     self.metrics.deadlettered.labels("bad_judge_message").inc()
                 if dead:
                     producer.flush(30)
-                consumer.commit()
+                try:
+                    consumer.commit()
+                except KafkaError as exc:  # a rebalance: the new owner re-judges (idempotent rows)
+                    log.warning("judge offset commit failed (%s); messages will be replayed", exc)
         finally:
             consumer.close(autocommit=False)
             producer.close(timeout=2)

@@ -395,7 +395,15 @@ class KafkaCollector:
                 offsets[TopicPartition(self.topic, part)] = OffsetAndMetadata(target, "", -1)
         if not offsets:
             return
-        self.consumer.commit(offsets)
+        from kafka.errors import KafkaError
+
+        try:
+            self.consumer.commit(offsets)
+        except KafkaError as exc:
+            # Typically a rebalance moved the partition: its new owner replays from the last
+            # committed offset (storage is idempotent). If we keep it, the next flush commits.
+            log.warning("commit of %s failed (%s); will be retried or replayed", offsets, exc)
+            return
         for tp, om in offsets.items():
             self._committed[tp.partition] = om.offset
 
