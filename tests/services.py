@@ -84,6 +84,18 @@ def _tail(path: Path, limit: int = 3000) -> str:
         return "(no log)"
 
 
+def _cluster_id() -> str:
+    """A random Kafka cluster id (URL-safe base64 UUID) that does not start with '-'.
+
+    Kafka's own generator avoids a leading '-' because command-line parsers read
+    such an id as a flag; StorageTool would refuse to format with it.
+    """
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate
+
+
 class ManagedProcess:
     """One child process in its own process group, stopped by PID."""
 
@@ -158,7 +170,7 @@ class KafkaBroker:
         self.controller_port = free_port()
         self.partitions = partitions
         self.heap = heap
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = _cluster_id()
         self.process: ManagedProcess | None = None
         self._formatted = False
 
@@ -247,8 +259,7 @@ class KafkaBroker:
                 self._jvm(
                     "kafka.tools.StorageTool",
                     "format",
-                    "-t",
-                    self.cluster_id,
+                    f"--cluster-id={self.cluster_id}",
                     "-c",
                     str(props),
                     "--ignore-formatted",
