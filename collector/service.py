@@ -255,9 +255,8 @@ class KafkaCollector:
             if len(self._ready) >= batch_max or (due and (self._ready or self._dead or self._uncommitted())):
                 self._flush()
                 last_commit = time.monotonic()
-            if now - last_lag >= 5.0:
+            if now - last_lag >= 5.0 and self._update_lag():
                 last_lag = now
-                self._update_lag()
 
     def _take(self, polled: dict[Any, list[Any]], now: float) -> None:
         skip = self._rewind_retained() if self._rewind else set()
@@ -407,8 +406,10 @@ class KafkaCollector:
         for tp, om in offsets.items():
             self._committed[tp.partition] = om.offset
 
-    def _update_lag(self) -> None:
+    def _update_lag(self) -> bool:
+        """Set the consumer-lag gauges from the fetch high-water marks; True when any was set."""
         c = self.consumer
+        updated = False
         for tp in c.assignment():
             high = c.highwater(tp)
             if high is None:
@@ -418,6 +419,8 @@ class KafkaCollector:
             except Exception:  # noqa: BLE001 - lag is best effort
                 continue
             self.metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(max(0, high - pos))
+            updated = True
+        return updated
 
     # -- rebalancing
     #

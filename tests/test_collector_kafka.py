@@ -500,6 +500,7 @@ def test_fuzz_malformed_records_are_dead_lettered_and_good_traces_all_stored(set
     values = sorted((v or b"") for _, v in bad)
     assert sorted((r.value or b"") for r in dead) == values
     assert 'ragpulse_deadlettered_total{kind="undecodable"}' in metrics
+    assert "ragpulse_consumer_lag{partition=" in metrics and "ragpulse_batch_seconds_count" in metrics
     st = s.storage()
     try:
         rows = st.query("SELECT trace_id, complete, span_count FROM {db}.rag_traces FINAL")
@@ -519,6 +520,7 @@ def test_fuzz_malformed_records_are_dead_lettered_and_good_traces_all_stored(set
     extra = stored.keys() - good_ids
     assert extra == oversized, (len(extra), len(oversized))
     assert all(stored[h][1:] == (0, 2) for h in extra)
+    assert f'ragpulse_traces_sampled_total{{reason="unsampled",sampled="0"}} {float(len(stored))}' in metrics
 
 
 def _spread_traces(n: int, seed: str) -> list[Any]:
