@@ -853,3 +853,39 @@ def test_two_collectors_in_one_group_rebalance_without_loss(setup_factory: Any) 
                 sampled.add(tid)
     assert seen == expected, [(t, seen.get(t), n) for t, n in expected.items() if seen.get(t) != n][:5]
     assert {r.key.decode() for r in s.read_topic(s.judge)} == sampled
+
+
+def test_storage_unavailable_nothing_committed_until_it_returns(setup_factory: Any) -> None:
+    """The chDB database is held by another process: the collector retries with backoff,
+    commits nothing, stays alive, and stores everything once the database is free."""
+    s = setup_factory(sampling={"rate": 0.0, "rules": []})
+    traces = [make_trace(i, seed="unavailable", n_chunks=2, chunk_chars=60) for i in range(500)]
+    _produce_all(s, [(t.hex.encode(), traces_data([(t.service, t.spans)])) for t in traces])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import clickhouse_connect,sys; c=clickhouse_connect.get_client(dsn='chdb://{s.db}'); "
+         "c.command('SELECT 1'); print('held', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        proc = s.collector()
+        time.sleep(6.0)
+        assert proc.alive(), proc.log_tail()
+        assert s.committed() == {}
+        assert "storage unavailable" in proc.log_tail()
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(30)
+        s.wait_caught_up(proc, timeout=90)
+        proc.wait_ready()
+        rc, took = proc.terminate()
+        assert rc == 0 and took < 10.0, (rc, took)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+    st = s.storage()
+    try:
+        assert st.query("SELECT count(), uniqExact(trace_id) FROM {db}.rag_traces FINAL")[0] == (500, 500)
+    finally:
+        st.close()
