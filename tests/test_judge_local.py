@@ -159,3 +159,31 @@ def test_deterministic_and_json_serialisable(judge: LocalJudge) -> None:
 def test_judge_id_pins_settings() -> None:
     assert get_judge("local").judge_id == get_judge("local").judge_id
     assert get_judge("local", threshold=0.6).judge_id != get_judge("local").judge_id
+
+
+def test_dropped_verb_phrase_is_incomplete(judge: LocalJudge) -> None:
+    chunks = [
+        {
+            "id": "A1",
+            "content": "Audit logs are protected against modification and kept online for two years.",
+        }
+    ]
+    out = judge.judge(
+        rec("Audit logs are kept online for two years [1].", chunks, query="How are audit logs kept?")
+    )
+    assert out["claims"][0]["omitted_condition"] == "protected against modification"
+    assert out["failure_mode"] == "generation"
+    full = judge.judge(
+        rec("Audit logs are protected against modification and kept online for two years [1].", chunks)
+    )
+    assert all(c["omitted_condition"] is None for c in full["claims"])
+
+
+def test_frequency_words_are_not_numbers(judge: LocalJudge) -> None:
+    chunks = [
+        {"id": "R1", "content": "The recovery plan is tested twice a year and the objective is 4 hours."}
+    ]
+    out = judge.judge(
+        rec("The recovery objective is 2 hours [1].", chunks, query="What is the recovery objective?")
+    )
+    assert out["claims"][0]["verdict"] == "contradicted"

@@ -28,6 +28,7 @@ __all__ = [
     "has_verb",
     "split_head",
     "independent_clause",
+    "starts_with_verb",
     "PREPOSITIONS",
 ]
 
@@ -47,7 +48,7 @@ _DET_PREP = frozenset(
 )
 PREPOSITIONS = frozenset(
     "after before within from of with by upon to for unless if until that during under over without via "
-    "in on at than once when where into onto through".split()
+    "in on at than once when where into onto through against".split()
 )
 _CONJ_SPLIT_RE = re.compile(
     r"(?:,\s*|;\s*)(?:and|but|while|whereas|so|yet)\s+|;\s+|\s+(?:and|but|whereas)\s+"
@@ -180,20 +181,28 @@ def _verb_index(words: list[str]) -> int:
     return -1
 
 
-def split_head(text: str) -> tuple[str, str]:
-    """Split a clause after its first verb: ("Earlier deletion requires", "release of ...")."""
+def split_head(text: str, absorb_participle: bool = True) -> tuple[str, str]:
+    """Split a clause after its first verb: ("Earlier deletion requires", "release of ...").
+    With ``absorb_participle`` a following participle joins the head ("are rotated")."""
     words = text.split()
     vi = _verb_index(words)
     if vi < 1:
         return "", text
     end = vi + 1
-    while end < len(words) and (
-        words[end].lower() in ("not", "be", "been") or words[end].lower().endswith(("ed", "en"))
+    while (
+        absorb_participle
+        and end < len(words)
+        and (words[end].lower() in ("not", "be", "been") or words[end].lower().endswith(("ed", "en")))
     ):
         end += 1  # "are rotated", "must not be disclosed"
     return " ".join(words[:end]), " ".join(words[end:])
 
 
+_IRREGULAR_PARTICIPLES = frozenset(
+    "kept held made sent set put built paid told sold found done read left run bought brought caught taught "
+    "thought sought lost met spent understood stood won withheld upheld shut cut let led fed hung struck".split()
+)
+_NOT_PARTICIPLES = frozenset("when then often even open seven eleven children women men garden token".split())
 _SUBORDINATORS = frozenset("that which who whom whose whether where when if because".split())
 _PRONOUNS = frozenset("it they he she this that these those which who we you i there".split())
 
@@ -215,6 +224,19 @@ def independent_clause(text: str) -> bool:
         if w in _AUX:
             return True
     return False
+
+
+def starts_with_verb(text: str) -> bool:
+    """Whether ``text`` opens with an auxiliary or a participle ("kept online ...")."""
+    words = text.split()
+    if not words:
+        return False
+    w = words[0].lower().strip(",.;:")
+    return (
+        w in _AUX
+        or w in _IRREGULAR_PARTICIPLES
+        or (len(w) > 3 and w.endswith(("ed", "en")) and w not in _NOT_PARTICIPLES)
+    )
 
 
 def has_verb(text: str) -> bool:

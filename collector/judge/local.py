@@ -16,7 +16,7 @@ import re
 import time
 from typing import Any
 
-from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, split_head
+from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, split_head, starts_with_verb
 from .evidence import ChunkEvidence, build_evidence
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
@@ -219,7 +219,9 @@ def _omitted_condition(sentence: str, answer_stems: frozenset[str]) -> str | Non
     parts = [p.strip() for p in _CONJUNCT_RE.split(sentence.strip().rstrip(".")) if p and p.strip()]
     if len(parts) < 2:
         return None
-    head, first = split_head(parts[0])
+    # "rotated every 180 days and immediately after ..." shares "rotated"; "protected against
+    # modification and kept online ..." coordinates two verb phrases, so each keeps its participle.
+    head, first = split_head(parts[0], absorb_participle=not any(starts_with_verb(p) for p in parts[1:]))
     others_stems = frozenset().union(*(profile(p).stem_set for p in parts[1:]))
     words = first.split()
     # "... within 30 days of joining and ...": the left conjunct starts after a preposition;

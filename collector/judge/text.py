@@ -78,12 +78,6 @@ _NUMBER_WORDS: dict[str, str] = {
     "thousand": "1000",
     "million": "1000000",
     "billion": "1000000000",
-    "half": "0.5",
-    "once": "1",
-    "twice": "2",
-    "single": "1",
-    "double": "2",
-    "triple": "3",
     "dozen": "12",
     "first": "1st",
     "second": "2nd",
@@ -165,7 +159,7 @@ def normalise_numbers(tokens: list[str]) -> set[str]:
             out.add(v)
         else:
             w = _NUMBER_WORDS.get(t)
-            if w is not None and t not in ("one", "second", "once", "single"):
+            if w is not None and t not in ("one", "second"):
                 out.add(w)
     return out
 
