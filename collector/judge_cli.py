@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"cannot build judge {args.judge!r}: {exc}") from exc
     src = _open_in(args.input)
     records: list[tuple[int, dict[str, Any] | None, str | None]] = []
+    lineno = 0
     try:
         for lineno, line in enumerate(src, 1):
             if not line.strip():
@@ -104,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
                 if not args.skip_bad:
                     raise CliError(f"{_name(args.input)}: {exc}") from None
                 records.append((lineno, None, str(exc)))
+    except UnicodeDecodeError:
+        raise CliError(f"{_name(args.input)}: line {lineno + 1}: not UTF-8 text") from None
     finally:
         if src is not sys.stdin:
             src.close()
