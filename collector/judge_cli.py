@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from .cli import CliError
 
@@ -44,11 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _open_in(path: str) -> TextIO:
+def _open_in(path: str) -> BinaryIO:
     if path == "-":
-        return sys.stdin
+        return sys.stdin.buffer
     try:
-        return open(path, encoding="utf-8")  # noqa: SIM115 - closed by caller
+        return open(path, "rb")  # noqa: SIM115 - closed by caller
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror}") from exc
 
@@ -62,7 +62,11 @@ def _open_out(path: str) -> TextIO:
         raise CliError(f"cannot write {path}: {exc.strerror}") from exc
 
 
-def _parse(line: str, lineno: int) -> dict[str, Any]:
+def _parse(raw: bytes, lineno: int) -> dict[str, Any]:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"line {lineno}: not UTF-8 text") from None
     try:
         rec = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -94,7 +98,6 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"cannot build judge {args.judge!r}: {exc}") from exc
     src = _open_in(args.input)
     records: list[tuple[int, dict[str, Any] | None, str | None]] = []
-    lineno = 0
     try:
         for lineno, line in enumerate(src, 1):
             if not line.strip():
@@ -105,10 +108,8 @@ def run(args: argparse.Namespace) -> int:
                 if not args.skip_bad:
                     raise CliError(f"{_name(args.input)}: {exc}") from None
                 records.append((lineno, None, str(exc)))
-    except UnicodeDecodeError:
-        raise CliError(f"{_name(args.input)}: line {lineno + 1}: not UTF-8 text") from None
     finally:
-        if src is not sys.stdin:
+        if src is not sys.stdin.buffer:
             src.close()
     out = _open_out(args.output)
     total = len(records)

@@ -94,3 +94,10 @@ def test_llm_judge_from_the_cli(tmp_path: Path) -> None:
     outs = [json.loads(line) for line in dst.read_text().splitlines()]
     assert [o["judge_tier"] for o in outs] == ["llm"] * 5
     assert all(o["error"] is None for o in outs)
+
+
+def test_non_utf8_line_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(json.dumps(RECORD).encode() + b"\n\xff\xfe broken\n")
+    assert main(["judge", str(src), "-o", str(tmp_path / "o.jsonl")]) == 2
+    assert "line 2: not UTF-8 text" in capsys.readouterr().err
