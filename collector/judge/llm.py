@@ -32,8 +32,8 @@ from typing import Any
 from .budget import CostBudget
 from .cache import JudgmentCache, content_key
 from .claims import extract_claims
-from .evidence import is_usable
-from .local import attach_citations
+from .evidence import build_evidence, is_usable
+from .local import attach_citations, lexical_utilization
 from .prompt import load_prompt, response_schema
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
@@ -325,7 +325,9 @@ class LLMJudge:
             usable=usable,
             abstained=bool(parsed["abstained"]),
             answerable=bool(parsed["answerable"]),
-            utilization=None,
+            utilization=lexical_utilization(
+                [c.text for c in claims], [j.supporting for j in judged], build_evidence(rec["chunks"])
+            ),
         )
         extra = {
             "judge_tier": "llm",

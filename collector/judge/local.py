@@ -23,7 +23,7 @@ from .scoring import ClaimJudgment, TraceFacts, assemble
 from .support import SupportModel, claim_view, load_model, view_features
 from .text import profile
 
-__all__ = ["LocalJudge", "LOCAL_VERSION"]
+__all__ = ["LocalJudge", "LOCAL_VERSION", "attach_citations", "lexical_utilization"]
 
 LOCAL_VERSION = "1.0"
 
@@ -178,6 +178,25 @@ class LocalJudge:
             require_citations=self.require_citations,
             extra=extra,
         )
+
+
+def lexical_utilization(
+    claim_texts: list[str], supporting: list[list[str]], chunks: list[ChunkEvidence]
+) -> float | None:
+    """Context utilization from verdicts: of the content words of the evidence
+    sentences the supported claims rest on (first usable supporting chunk, best
+    sentence), the share the answer uses. None when no claim rests on usable evidence."""
+    by_id = {c.id: c for c in chunks}
+    evidence: set[str] = set()
+    answer: set[str] = set()
+    for text, sup in zip(claim_texts, supporting, strict=True):
+        cp = profile(text)
+        answer |= cp.stem_set
+        usable = [s for s in sup if s in by_id and by_id[s].usable]
+        if usable:
+            i, _ = _best_sentence(cp, by_id[usable[0]])
+            evidence |= by_id[usable[0]].sentence_stems[i]
+    return len(evidence & answer) / len(evidence) if evidence else None
 
 
 def _best_sentence(cp, chunk: ChunkEvidence) -> tuple[int, float]:

@@ -43,7 +43,6 @@ __all__ = [
     "NUM_MISS",
     "SupportModel",
     "pair_features",
-    "best_sentence",
     "load_model",
     "fit_logistic",
 ]
@@ -63,18 +62,6 @@ FEATURES: tuple[str, ...] = (
 )
 
 NUM_MISS = FEATURES.index("num_miss")
-
-
-def best_sentence(claim: TextProfile, chunk: ChunkEvidence) -> tuple[int, float]:
-    """Index and claim coverage of the chunk sentence that covers the claim best."""
-    cs = claim.stem_set
-    best_i, best = 0, -1.0
-    n = max(1, len(cs))
-    for i, ss in enumerate(chunk.sentence_stems):
-        c = len(cs & ss) / n
-        if c > best:
-            best_i, best = i, c
-    return best_i, max(best, 0.0)
 
 
 _GENERIC_WORDS = """use used using make made get give given take help provide need way thing people person important

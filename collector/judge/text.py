@@ -15,7 +15,6 @@ __all__ = [
     "NEGATIONS",
     "TextProfile",
     "profile",
-    "merge_profiles",
     "profile_sentences",
     "stem",
     "content_tokens",
@@ -243,19 +242,3 @@ def profile_sentences(texts: list[str]) -> tuple[list[frozenset[str]], list[froz
         negated=any([i[2] for i in all_infos]),
     )
     return stem_sets, key_sets, whole
-
-
-def merge_profiles(parts: list[TextProfile]) -> TextProfile:
-    """One profile for consecutive texts (a chunk from its sentences) without re-tokenising."""
-    if len(parts) == 1:
-        return parts[0]
-    stems = [t for p in parts for t in p.stems]
-    return TextProfile(
-        stems=stems,
-        stem_set=frozenset(stems),
-        keys=frozenset().union(*(p.keys for p in parts)),
-        bigrams=frozenset(zip(stems, stems[1:], strict=False)),
-        numbers=frozenset().union(*(p.numbers for p in parts)),
-        entities=frozenset().union(*(p.entities for p in parts)),
-        negated=any(p.negated for p in parts),
-    )
