@@ -37,6 +37,7 @@ class KafkaJudgeService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
+        self.restarts = 0
 
     def start(self) -> KafkaJudgeService:
         self._thread = threading.Thread(target=self._run, name="ragpulse-judge-kafka", daemon=True)
@@ -55,15 +56,31 @@ class KafkaJudgeService:
         return not self._stop.wait(delay)
 
     def _run(self) -> None:
+        """run() until stopped; an unexpected error restarts it after a pause (offsets are only
+        committed after storage, so a restart re-reads what was not finished)."""
+        while not self._stop.is_set():
+            try:
+                self.run()
+            except Exception as exc:  # noqa: BLE001 - logged, counted, restarted
+                self.error = exc
+                self.restarts += 1
+                log.exception("judge worker failed; restarting in 2 s")
+                self._stop.wait(2.0)
+
+    @staticmethod
+    def _commit(consumer: Any) -> bool:
+        """Commit the consumed positions; False (retried later) when a rebalance interfered."""
+        from kafka.errors import KafkaError
+
         try:
-            self.run()
-        except BaseException as exc:  # noqa: BLE001 - surfaced through alive()/error
-            self.error = exc
-            log.exception("judge worker stopped")
+            consumer.commit()
+            return True
+        except KafkaError as exc:  # stored rows are idempotent: a replay by a new owner is harmless
+            log.warning("judge offset commit failed (%s); retrying", exc)
+            return False
 
     def run(self) -> None:
         from kafka import KafkaConsumer, KafkaProducer
-        from kafka.errors import KafkaError
         from ragpulse.collector.service import REASON_HEADER, kafka_client_settings
 
         k = self.config["kafka"]
@@ -79,9 +96,12 @@ class KafkaJudgeService:
         )
         producer = KafkaProducer(**common, acks="all", linger_ms=5)
         try:
+            retry_commit = False
             while not self._stop.is_set():
                 polled = consumer.poll(timeout_ms=200)
                 if not polled:
+                    if retry_commit:  # a commit failed during a rebalance: try again when idle too
+                        retry_commit = not self._commit(consumer)
                     continue
                 messages: dict[str, dict[str, Any]] = {}
                 dead = []
@@ -111,10 +131,7 @@ class KafkaJudgeService:
                     self.metrics.deadlettered.labels("bad_judge_message").inc()
                 if dead:
                     producer.flush(30)
-                try:
-                    consumer.commit()
-                except KafkaError as exc:  # a rebalance: the new owner re-judges (idempotent rows)
-                    log.warning("judge offset commit failed (%s); messages will be replayed", exc)
+                retry_commit = not self._commit(consumer)
         finally:
             consumer.close(autocommit=False)
             producer.close(timeout=2)
