@@ -17,6 +17,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from ragpulse.collector.errors import CliError
+
 __all__ = ["CliError", "COMMAND_MODULES", "build_parser", "main"]
 
 # litellm (imported by some commands) otherwise fetches its cost map at import.
@@ -29,10 +31,6 @@ COMMAND_MODULES: list[str] = [
     "ragpulse.collector.commands.schema",
     "ragpulse.collector.demo",
 ]
-
-
-class CliError(Exception):
-    """A problem with the user's input, reported as one line and exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
