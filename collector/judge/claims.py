@@ -33,6 +33,11 @@ __all__ = [
 ]
 
 _MARKER_RE = re.compile(r"\[([^\[\]\n]{1,60})\]")
+_ITEM_SEP_RE = re.compile(r"[,;]")
+_SPACES_RE = re.compile(r"\s+")
+_SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
+_CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
+_LEADING_CONJ_RE = re.compile(r"^\s*(?:,\s*)?(?:and|or|but|while|whereas|so|yet)\s+", re.I)
 _ITEM_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-.:#/]*$")
 _SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
 _ABBREV = frozenset(
@@ -132,7 +137,7 @@ def find_markers(answer: str, chunk_ids: list[str]) -> list[Marker]:
     lower_ids = {cid.lower(): cid for cid in chunk_ids}
     out: list[Marker] = []
     for m in _MARKER_RE.finditer(answer):
-        items = [i.strip() for i in re.split(r"[,;]", m.group(1))]
+        items = [i.strip() for i in _ITEM_SEP_RE.split(m.group(1))]
         if not items or not all(_ITEM_RE.match(i) for i in items):
             continue
         if not all(i.isdigit() or i.lower() in lower_ids or any(c.isdigit() for c in i) for i in items):
@@ -271,7 +276,7 @@ def normalise_claim(text: str) -> str:
 
 def _clean(text: str) -> str:
     text = _ENUM_RE.sub("", text)
-    text = re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,;:-–—\t\n")
+    text = _SPACE_PUNCT_RE.sub(r"\1", _SPACES_RE.sub(" ", text)).strip(" ,;:-–—\t\n")
     text = _HEDGE_PREFIX_RE.sub("", text).strip(" ,;:")
     if text and text[0].islower():
         text = text[0].upper() + text[1:]
@@ -306,10 +311,7 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
         cut_start = lead
         for m in sent_markers:
             rest = answer[m.end : s_end]
-            if (
-                re.match(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)", rest)
-                and len(rest.split()) >= 3
-            ):
+            if _CUT_AFTER_MARKER_RE.match(rest) and len(rest.split()) >= 3:
                 pieces.append((cut_start, m.end, []))
                 cut_start = m.end
         pieces.append((cut_start, s_end, []))
@@ -329,8 +331,8 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
         verb_at = -1
         for f_start, f_end in fine:
             own = [m for m in sent_markers if f_start <= m.start < f_end]
-            text = re.sub(r"\s+", " ", plain[f_start:f_end]).strip()
-            text = re.sub(r"^\s*(?:,\s*)?(?:and|or|but|while|whereas|so|yet)\s+", "", text, flags=re.I)
+            text = _SPACES_RE.sub(" ", plain[f_start:f_end]).strip()
+            text = _LEADING_CONJ_RE.sub("", text)
             if not text.strip(" .,;:"):
                 if own and claims:
                     claims[-1].citations.extend(d for m in own for d in m.doc_ids)

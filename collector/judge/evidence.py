@@ -13,16 +13,37 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .text import TextProfile, profile, profile_sentences
+from .text import TextProfile, profile, profile_sentences, stem_set
 
-__all__ = ["ChunkEvidence", "build_evidence", "is_usable", "NON_CURRENT_STATUSES"]
+__all__ = ["ChunkEvidence", "build_evidence", "is_usable", "split_sentences", "NON_CURRENT_STATUSES"]
 
 NON_CURRENT_STATUSES: frozenset[str] = frozenset(
     "superseded deprecated archived expired obsolete retracted withdrawn draft outdated replaced historical "
     "repealed revoked stale invalid".split()
 )
 
-_SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
+# A sentence ends at [.!?] followed by whitespace and an uppercase letter, digit, quote or
+# bracket, or at a line break. (Matching the punctuation itself, instead of a look-behind,
+# lets the regex engine skip ahead; the punctuation stays with its sentence.)
+_SENT_END_RE = re.compile(r"[.!?]\s+(?=[A-Z0-9\"'(\[])|\n+")
+
+
+def split_sentences(content: str) -> list[str]:
+    """The sentences of a chunk (empty pieces dropped; the whole content if none remain)."""
+    out: list[str] = []
+    pos = 0
+    for m in _SENT_END_RE.finditer(content):
+        end = m.start()
+        if content[end] != "\n":
+            end += 1  # keep the punctuation
+        piece = content[pos:end]
+        if piece and not piece.isspace():
+            out.append(piece)
+        pos = m.end()
+    piece = content[pos:]
+    if piece and not piece.isspace():
+        out.append(piece)
+    return out or [content]
 
 
 @dataclass(slots=True)
@@ -30,9 +51,9 @@ class ChunkEvidence:
     """One retrieved chunk, tokenised once: the whole-chunk profile, each
     sentence's stem set and match keys (first four characters of the stems).
 
-    ``windows`` (two consecutive sentences) and full per-sentence profiles
-    (``sentences``: numbers, negation) are built on first use, since most
-    chunks never need them.
+    ``window_keys`` (two consecutive sentences) and full per-sentence profiles
+    (:meth:`sentence_profile`: numbers, negation) are built on first use, since
+    many chunks never need them.
     """
 
     id: str
@@ -41,32 +62,44 @@ class ChunkEvidence:
     reason: str | None
     whole: TextProfile
     sentence_texts: list[str]
-    sentence_stems: list[frozenset[str]]
-    sentence_keys: list[frozenset[str]]
-    _windows: list[tuple[frozenset[str], frozenset[str]]] | None = None
-    _sentences: list[TextProfile] | None = None
+    sentence_tokens: list[list[str]]
+    sentence_keys: list[frozenset[str]]  # may hold the stopword key ""
+    _sentence_stems: list[frozenset[str]] | None = None
+    _window_keys: list[frozenset[str]] | None = None
+    _sentences: dict[int, TextProfile] | None = None
 
     @property
     def keys(self) -> frozenset[str]:
         return self.whole.keys
 
     @property
-    def windows(self) -> list[tuple[frozenset[str], frozenset[str]]]:
-        """(stems, keys) of each sentence joined with the next one."""
-        if self._windows is None:
-            st, ks = self.sentence_stems, self.sentence_keys
-            self._windows = [
-                (st[i] | st[i + 1], ks[i] | ks[i + 1]) if i + 1 < len(st) else (st[i], ks[i])
-                for i in range(len(st))
-            ]
-        return self._windows
+    def sentence_stems(self) -> list[frozenset[str]]:
+        """Each sentence's content stems (built on first use)."""
+        if self._sentence_stems is None:
+            self._sentence_stems = [stem_set(toks) for toks in self.sentence_tokens]
+        return self._sentence_stems
+
+    @property
+    def window_keys(self) -> list[frozenset[str]]:
+        """Match keys of each sentence joined with the next one (the last sentence alone)."""
+        if self._window_keys is None:
+            ks = self.sentence_keys
+            self._window_keys = [ks[i] | ks[i + 1] for i in range(len(ks) - 1)] + ks[-1:]
+        return self._window_keys
+
+    def sentence_profile(self, i: int) -> TextProfile:
+        """The full profile (numbers, negation, entities) of sentence ``i``, built on first use."""
+        if self._sentences is None:
+            self._sentences = {}
+        sp = self._sentences.get(i)
+        if sp is None:
+            sp = self._sentences[i] = profile(self.sentence_texts[i])
+        return sp
 
     @property
     def sentences(self) -> list[TextProfile]:
-        """Full profiles of the sentences (numbers, negation, entities)."""
-        if self._sentences is None:
-            self._sentences = [profile(t) for t in self.sentence_texts]
-        return self._sentences
+        """Full profiles of all the sentences."""
+        return [self.sentence_profile(i) for i in range(len(self.sentence_texts))]
 
 
 def is_usable(metadata: dict[str, Any] | None) -> tuple[bool, str | None]:
@@ -89,8 +122,8 @@ def build_evidence(chunks: list[dict[str, Any]]) -> list[ChunkEvidence]:
     for ch in chunks:
         content = ch["content"]
         usable, reason = is_usable(ch.get("metadata"))
-        texts = [s for s in _SENT_RE.split(content) if s and s.strip()] or [content]
-        stem_sets, key_sets, whole = profile_sentences(texts)
+        texts = split_sentences(content)
+        tokens, key_sets, whole = profile_sentences(texts)
         out.append(
             ChunkEvidence(
                 id=ch["id"],
@@ -99,7 +132,7 @@ def build_evidence(chunks: list[dict[str, Any]]) -> list[ChunkEvidence]:
                 reason=reason,
                 whole=whole,
                 sentence_texts=texts,
-                sentence_stems=stem_sets,
+                sentence_tokens=tokens,
                 sentence_keys=key_sets,
             )
         )

@@ -20,7 +20,7 @@ from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, spl
 from .evidence import ChunkEvidence, build_evidence
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
-from .support import SupportModel, claim_view, load_model, view_features
+from .support import SupportModel, claim_view, load_model
 from .text import profile
 
 __all__ = ["LocalJudge", "LOCAL_VERSION", "attach_citations", "lexical_utilization"]
@@ -102,13 +102,14 @@ class LocalJudge:
         evidence_stems: set[str] = set()
         answer_stems: set[str] = set()
         thr = self.threshold
+        support = self.model.support
         claim_profiles = [profile(c.text) for c in claims]
         answer_all = frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset()
         for claim, cp in zip(claims, claim_profiles, strict=True):
             answer_stems |= cp.stem_set
             view = claim_view(cp, qstems)
-            feats = [view_features(view, c) for c in chunks]
-            probs = [self.model.probability(f) for f in feats]
+            scored = [support(view, c) for c in chunks]
+            probs = [p for p, _ in scored]
             supporting = [ids[i] for i, p in enumerate(probs) if p >= thr]
             prob_of = dict(zip(ids, probs, strict=True))
             cits = claim.citations
@@ -131,7 +132,7 @@ class LocalJudge:
                 contradicting = [c.id for c in chunks if _contradicts(cp, c)]
                 if contradicting:
                     verdict = "contradicted"
-                best_cov = max((f[0] for f in feats), default=0.0)
+                best_cov = max((cov for _, cov in scored), default=0.0)
                 source = "noise" if best_cov >= 0.5 or contradicting else "hallucination"
             judged.append(
                 ClaimJudgment(
@@ -214,9 +215,12 @@ def _contradicts(cp, chunk: ChunkEvidence) -> bool:
     words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
     if not words or len(words & chunk.whole.stem_set) < 0.6 * len(words):
         return False  # no sentence can share enough words with the claim
-    for sp in chunk.sentences:
-        shared = len(words & sp.stem_set) / len(words)
-        if shared >= 0.6 and cp.numbers and sp.numbers and not cp.numbers <= sp.numbers:
+    for i, ss in enumerate(chunk.sentence_stems):
+        shared = len(words & ss) / len(words)
+        if shared < 0.6:
+            continue  # both rules need this much; skip profiling the sentence
+        sp = chunk.sentence_profile(i)
+        if cp.numbers and sp.numbers and not cp.numbers <= sp.numbers:
             return True
         if shared >= 0.75 and sp.negated != cp.negated:
             return True

@@ -43,6 +43,7 @@ __all__ = [
     "NUM_MISS",
     "SupportModel",
     "pair_features",
+    "view_coverage",
     "load_model",
     "fit_logistic",
 ]
@@ -81,18 +82,32 @@ class ClaimView:
     bigrams: frozenset[tuple[str, str]]
     numbers: frozenset[str]
     entities: frozenset[str]
+    # Match keys (first four characters) of ``stems``, ``novel`` and ``tail``. When no two of
+    # the claim's stems share a key (``unique_keys``, the usual case), a stem is covered exactly
+    # when its key is in the chunk, so every coverage count is one C-level set intersection.
+    keys: frozenset[str]
+    novel_keys: frozenset[str]
+    tail_keys: frozenset[str]
+    unique_keys: bool
 
 
 def claim_view(claim: TextProfile, query_stems: frozenset[str]) -> ClaimView:
     """Prepare a claim for :func:`view_features`."""
     cs = claim.stem_set - GENERIC_STEMS or claim.stem_set
+    novel = cs - query_stems
+    tail = frozenset(claim.stems[len(claim.stems) // 2 :]) - GENERIC_STEMS
+    keys = frozenset([t[:4] for t in cs])
     return ClaimView(
         stems=cs,
-        novel=cs - query_stems,
-        tail=frozenset(claim.stems[len(claim.stems) // 2 :]) - GENERIC_STEMS,
+        novel=novel,
+        tail=tail,
         bigrams=claim.bigrams,
         numbers=claim.numbers,
         entities=claim.entities,
+        keys=keys,
+        novel_keys=frozenset([t[:4] for t in novel]),
+        tail_keys=frozenset([t[:4] for t in tail]),
+        unique_keys=len(keys) == len(cs),
     )
 
 
@@ -112,28 +127,33 @@ def view_features(cv: ClaimView, chunk: ChunkEvidence) -> list[float]:
     if n == 0:
         return [0.0, 0.0, 0.0, 0.0, num_miss, ent_miss, 1.0, 0.0, 0.0, 0.0, 0.0]
     kk = whole.keys
-    # Claim stems the chunk covers: same stem, or the same first four characters.
-    matched = {t for t in cs if t[:4] in kk}
-    if not matched:
-        return [0.0, 0.0, 0.0, 0.0, num_miss, ent_miss, short, 0.0, 0.0, 0.0, 0.0]
-    nm = len(matched)
-    cov = nm / n
-    novel_cov = len(matched & cv.novel) / len(cv.novel) if cv.novel else cov
-    bigram_cov = len(cv.bigrams & whole.bigrams) / len(cv.bigrams) if cv.bigrams else cov
-    mkeys = {t[:4] for t in matched}
-    best = 0
-    if len(mkeys) == nm:  # no two matched stems share a key: count with C-level set intersections
-        for _, wk in chunk.windows:
-            c = len(mkeys & wk)
-            if c > best:
-                best = c
+    if cv.unique_keys:
+        # Key i is covered exactly when stem i is: count keys.
+        mkeys = cv.keys & kk
+        if not mkeys:
+            return [0.0, 0.0, 0.0, 0.0, num_miss, ent_miss, short, 0.0, 0.0, 0.0, 0.0]
+        nm = len(mkeys)
+        novel_hit = len(mkeys & cv.novel_keys)
+        tail_hit = len(mkeys & cv.tail_keys)
+        best = max(map(len, map(mkeys.intersection, chunk.window_keys)))
     else:
-        for _, wk in chunk.windows:
+        # Claim stems the chunk covers: same stem, or the same first four characters.
+        matched = {t for t in cs if t[:4] in kk}
+        if not matched:
+            return [0.0, 0.0, 0.0, 0.0, num_miss, ent_miss, short, 0.0, 0.0, 0.0, 0.0]
+        nm = len(matched)
+        novel_hit = len(matched & cv.novel)
+        tail_hit = len(cv.tail & matched)
+        best = 0
+        for wk in chunk.window_keys:
             c = sum([1 for t in matched if t[:4] in wk])
             if c > best:
                 best = c
+    cov = nm / n
+    novel_cov = novel_hit / len(cv.novel) if cv.novel else cov
+    bigram_cov = len(cv.bigrams & whole.bigrams) / len(cv.bigrams) if cv.bigrams else cov
     best_window = best / n
-    tail_cov = len(cv.tail & matched) / len(cv.tail) if cv.tail else cov
+    tail_cov = tail_hit / len(cv.tail) if cv.tail else cov
     return [
         cov,
         novel_cov,
@@ -147,6 +167,17 @@ def view_features(cv: ClaimView, chunk: ChunkEvidence) -> list[float]:
         best_window * best_window,
         tail_cov,
     ]
+
+
+def view_coverage(cv: ClaimView, chunk: ChunkEvidence) -> float:
+    """The ``cov`` feature alone (what :func:`view_features` puts first)."""
+    n = len(cv.stems)
+    if n == 0:
+        return 0.0
+    kk = chunk.whole.keys
+    if cv.unique_keys:
+        return len(cv.keys & kk) / n
+    return len({t for t in cv.stems if t[:4] in kk}) / n
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +196,33 @@ class SupportModel:
         "within 2 hours" is not entailed by "within 24 hours")."""
         if feats[NUM_MISS] > 0:
             return 0.0
-        s = self.intercept
-        for w, x in zip(self.coef, feats, strict=True):
-            s += w * x
+        w = self.coef
+        # Unrolled, left to right: the same sums as adding w_i * x_i in order to the intercept.
+        s = (
+            self.intercept
+            + w[0] * feats[0]
+            + w[1] * feats[1]
+            + w[2] * feats[2]
+            + w[3] * feats[3]
+            + w[4] * feats[4]
+            + w[5] * feats[5]
+            + w[6] * feats[6]
+            + w[7] * feats[7]
+            + w[8] * feats[8]
+            + w[9] * feats[9]
+            + w[10] * feats[10]
+        )
         if s < -30:
             return 0.0
         return 1.0 / (1.0 + math.exp(-s))
+
+    def support(self, cv: ClaimView, chunk: ChunkEvidence) -> tuple[float, float]:
+        """(:meth:`probability`, ``cov`` feature) of a prepared claim against a chunk. A claim
+        number missing from the chunk vetoes support before the other features are computed."""
+        if cv.numbers and not cv.numbers <= chunk.whole.numbers:
+            return 0.0, view_coverage(cv, chunk)
+        feats = view_features(cv, chunk)
+        return self.probability(feats), feats[0]
 
 
 def load_model(path: str | Path | None = None) -> SupportModel:
@@ -180,7 +232,7 @@ def load_model(path: str | Path | None = None) -> SupportModel:
     else:
         raw = Path(path).read_bytes()
     data = json.loads(raw)
-    if tuple(data["features"]) != FEATURES:
+    if tuple(data["features"]) != FEATURES or len(data["coef"]) != len(FEATURES):
         raise ValueError(f"weights file features {data['features']} do not match {FEATURES}")
     return SupportModel(
         version=str(data["version"]),

@@ -8,7 +8,8 @@ pass, set lookups) rather than linguistic completeness.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from itertools import chain
 
 __all__ = [
     "STOPWORDS",
@@ -16,6 +17,7 @@ __all__ = [
     "TextProfile",
     "profile",
     "profile_sentences",
+    "stem_set",
     "stem",
     "content_tokens",
     "normalise_numbers",
@@ -168,77 +170,178 @@ def content_tokens(text: str) -> list[str]:
     return [stem(t) for t in (m.lower() for m in _WORD_RE.findall(text)) if t not in STOPWORDS]
 
 
-@dataclass(slots=True)
+class _Table(dict):
+    """A table that learns a key on its first lookup (``__missing__``), so the hot
+    loops can map a C-level ``__getitem__`` over the tokens of a text."""
+
+    __slots__ = ("_learn",)
+
+    def __init__(self, learn: Callable[[str], str]) -> None:
+        super().__init__()
+        self._learn = learn
+
+    def __missing__(self, key: str) -> str:
+        return self._learn(key)
+
+
+class _Lexicon:
+    """Everything learnt about raw tokens, each token classified once:
+
+    - ``stem_of``: raw token -> stem ("" for a stopword);
+    - ``token_key``: raw token -> match key of its stem ("" for a stopword);
+    - ``key_of``: stem -> match key (first four characters);
+    - ``number_of``: number tokens -> canonical number;
+    - ``entity_of``: capitalised non-stopword tokens -> stem;
+    - ``negations``: the raw tokens that are negations.
+
+    The side tables are filled when ``stem_of`` learns a token, so a text's
+    tokens must go through ``stem_of`` (or ``token_key``) of the same lexicon
+    first. When the tables grow past a limit the module starts a fresh lexicon
+    (:func:`_lexicon`); a profile keeps the lexicon it was built with.
+    """
+
+    __slots__ = ("stem_of", "token_key", "key_of", "number_of", "entity_of", "negations")
+
+    def __init__(self) -> None:
+        self.stem_of = _Table(self._learn_token)
+        self.token_key = _Table(self._learn_token_key)
+        self.key_of = _Table(self._learn_key)
+        self.number_of: dict[str, str] = {}
+        self.entity_of: dict[str, str] = {}
+        self.negations: set[str] = set()
+
+    def _learn_token(self, tok: str) -> str:
+        low = tok.lower()
+        nums = normalise_numbers([low])
+        st = "" if low in STOPWORDS else stem(low)
+        if nums:
+            self.number_of[tok] = next(iter(nums))
+        if low in NEGATIONS or low.endswith("n't"):
+            self.negations.add(tok)
+        if st and tok[0].isupper() and len(tok) > 1:
+            self.entity_of[tok] = st
+        self.stem_of[tok] = st
+        return st
+
+    def _learn_token_key(self, tok: str) -> str:
+        st = self.stem_of[tok]
+        key = self.key_of[st] if st else ""
+        self.token_key[tok] = key
+        return key
+
+    def _learn_key(self, st: str) -> str:
+        key = st[:4]
+        self.key_of[st] = key
+        return key
+
+    def size(self) -> int:
+        return len(self.stem_of) + len(self.token_key) + len(self.key_of)
+
+
+_LEXICON = _Lexicon()
+_LEXICON_LIMIT = 1_500_000
+
+
+def _lexicon() -> _Lexicon:
+    """The current lexicon; a fresh one once the current one holds too many entries."""
+    global _LEXICON
+    lex = _LEXICON
+    if lex.size() > _LEXICON_LIMIT:
+        lex = _LEXICON = _Lexicon()
+    return lex
+
+
 class TextProfile:
     """Precomputed views of one text (a claim, a chunk sentence, a chunk), built
-    once and reused for every pairwise comparison."""
+    once and reused for every pairwise comparison.
 
-    stems: list[str]
-    stem_set: frozenset[str]
-    keys: frozenset[str]  # match keys of the stems: first four characters (the whole stem if shorter)
-    bigrams: frozenset[tuple[str, str]]
-    numbers: frozenset[str]
-    entities: frozenset[str]
-    negated: bool
+    ``stems`` (content stems in order), ``stem_set`` and ``keys`` (match keys of
+    the stems: first four characters) are built at once; ``bigrams`` (stem
+    bigrams), ``numbers`` (canonical), ``entities`` (stems of capitalised words,
+    not text-initial) and ``negated`` on first use, since a chunk's profile is
+    often compared on its stems alone.
+    """
 
-
-# token -> (stem or None for stopwords, canonical number or None, is negation, is capitalised)
-_TOKEN_INFO: dict[str, tuple[str | None, str | None, bool, bool]] = {}
-
-
-def _token_info(tok: str) -> tuple[str | None, str | None, bool, bool]:
-    low = tok.lower()
-    nums = normalise_numbers([low])
-    info = (
-        None if low in STOPWORDS else stem(low),
-        next(iter(nums)) if nums else None,
-        low in NEGATIONS or low.endswith("n't"),
-        tok[0].isupper() and len(tok) > 1,
+    __slots__ = (
+        "stems",
+        "stem_set",
+        "keys",
+        "_tokens",
+        "_lex",
+        "_bigrams",
+        "_numbers",
+        "_entities",
+        "_negated",
     )
-    if len(_TOKEN_INFO) < 500_000:
-        _TOKEN_INFO[tok] = info
-    return info
+
+    def __init__(self, stems: list[str], keys: frozenset[str], tokens: list[str], lex: _Lexicon) -> None:
+        self.stems = stems
+        self.stem_set = frozenset(stems)
+        self.keys = keys
+        self._tokens = tokens
+        self._lex = lex
+        self._bigrams: frozenset[tuple[str, str]] | None = None
+        self._numbers: frozenset[str] | None = None
+        self._entities: frozenset[str] | None = None
+        self._negated: bool | None = None
+
+    @property
+    def bigrams(self) -> frozenset[tuple[str, str]]:
+        if self._bigrams is None:
+            self._bigrams = frozenset(zip(self.stems, self.stems[1:], strict=False))
+        return self._bigrams
+
+    @property
+    def numbers(self) -> frozenset[str]:
+        if self._numbers is None:
+            found = set(map(self._lex.number_of.get, self._tokens))
+            found.discard(None)
+            self._numbers = frozenset(found)  # type: ignore[arg-type]
+        return self._numbers
+
+    @property
+    def entities(self) -> frozenset[str]:
+        if self._entities is None:
+            found = set(map(self._lex.entity_of.get, self._tokens[1:]))
+            found.discard(None)
+            self._entities = frozenset(found)  # type: ignore[arg-type]
+        return self._entities
+
+    @property
+    def negated(self) -> bool:
+        if self._negated is None:
+            self._negated = not self._lex.negations.isdisjoint(self._tokens)
+        return self._negated
 
 
 def profile(text: str) -> TextProfile:
     """Tokenise ``text`` once: content stems, stem bigrams, numbers, capitalised
     entities (not text-initial), and whether it contains a negation."""
-    get = _TOKEN_INFO.get
-    infos = [get(tok) or _token_info(tok) for tok in _WORD_RE.findall(text)]
-    stems = [i[0] for i in infos if i[0] is not None]
-    stem_set = frozenset(stems)
-    return TextProfile(
-        stems=stems,
-        stem_set=stem_set,
-        keys=frozenset([t[:4] for t in stem_set]),
-        bigrams=frozenset(zip(stems, stems[1:], strict=False)),
-        numbers=frozenset([i[1] for i in infos if i[1] is not None]),
-        entities=frozenset([i[0] for i in infos[1:] if i[3] and i[0] is not None]),
-        negated=any([i[2] for i in infos]),
-    )
+    lex = _lexicon()
+    tokens = _WORD_RE.findall(text)
+    stems = list(filter(None, map(lex.stem_of.__getitem__, tokens)))
+    return TextProfile(stems, frozenset(map(lex.key_of.__getitem__, stems)), tokens, lex)
 
 
-def profile_sentences(texts: list[str]) -> tuple[list[frozenset[str]], list[frozenset[str]], TextProfile]:
-    """For consecutive sentences: each one's stem set and match keys, and the full
-    profile of their concatenation, tokenising each sentence once."""
-    get = _TOKEN_INFO.get
-    all_infos: list[tuple[str | None, str | None, bool, bool]] = []
-    stem_sets: list[frozenset[str]] = []
-    key_sets: list[frozenset[str]] = []
-    for text in texts:
-        infos = [get(tok) or _token_info(tok) for tok in _WORD_RE.findall(text)]
-        all_infos += infos
-        st = frozenset([i[0] for i in infos if i[0] is not None])
-        stem_sets.append(st)
-        key_sets.append(frozenset([t[:4] for t in st]))
-    stems = [i[0] for i in all_infos if i[0] is not None]
-    whole = TextProfile(
-        stems=stems,
-        stem_set=frozenset(stems),
-        keys=frozenset().union(*key_sets),
-        bigrams=frozenset(zip(stems, stems[1:], strict=False)),
-        numbers=frozenset([i[1] for i in all_infos if i[1] is not None]),
-        entities=frozenset([i[0] for i in all_infos[1:] if i[3] and i[0] is not None]),
-        negated=any([i[2] for i in all_infos]),
-    )
-    return stem_sets, key_sets, whole
+def stem_set(tokens: list[str]) -> frozenset[str]:
+    """The content stems of already tokenised text (see :func:`profile_sentences`)."""
+    return frozenset(filter(None, map(_lexicon().stem_of.__getitem__, tokens)))
+
+
+_NO_KEY = frozenset([""])
+
+
+def profile_sentences(texts: list[str]) -> tuple[list[list[str]], list[frozenset[str]], TextProfile]:
+    """For consecutive sentences: each one's raw tokens and match keys (a stopword
+    contributes the empty key ""), and the full profile of their concatenation,
+    tokenising each sentence once. Sentence stem sets follow from the tokens
+    (:func:`stem_set`) when needed."""
+    lex = _lexicon()
+    findall = _WORD_RE.findall
+    token_key = lex.token_key.__getitem__
+    sentence_tokens = [findall(text) for text in texts]
+    key_sets = [frozenset(map(token_key, toks)) for toks in sentence_tokens]
+    tokens = list(chain.from_iterable(sentence_tokens))
+    stems = list(filter(None, map(lex.stem_of.__getitem__, tokens)))
+    keys = frozenset().union(*key_sets) - _NO_KEY
+    return sentence_tokens, key_sets, TextProfile(stems, keys, tokens, lex)
