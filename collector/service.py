@@ -31,6 +31,7 @@ import logging
 import signal
 import threading
 import time
+from collections import deque
 from typing import Any
 
 from ragpulse.collector.assemble import Assembler
@@ -86,6 +87,8 @@ class KafkaCollector:
         self._in_flush = False
         self._need_marks: set[int] = set()
         self._rewind: set[int] = set()
+        # (kind, partitions) from the rebalance listener, applied on the main thread.
+        self._rebalances: deque[tuple[str, set[int]]] = deque()
         self._serve_metrics = serve_metrics
         self._want_signals = False
         self._starting = True
@@ -259,6 +262,7 @@ class KafkaCollector:
                 last_lag = now
 
     def _take(self, polled: dict[Any, list[Any]], now: float) -> None:
+        self._apply_rebalances()
         skip = self._rewind_retained() if self._rewind else set()
         for tp, records in polled.items():
             if not records or tp.partition in skip:
@@ -312,6 +316,7 @@ class KafkaCollector:
         self._in_flush = True
         start = time.perf_counter()
         try:
+            self._apply_rebalances()
             self._load_marks()
             ready, self._ready = self._ready, []
             traces = self.ingestor.prepare(ready) if ready else []
@@ -383,6 +388,7 @@ class KafkaCollector:
         from kafka import TopicPartition
         from kafka.structs import OffsetAndMetadata
 
+        self._apply_rebalances()
         low = self._held()
         offsets = {}
         assigned = {tp.partition for tp in self.consumer.assignment()}
@@ -424,13 +430,33 @@ class KafkaCollector:
 
     # -- rebalancing
     #
-    # kafka-python runs rebalance listeners on its network thread while poll() blocks the
-    # main thread, so the listeners only update in-memory state: no commit, no storage I/O.
-    # What was stored but not committed for a revoked partition is replayed by its new owner
-    # (idempotent storage); what was buffered is dropped here and re-read by the new owner.
+    # kafka-python 3 runs rebalance listeners on its event-loop thread, concurrently with
+    # the main thread. The listeners therefore only queue the event; the main thread applies
+    # it before it next touches consumer state (after every poll, before flush and commit).
+    # Mutating the assembler, _seen or _ready from the listener raced with _take: a record
+    # handled after the drop could set _seen past traces that were just dropped, and the
+    # next commit skipped them (lost). Until the main thread applies a revocation its state
+    # is merely stale: commits for partitions no longer assigned are filtered out, and the
+    # held offsets still cover everything buffered. What was stored but not committed for a
+    # revoked partition is replayed by its new owner (idempotent storage); what was buffered
+    # is dropped and re-read by the new owner.
 
     def _on_revoked(self, revoked: Any) -> None:
-        parts = {tp.partition for tp in revoked}
+        self._rebalances.append(("revoked", {tp.partition for tp in revoked}))
+
+    def _on_assigned(self, assigned: Any) -> None:
+        self._rebalances.append(("assigned", {tp.partition for tp in assigned}))
+
+    def _apply_rebalances(self) -> None:
+        """Apply queued rebalance events in order (main thread only)."""
+        while self._rebalances:
+            kind, parts = self._rebalances.popleft()
+            if kind == "revoked":
+                self._apply_revoked(parts)
+            else:
+                self._apply_assigned(parts)
+
+    def _apply_revoked(self, parts: set[int]) -> None:
         if not parts:
             return
         dropped = self.assembler.drop_partitions(parts)
@@ -445,8 +471,7 @@ class KafkaCollector:
         self._rewind |= parts
         log.info("partitions %s revoked (%d buffered traces left to their new owner)", sorted(parts), dropped)
 
-    def _on_assigned(self, assigned: Any) -> None:
-        parts = {tp.partition for tp in assigned}
+    def _apply_assigned(self, parts: set[int]) -> None:
         for p in parts:
             self._committed.pop(p, None)
         self._need_marks |= parts

@@ -790,9 +790,11 @@ def test_two_collectors_in_one_group_rebalance_without_loss(setup_factory: Any) 
     check runs over the union of the databases.
     """
     rng = random.Random(99)
-    # Production pauses while members come and go: a long assembly timeout keeps split traces
-    # waiting for their roots instead of storing them incomplete.
-    s = setup_factory(sampling={"rate": 0.2, "budget_per_minute": None}, assembly={"timeout_s": 10.0})
+    # Production pauses while members come and go (a member's start-up under CI load can take
+    # 10-20 s): the assembly timeout must outlast those pauses so split traces wait for their
+    # roots. A root arriving after its trace timed out is a known gap (docs/collector.md,
+    # "Assembly"): the partial is dropped as non-RAG and the root counted as late.
+    s = setup_factory(sampling={"rate": 0.2, "budget_per_minute": None}, assembly={"timeout_s": 20.0})
     traces = _synth(6_000, "rebalance", rng)
     records = _records_for(traces, rng)
     expected = {t.hex: len(t.spans) for t in traces}
