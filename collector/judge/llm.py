@@ -202,7 +202,7 @@ class LLMJudge:
             cached["judge_cost_usd"] = 0.0
             return cached
         try:
-            out = await self._judge(rec)
+            out = await self._judge(rec, key)
         except JudgeResponseError as exc:
             self.stats["errors"] += 1
             return error_record(
@@ -251,7 +251,7 @@ class LLMJudge:
             self._sem = asyncio.Semaphore(self.concurrency)
         return self._sem
 
-    async def _judge(self, rec: dict[str, Any]) -> dict[str, Any]:
+    async def _judge(self, rec: dict[str, Any], key_hash: str) -> dict[str, Any]:
         chunk_ids = [c["id"] for c in rec["chunks"]]
         extracted = extract_claims(rec["answer"], chunk_ids)
         claims = extracted.claims
@@ -267,7 +267,6 @@ class LLMJudge:
             }
             for c in rec["chunks"]
         ]
-        key_hash = content_key(self.judge_id, rec)
         if self.shuffle_chunks:
             random.Random(f"{self.shuffle_seed}:{key_hash}").shuffle(view)
         nonce = "RP" + key_hash[:12]
@@ -320,13 +319,17 @@ class LLMJudge:
                     omitted=v.get("omitted_condition") or None,
                 )
             )
+        relied_on = {cid for j in judged for cid in j.supporting}
         facts = TraceFacts(
             chunk_ids=chunk_ids,
             usable=usable,
             abstained=bool(parsed["abstained"]),
             answerable=bool(parsed["answerable"]),
             utilization=lexical_utilization(
-                [c.text for c in claims], [j.supporting for j in judged], build_evidence(rec["chunks"])
+                [c.text for c in claims],
+                [j.supporting for j in judged],
+                # Only the chunks a verdict rests on are read: tokenise just those.
+                build_evidence([c for c in rec["chunks"] if c["id"] in relied_on]),
             ),
         )
         extra = {
@@ -373,6 +376,11 @@ class LLMJudge:
                         kwargs["api_key"] = os.environ.get("OPENAI_API_KEY", "ragpulse-local")
                     if self.response_format:
                         kwargs["response_format"] = {"type": "json_object"}
+                    if self.input_cost_per_token is not None or self.output_cost_per_token is not None:
+                        # litellm prices every response itself; with explicit prices it need not
+                        # search its model map (slow for a model it does not know).
+                        kwargs["input_cost_per_token"] = self.input_cost_per_token or 0.0
+                        kwargs["output_cost_per_token"] = self.output_cost_per_token or 0.0
                     resp = await litellm.acompletion(**kwargs)
             except Exception as exc:
                 self.budget.record(reserved, 0.0)
@@ -459,7 +467,11 @@ def _validate(reply: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None
     except json.JSONDecodeError as exc:
         return None, f"not JSON ({exc.msg})"
     # The schema is ours and known to be valid: skip the (slow) metaschema check of jsonschema.validate.
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    validator = jsonschema.Draft202012Validator(schema)
+    if validator.is_valid(data):  # the usual case: skip collecting and ranking errors
+        error = None
+    else:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "top level"
         return None, f"schema violation at {where}: {error.message[:200]}"
