@@ -82,8 +82,13 @@ class CollectorProcess:
                 except OSError:
                     pass
             time.sleep(0.2)
+        # Ask the stuck process for its thread stacks (collect registers SIGUSR1) for the failure.
+        if self.alive():
+            os.kill(self.proc.pid, signal.SIGUSR1)
+            time.sleep(1.0)
         raise AssertionError(
-            f"collector not ready after {timeout}s (log from byte {seen}):\n{self.log_tail()}"
+            f"collector not ready after {timeout}s (log from byte {seen}):\n"
+            + self.log_path.read_text(errors="replace")[-12000:]
         )
 
     def kill(self) -> None:

@@ -11,6 +11,7 @@ queue. The config is validated first; a bad one fails with a one-line reason.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import signal
 import sys
@@ -48,6 +49,9 @@ def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # `kill -USR1 <pid>` prints every thread's stack to stderr: how to see where a stuck
+    # collector is waiting without stopping it.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     if args.no_kafka:
         return _run_embedded(cfg)
     return _run_kafka(cfg, args.role)
