@@ -9,13 +9,13 @@ docs/collector.md.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from ragpulse.collector.http_server import BackgroundHTTPServer
 
 __all__ = ["Metrics", "MetricsServer", "SCORE_NAMES"]
 
@@ -141,8 +141,10 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class MetricsServer:
+class MetricsServer(BackgroundHTTPServer):
     """``/metrics``, ``/healthz`` (process alive) and ``/readyz`` (``ready()`` returns True) on one port."""
+
+    thread_name = "ragpulse-metrics"
 
     def __init__(
         self,
@@ -182,27 +184,4 @@ class MetricsServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._server.server_address[0]}:{self.port}"
-
-    def start(self) -> MetricsServer:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="ragpulse-metrics", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._bind(host, port, Handler)

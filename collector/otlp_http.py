@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 import zlib
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from ragpulse.collector.http_server import BackgroundHTTPServer
 from ragpulse.collector.metrics import Metrics
 from ragpulse.collector.model import Span
 from ragpulse.collector.otlp import Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
@@ -28,8 +28,10 @@ from ragpulse.collector.otlp import Limits, MalformedRecord, decode_otlp_json, d
 __all__ = ["OtlpHttpReceiver"]
 
 
-class OtlpHttpReceiver:
+class OtlpHttpReceiver(BackgroundHTTPServer):
     """A small threaded HTTP server feeding decoded spans to ``submit(spans) -> bool``."""
+
+    thread_name = "ragpulse-otlp-http"
 
     def __init__(
         self,
@@ -57,30 +59,7 @@ class OtlpHttpReceiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._server.server_address[0]}:{self.port}"
-
-    def start(self) -> OtlpHttpReceiver:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="ragpulse-otlp-http", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._bind(host, port, Handler)
 
     # -- request handling
 
