@@ -22,7 +22,7 @@ from .config import Limits, Settings
 from .records import GenerationRecord, RagRecord, Record, RetrievalRecord
 from .redaction import Redactor
 
-__all__ = ["Materializer", "output_text", "usage_tokens"]
+__all__ = ["Materializer", "copy_span", "output_text", "usage_tokens"]
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -331,17 +331,22 @@ class Materializer:
         if ctx.truncated:
             ctx.attrs = merged
             self._flag(ctx)
-        return ReadableSpan(
-            name=span.name,
-            context=span.context,
-            parent=span.parent,
-            resource=span.resource,
-            attributes=merged,
-            events=events,
-            links=span.links,
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
-        )
+        return copy_span(span, merged, events)
+
+
+def copy_span(span: ReadableSpan, attributes: Mapping[str, Any], events: Sequence[Event]) -> ReadableSpan:
+    """``span`` with its attributes and events replaced (finished spans are immutable)."""
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attributes,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )

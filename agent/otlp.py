@@ -18,6 +18,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import format_trace_id
 
+from .materialize import copy_span
 from .otlp_wire import encode_traces_data_fast
 
 __all__ = ["EncodedRecord", "encode_records", "encode_traces_data"]
@@ -64,20 +65,7 @@ def _shrink(span: ReadableSpan, max_chars: int) -> ReadableSpan:
         fields = tuple(attrs.get("rag.truncated.fields") or ())
         if "record_size" not in fields:
             attrs["rag.truncated.fields"] = (*fields, "record_size")
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=attrs,
-        events=events,
-        links=span.links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    return copy_span(span, attrs, events)
 
 
 def _fit_one(span: ReadableSpan, max_bytes: int) -> bytes | None:
