@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any
 
 from ragpulse.collector.model import STATUS_ERROR, Chunk, Citation, RagTrace, Span
@@ -210,6 +211,13 @@ class Assembler:
         for tid in drop:
             del self._pending[tid]
         return len(drop)
+
+    def forget(self, trace_ids: Iterable[str]) -> None:
+        """Stop treating these emitted traces as done, so their spans are assembled again
+        when re-read (the caller discarded them unstored, e.g. on partition revocation)."""
+        recent = self._recent
+        for tid in trace_ids:
+            recent.pop(tid, None)
 
 
 # ---------------------------------------------------------------- building a RagTrace

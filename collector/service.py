@@ -460,7 +460,12 @@ class KafkaCollector:
         if not parts:
             return
         dropped = self.assembler.drop_partitions(parts)
-        self._ready = [a for a in self._ready if not (parts & a.positions.keys())]
+        keep = [a for a in self._ready if not (parts & a.positions.keys())]
+        if len(keep) != len(self._ready):
+            # Emitted but not stored: their new owner (maybe us, after the rewind) re-reads
+            # them, and the assembler must not count those spans as late.
+            self.assembler.forget(a.trace_id for a in self._ready if parts & a.positions.keys())
+        self._ready = keep
         self._dead = [d for d in self._dead if d[0].partition not in parts]
         for p in parts:
             self._seen.pop(p, None)
