@@ -26,7 +26,7 @@ from typing import Any
 
 from ragpulse.collector.model import STATUS_ERROR, Chunk, Citation, RagTrace, Span
 
-__all__ = ["Assembler", "Assembled", "build_trace", "is_rag_span"]
+__all__ = ["Assembler", "Assembled", "build_trace", "is_rag_span", "span_role"]
 
 _KIND = "openinference.span.kind"
 _OP = "gen_ai.operation.name"
@@ -63,9 +63,17 @@ def _role(attrs: dict[str, Any]) -> str:
     return ""
 
 
+def span_role(span: Span) -> str:
+    """The span's RAG role ('retriever', 'reranker', 'llm', 'chain' or ''), computed once."""
+    role = span.role
+    if role is None:
+        role = span.role = _role(span.attrs)
+    return role
+
+
 def is_rag_span(span: Span) -> bool:
     """True for spans that make a trace a RAG trace."""
-    return bool(span.attrs.get("rag.root")) or _role(span.attrs) in ("retriever", "reranker", "llm")
+    return bool(span.attrs.get("rag.root")) or span_role(span) in ("retriever", "reranker", "llm")
 
 
 class _Pending:
@@ -135,17 +143,18 @@ class Assembler:
                 p = _Pending(now)
                 pending[tid] = p
             p.spans.append(span)
-            attrs = span.attrs
             if not span.parent_id:
                 p.has_root = True
-            role = _role(attrs)
+            role = span.role
+            if role is None:
+                role = span.role = _role(span.attrs)
             if role == "retriever":
                 p.has_retrieval = True
                 p.is_rag = True
             elif role == "llm":
                 p.has_llm = True
                 p.is_rag = True
-            elif role == "reranker" or attrs.get("rag.root"):
+            elif role == "reranker" or span.attrs.get("rag.root"):
                 p.is_rag = True
             touched[tid] = p
         for tid, p in touched.items():
@@ -223,7 +232,18 @@ class Assembler:
 # ---------------------------------------------------------------- building a RagTrace
 
 
-_DOC_FIELDS = ("id", "content", "score", "metadata")
+_DOC_KEYS: dict[tuple[str, int], tuple[str, str, str, str]] = {}
+
+
+def _doc_keys(prefix: str, i: int) -> tuple[str, str, str, str]:
+    """The id/content/score/metadata attribute keys of document ``i`` (built once, then cached)."""
+    keys = _DOC_KEYS.get((prefix, i))
+    if keys is None:
+        p = f"{prefix}{i}.document."
+        keys = (p + "id", p + "content", p + "score", p + "metadata")
+        if len(_DOC_KEYS) < 10_000:
+            _DOC_KEYS[(prefix, i)] = keys
+    return keys
 
 
 def _documents(attrs: dict[str, Any], prefix: str) -> list[Chunk]:
@@ -232,18 +252,18 @@ def _documents(attrs: dict[str, Any], prefix: str) -> list[Chunk]:
     i = 0
     get = attrs.get
     while True:
-        p = f"{prefix}{i}.document."
-        cid = get(p + "id")
-        content = get(p + "content")
+        k_id, k_content, k_score, k_meta = _doc_keys(prefix, i)
+        cid = get(k_id)
+        content = get(k_content)
         if cid is None and content is None:
             break
-        score = get(p + "score")
+        score = get(k_score)
         if score is not None and not isinstance(score, float):
             try:
                 score = float(score)
             except (TypeError, ValueError):
                 score = None
-        meta = get(p + "metadata", "")
+        meta = get(k_meta, "")
         if not isinstance(meta, str):
             meta = json.dumps(meta, default=str)
         chunks.append(
@@ -275,11 +295,18 @@ def _ms(span: Span | None) -> float:
     return (span.end - span.start) / 1e6 if span is not None else 0.0
 
 
-def _int(value: Any) -> int:
+_TOKENS_MAX = 2**32 - 1  # rag_traces token columns are UInt32
+_POSITION_MAX = 2**31 - 1  # citation positions are Int32
+
+
+def _int(value: Any, low: int = 0, high: int = _TOKENS_MAX) -> int:
+    """An integer attribute clamped to its column's range (0 when it is not a number), so one
+    absurd value cannot make a whole batch fail to insert."""
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        n = int(value)
+    except (TypeError, ValueError, OverflowError):
         return 0
+    return low if n < low else high if n > high else n
 
 
 def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
@@ -299,7 +326,9 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
             rag_root = s
         if not s.parent_id:
             trace_root = s
-        role = _role(a)
+        role = s.role
+        if role is None:
+            role = s.role = _role(a)
         if role == "retriever":
             retrievers.append(s)
         elif role == "reranker":
@@ -369,8 +398,8 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
                     Citation(
                         str(ea.get("rag.citation.document.id", "")),
                         str(ea.get("rag.citation.marker", "")),
-                        _int(ea.get("rag.citation.answer.start", -1)),
-                        _int(ea.get("rag.citation.answer.end", -1)),
+                        _int(ea.get("rag.citation.answer.start", -1), -1, _POSITION_MAX),
+                        _int(ea.get("rag.citation.answer.end", -1), -1, _POSITION_MAX),
                     )
                 )
     t.corpus_version = str(ra.get("rag.corpus.version", "") or "")

@@ -35,6 +35,7 @@ class Span:
         "service",
         "attrs",
         "events",
+        "role",
     )
 
     def __init__(
@@ -60,6 +61,7 @@ class Span:
         self.service = service
         self.attrs = attrs
         self.events = events
+        self.role: str | None = None  # RAG role, worked out once by the assembler (assemble.span_role)
 
     def __repr__(self) -> str:
         return f"Span({self.trace_id[:8]}/{self.span_id} {self.name!r})"

@@ -5,6 +5,10 @@ Reliability rules this loop keeps:
 * offsets are committed only after everything they cover is stored in
   ClickHouse and the judge-topic and dead-letter records produced for them are
   acknowledged by the broker (acks=all, flushed, futures checked);
+* batches are stored by one writer thread while the main thread decodes and
+  assembles the next (at most one batch in flight); a batch's commit offsets
+  are fixed when it is cut, so records read meanwhile are never committed
+  with it;
 * a record whose spans are still buffered for assembly is never committed
   past: the commit offset of a partition is the smallest offset still feeding
   a buffered trace (or the next unread offset when none is buffered), so a
@@ -32,6 +36,7 @@ import signal
 import threading
 import time
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ragpulse.collector.assemble import Assembler
@@ -39,7 +44,7 @@ from ragpulse.collector.metrics import Metrics, MetricsServer
 from ragpulse.collector.otlp import Limits, MalformedRecord, decode_record
 from ragpulse.collector.pipeline import Backoff, Ingestor, retry_storage
 from ragpulse.collector.sampling import SamplingPolicy
-from ragpulse.collector.storage import Storage
+from ragpulse.collector.storage import Storage, StorageUnavailable
 
 __all__ = ["KafkaCollector", "kafka_client_settings", "REASON_HEADER"]
 
@@ -57,6 +62,28 @@ def kafka_client_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 class _Stop(Exception):
     """Raised inside waits when shutdown must abandon a retry."""
+
+
+class _Batch:
+    """Traces and dead letters cut together, the offsets they let us commit, and the store."""
+
+    __slots__ = ("traces", "dead", "targets", "started", "future")
+
+    def __init__(
+        self,
+        traces: list[Any],
+        dead: list[tuple[Any, str, str]],
+        targets: dict[int, tuple[int, int]],
+        started: float,
+    ) -> None:
+        self.traces = traces
+        self.dead = dead
+        self.targets = targets
+        self.started = started
+        self.future: Future[None] | None = None
+
+    def done(self) -> bool:
+        return self.future is None or self.future.done()
 
 
 class KafkaCollector:
@@ -84,7 +111,9 @@ class KafkaCollector:
         self._dead: list[tuple[Any, str, str]] = []
         self._seen: dict[int, int] = {}
         self._committed: dict[int, int] = {}
-        self._in_flush = False
+        self._epochs: dict[int, int] = {}  # per partition, bumped on each revocation
+        self._batch: _Batch | None = None  # the batch the writer thread is storing
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="ragpulse-writer")
         self._need_marks: set[int] = set()
         self._rewind: set[int] = set()
         # (kind, partitions) from the rebalance listener, applied on the main thread.
@@ -180,6 +209,7 @@ class KafkaCollector:
             # Graceful stop: store and commit complete traces; partial ones stay uncommitted.
             self._ready.extend(self.assembler.pop_ready(time.monotonic()))
             self._flush()
+            self._finish_batch()
             return 0
         except _Stop:
             if self._starting:
@@ -201,6 +231,7 @@ class KafkaCollector:
                     pass
             if self._server is not None:
                 self._server.stop()
+            self._writer.shutdown(wait=True)  # an insert in flight finishes before storage closes
             self.storage.close()
 
     # -- waits and retries
@@ -254,6 +285,8 @@ class KafkaCollector:
                     self._first_ready = now
                 self._ready.extend(got)
             self.metrics.assembly_buffer.set(len(self.assembler))
+            if self._batch is not None and self._batch.done():
+                self._finish_batch()  # commit as soon as the writer is done, not at the next flush
             due = now - last_commit >= batch_secs
             if len(self._ready) >= batch_max or (due and (self._ready or self._dead or self._uncommitted())):
                 self._flush()
@@ -264,79 +297,103 @@ class KafkaCollector:
     def _take(self, polled: dict[Any, list[Any]], now: float) -> None:
         self._apply_rebalances()
         skip = self._rewind_retained() if self._rewind else set()
+        handled = spans = 0
+        dead = len(self._dead)
         for tp, records in polled.items():
             if not records or tp.partition in skip:
                 continue
+            part = tp.partition
             for rec in records:
-                self._handle(tp.partition, rec, now)
-            self._seen[tp.partition] = records[-1].offset
+                n = self._handle(part, rec, now)
+                if n > 0:
+                    spans += n
+            handled += len(records)
+            self._seen[part] = records[-1].offset
+        # Counted once per poll: a labelled counter costs microseconds, a record a few dozen.
+        m = self.metrics
+        dead = len(self._dead) - dead  # whole and partly invalid records
+        if handled > dead:
+            m.records.labels("ok").inc(handled - dead)
+        if dead:
+            m.records.labels("deadletter").inc(dead)
+        if spans:
+            m.spans_received.inc(spans)
 
-    def _handle(self, partition: int, rec: Any, now: float) -> None:
-        value = rec.value
+    def _handle(self, partition: int, rec: Any, now: float) -> int:
+        """Decode one record into the assembler; returns its span count, or -1 when it is
+        dead-lettered whole. A record with some invalid spans is dead-lettered *and* its
+        valid spans are used."""
         try:
-            result = decode_record(value, self.limits)
+            result = decode_record(rec.value, self.limits)
         except MalformedRecord as exc:
             kind = "oversized" if "exceeds" in str(exc) else "undecodable"
             self._dead.append((rec, str(exc), kind))
-            self.metrics.records.labels("deadletter").inc()
-            return
+            return -1
         if result.errors:
             reason = f"{len(result.errors)} invalid span(s): " + "; ".join(result.errors[:3])
             kind = "oversized" if any("exceeds" in e for e in result.errors) else "invalid_spans"
             self._dead.append((rec, reason, kind))
-            self.metrics.records.labels("deadletter").inc()
-        else:
-            self.metrics.records.labels("ok").inc()
         if result.spans:
-            self.metrics.spans_received.inc(len(result.spans))
             self.assembler.add(result.spans, (partition, rec.offset), now)
-
-    def _held(self) -> dict[int, int]:
-        """Per partition, the smallest offset that must not be committed past yet: records whose
-        spans are still buffered, and dead letters not yet produced."""
-        low = self.assembler.min_positions()
-        for rec, _, _ in self._dead:
-            cur = low.get(rec.partition)
-            if cur is None or rec.offset < cur:
-                low[rec.partition] = rec.offset
-        return low
+        return len(result.spans)
 
     def _uncommitted(self) -> bool:
-        low = self._held()
-        for part, seen in self._seen.items():
-            target = low.get(part, seen + 1)
-            if target > self._committed.get(part, -1):
-                return True
-        return False
+        """True when a batch would commit progress (records read that nothing holds back)."""
+        return bool(self._commit_targets())
 
     def _flush(self) -> None:
-        """Store the ready traces, produce judge + dead-letter records, then commit."""
+        """Hand the ready traces and dead letters to the writer as one batch.
+
+        The previous batch is finished first (at most one is in flight). The
+        batch's commit targets are taken now, when everything read so far is
+        either in the batch or still buffered by the assembler; records read
+        while the writer stores it are not covered and wait for the next batch.
+        """
         if self.consumer is None:
             return
-        self._in_flush = True
-        start = time.perf_counter()
-        try:
-            self._apply_rebalances()
-            self._load_marks()
-            ready, self._ready = self._ready, []
-            traces = self.ingestor.prepare(ready) if ready else []
-            if traces:
+        self._finish_batch()
+        self._apply_rebalances()
+        self._load_marks()
+        ready, self._ready = self._ready, []
+        traces = self.ingestor.prepare(ready) if ready else []
+        dead, self._dead = self._dead, []
+        batch = _Batch(traces, dead, self._commit_targets(), time.perf_counter())
+        if traces:
+            # chDB and the HTTP client release the GIL while inserting: storing one batch
+            # overlaps with decoding and assembling the next.
+            batch.future = self._writer.submit(self.ingestor.store, traces, self.topic)
+        self._batch = batch
+
+    def _finish_batch(self) -> None:
+        """Wait for the batch in flight to be stored (retrying with consumption paused while
+        storage is down), produce its judge messages and dead letters, then commit it."""
+        batch = self._batch
+        if batch is None:
+            return
+        if batch.future is not None:
+            try:
+                batch.future.result()
+            except StorageUnavailable as exc:
+                self.metrics.storage_up.set(0)
+                self.metrics.storage_retries.inc()
+                log.warning("storage unavailable (%s); retrying", str(exc).splitlines()[0][:200])
+                # Retry here, on the main thread, where waiting keeps the paused consumer alive.
                 retry_storage(
-                    lambda: self.ingestor.store(traces, self.topic),
+                    lambda: self.ingestor.store(batch.traces, self.topic),
                     self.metrics,
                     self._backoff(),
                     self._wait_paused,
                 )
-            self._produce(traces)
-            self._commit()
-            parts = self.consumer.assignment()
-            if parts:
-                self.consumer.resume(*parts)
-        finally:
-            self._in_flush = False
-        if traces:
-            self.metrics.batch_traces.observe(len(traces))
-        self.metrics.batch_latency.observe(time.perf_counter() - start)
+            self.metrics.storage_up.set(1)
+        self._produce(batch.traces, batch.dead)
+        self._batch = None
+        self._commit(batch.targets)
+        parts = self.consumer.assignment()
+        if parts:
+            self.consumer.resume(*parts)
+        if batch.traces:
+            self.metrics.batch_traces.observe(len(batch.traces))
+        self.metrics.batch_latency.observe(time.perf_counter() - batch.started)
         self.late_spans_to_metrics()
 
     def late_spans_to_metrics(self) -> None:
@@ -345,7 +402,7 @@ class KafkaCollector:
             self.metrics.late_spans.inc(late)
             self.assembler.late_spans = 0
 
-    def _produce(self, traces: list[Any]) -> None:
+    def _produce(self, traces: list[Any], dead: list[tuple[Any, str, str]]) -> None:
         """Judge messages for sampled traces and dead letters, acknowledged before any commit."""
         k = self.config["kafka"]
         sends: list[tuple[str, bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
@@ -354,7 +411,6 @@ class KafkaCollector:
                 sends.append(
                     (k["judge_topic"], t.trace_id.encode(), json.dumps(t.judge_message()).encode(), [])
                 )
-        dead, self._dead = self._dead, []
         for rec, reason, kind in dead:
             headers = [
                 (REASON_HEADER, reason[:2000].encode("utf-8", "replace")),
@@ -384,18 +440,29 @@ class KafkaCollector:
                 self._wait_paused(backoff.next())
         self.metrics.judge_queue_sent.inc(sum(1 for t in traces if t.sampled))
 
-    def _commit(self) -> None:
+    def _commit_targets(self) -> dict[int, tuple[int, int]]:
+        """Per assigned partition, (offset to commit, revocation epoch) for everything read so far
+        except records whose spans the assembler still buffers."""
+        low = self.assembler.min_positions()
+        out = {}
+        for part, seen in self._seen.items():
+            target = low.get(part, seen + 1)
+            if target > self._committed.get(part, -1):
+                out[part] = (target, self._epochs.get(part, 0))
+        return out
+
+    def _commit(self, targets: dict[int, tuple[int, int]]) -> None:
+        """Commit a batch's targets, skipping partitions revoked since the batch was cut
+        (their new owner, possibly us again, replays from the committed offset)."""
         from kafka import TopicPartition
         from kafka.structs import OffsetAndMetadata
 
         self._apply_rebalances()
-        low = self._held()
         offsets = {}
         assigned = {tp.partition for tp in self.consumer.assignment()}
-        for part, seen in self._seen.items():
-            if part not in assigned:
+        for part, (target, epoch) in targets.items():
+            if part not in assigned or self._epochs.get(part, 0) != epoch:
                 continue
-            target = low.get(part, seen + 1)
             if target > self._committed.get(part, -1):
                 offsets[TopicPartition(self.topic, part)] = OffsetAndMetadata(target, "", -1)
         if not offsets:
@@ -467,7 +534,10 @@ class KafkaCollector:
             self.assembler.forget(a.trace_id for a in self._ready if parts & a.positions.keys())
         self._ready = keep
         self._dead = [d for d in self._dead if d[0].partition not in parts]
+        if self._batch is not None:  # its dead letters are the new owner's to produce
+            self._batch.dead = [d for d in self._batch.dead if d[0].partition not in parts]
         for p in parts:
+            self._epochs[p] = self._epochs.get(p, 0) + 1
             self._seen.pop(p, None)
             self._committed.pop(p, None)
             self._need_marks.discard(p)

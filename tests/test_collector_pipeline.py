@@ -218,6 +218,41 @@ def test_storage_idempotent_schema_replacing_rows_and_version(tmp_path: Path) ->
         st.close()
 
 
+def test_storage_rows_keep_odd_values_nan_bigint_surrogate_unicode(tmp_path: Path) -> None:
+    """orjson encodes the rows; what it refuses (64-bit overflow, lone surrogates from JSON
+    input) falls back to the stdlib encoder for that row, and a NaN score is stored as null."""
+    st = Storage(f"chdb://{tmp_path / 'db'}")
+    try:
+        st.apply_schema()
+        odd = [_trace(i) for i in range(3)]
+        odd[0].attributes = {"big": 2**70, "note": "x"}
+        odd[0].chunks[0].score = float("nan")
+        odd[1].query = "lone \ud800 surrogate"
+        odd[2].answer = "Ünïcödé ✓ \u2028 \x00 end"
+        spans = _decoded(make_trace(5))
+        for s in spans:
+            if s.name == "generate":
+                s.attrs.update({"gen_ai.usage.input_tokens": 2**70, "gen_ai.usage.output_tokens": -3})
+        big = build_trace("f" * 32, spans)
+        assert (big.input_tokens, big.output_tokens) == (2**32 - 1, 0)  # clamped to the UInt32 columns
+        st.insert_traces([*odd, big], "spans")
+        rows = dict(
+            (r[0], r[1:])
+            for r in st.query(
+                "SELECT trace_id, attributes, chunk_scores[1], query, answer FROM {db}.rag_traces FINAL"
+            )
+        )
+        assert json.loads(rows[odd[0].trace_id][0]) == {"big": 2**70, "note": "x"}
+        assert rows[odd[0].trace_id][1] is None
+        assert rows[odd[1].trace_id][2].startswith("lone ") and rows[odd[1].trace_id][2].endswith(
+            " surrogate"
+        )
+        assert rows[odd[2].trace_id][3] == odd[2].answer
+        assert big.trace_id in rows
+    finally:
+        st.close()
+
+
 def test_config_env_overrides_and_one_line_errors(tmp_path: Path) -> None:
     cfg = load_config(
         None, env={"RAGPULSE_SAMPLING__RATE": "0.25", "RAGPULSE_KAFKA__BOOTSTRAP_SERVERS": "k:9092"}
