@@ -7,14 +7,21 @@ resources and many traces. Decoding is strict about what the collector
 depends on and reports every problem as a :class:`MalformedRecord` reason, so
 the caller can dead-letter the record instead of guessing.
 
-Protobuf parsing uses the upb backend; the per-span Python work is kept to a
-single pass over the attributes.
+Protobuf decoding has two implementations with identical results: the
+native one (the optional ``ragpulse-native`` distribution built from
+``native/``, a Rust wire parser that builds the spans directly, several times
+faster) and the pure-Python one (:func:`decode_otlp_proto_py`, upb plus one
+pass over the attributes), which is the reference and the fallback.
+:func:`decode_otlp_proto` uses the native decoder when it imports and its ABI
+matches; ``RAGPULSE_NATIVE=0`` in the environment forces the Python path.
+:data:`DECODER` says which one is active.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,6 +35,10 @@ __all__ = [
     "Limits",
     "decode_record",
     "decode_otlp_proto",
+    "decode_otlp_proto_py",
+    "DECODER",
+    "NATIVE_ABI",
+    "decoder_description",
     "decode_otlp_json",
     "spans_from_readable",
     "split_by_trace",
@@ -35,6 +46,31 @@ __all__ = [
 
 _ZERO_TRACE = b"\x00" * 16
 _ZERO_SPAN = b"\x00" * 8
+
+NATIVE_ABI = 1  # the ``ragpulse_native.ABI`` this module's calls are written for
+
+
+def _load_native() -> tuple[Any, str]:
+    """The native ``decode_traces`` (or None) and why it is or is not used."""
+    if os.environ.get("RAGPULSE_NATIVE", "").strip() == "0":
+        return None, "python (RAGPULSE_NATIVE=0)"
+    try:
+        import ragpulse_native
+    except ImportError:
+        return None, "python (ragpulse_native is not installed)"
+    abi = getattr(ragpulse_native, "ABI", None)
+    if abi != NATIVE_ABI:
+        return None, f"python (ragpulse_native ABI {abi} does not match the expected {NATIVE_ABI})"
+    return ragpulse_native.decode_traces, f"native (ragpulse_native {ragpulse_native.__version__})"
+
+
+_native_decode, _decoder_why = _load_native()
+DECODER = "native" if _native_decode is not None else "python"
+
+
+def decoder_description() -> str:
+    """One line saying which protobuf decoder is active and why (for the start-up log)."""
+    return f"OTLP protobuf decoder: {_decoder_why}"
 
 
 class MalformedRecord(ValueError):
@@ -145,7 +181,27 @@ def _pb_attrs(kvs: Any, limits: Limits) -> dict[str, Any]:
 
 
 def decode_otlp_proto(data: bytes, limits: Limits) -> DecodeResult:
-    """Decode an OTLP ``TracesData`` / ``ExportTraceServiceRequest`` protobuf."""
+    """Decode an OTLP ``TracesData`` / ``ExportTraceServiceRequest`` protobuf.
+
+    Uses the native decoder when it is active (:data:`DECODER`); its results,
+    errors and failures are those of :func:`decode_otlp_proto_py`.
+    """
+    native = _native_decode
+    cap = limits.max_attribute_chars
+    nmax = limits.max_attributes
+    if native is None or type(cap) is not int or type(nmax) is not int:
+        return decode_otlp_proto_py(data, limits)
+    try:
+        spans, errors = native(data if type(data) is bytes else bytes(data), Span, cap, nmax)
+    except ValueError as exc:
+        raise MalformedRecord(str(exc)) from None
+    except OverflowError:  # limits beyond 64 bits: only the Python path compares them exactly
+        return decode_otlp_proto_py(data, limits)
+    return DecodeResult(spans, errors)
+
+
+def decode_otlp_proto_py(data: bytes, limits: Limits) -> DecodeResult:
+    """The pure-Python protobuf decoder (upb): the reference for the native one, and its fallback."""
     td = TracesData()
     try:
         td.ParseFromString(data)
