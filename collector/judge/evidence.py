@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .text import TextProfile, profile, profile_sentences, stem_set
+from .text import TextProfile, is_plain, profile, profile_sentences, spaced, stem_set, tokenise
 
 __all__ = ["ChunkEvidence", "build_evidence", "is_usable", "split_sentences", "NON_CURRENT_STATUSES"]
 
@@ -28,8 +28,13 @@ NON_CURRENT_STATUSES: frozenset[str] = frozenset(
 _SENT_END_RE = re.compile(r"[.!?]\s+(?=[A-Z0-9\"'(\[])|\n+")
 
 
+_SENT_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\"'([")
+
+
 def split_sentences(content: str) -> list[str]:
     """The sentences of a chunk (empty pieces dropped; the whole content if none remain)."""
+    if _splits_plainly(content):
+        return [content[a:b] for a, b in _plain_spans(content)]
     out: list[str] = []
     pos = 0
     for m in _SENT_END_RE.finditer(content):
@@ -44,6 +49,55 @@ def split_sentences(content: str) -> list[str]:
     if piece and not piece.isspace():
         out.append(piece)
     return out or [content]
+
+
+def _splits_plainly(content: str) -> bool:
+    """Printable ASCII without ``!``/``?``: the usual chunk, which :func:`_plain_spans` splits."""
+    return content.isascii() and content.isprintable() and "!" not in content and "?" not in content
+
+
+def _plain_spans(content: str) -> list[tuple[int, int]]:
+    """:func:`split_sentences` as (start, end) offsets, for content that :func:`_splits_plainly`.
+
+    Its only whitespace is the space and its only sentence end is ``.``, so every
+    boundary of the regex (``[.!?]\\s+`` before a capital, digit, quote or bracket) is a
+    ``". "`` that C-level ``str.split`` finds; a split whose next piece, less leading
+    spaces, does not open a sentence is no boundary. Same pieces as the regex, a
+    fraction of the cost.
+    """
+    parts = content.split(". ")
+    if len(parts) == 1:
+        return [(0, len(content))]  # no boundary: the regex path gives [content] too
+    spans: list[tuple[int, int]] = []
+    starts = _SENT_START
+    start = 0
+    pos = len(parts[0])  # where the ". " after the current part sits
+    for p in parts[1:]:
+        if p[:1] in starts:
+            spans.append((start, pos + 1))
+            start = pos + 2
+        elif p[:1] == " ":
+            q = p.lstrip(" ")
+            if q[:1] in starts:
+                spans.append((start, pos + 1))
+                start = pos + 2 + len(p) - len(q)
+        pos += 2 + len(p)
+    spans.append((start, len(content)))
+    return spans
+
+
+def _sentences_and_tokens(content: str) -> tuple[list[str], list[list[str]]]:
+    """A chunk's sentences and each one's tokens (:func:`.text.tokenise`). A plain chunk
+    (:func:`.text.is_plain`) is translated once and each sentence's slice split."""
+    if _splits_plainly(content):
+        spans = _plain_spans(content)
+        texts = [content[a:b] for a, b in spans]
+        if is_plain(content):
+            sp = spaced(content)
+            return texts, [sp[a:b].split() for a, b in spans]
+    else:
+        texts = split_sentences(content)
+    return texts, list(map(tokenise, texts))
 
 
 @dataclass(slots=True)
@@ -122,8 +176,8 @@ def build_evidence(chunks: list[dict[str, Any]]) -> list[ChunkEvidence]:
     for ch in chunks:
         content = ch["content"]
         usable, reason = is_usable(ch.get("metadata"))
-        texts = split_sentences(content)
-        tokens, key_sets, whole = profile_sentences(texts)
+        texts, tokens = _sentences_and_tokens(content)
+        key_sets, whole = profile_sentences(tokens)
         out.append(
             ChunkEvidence(
                 id=ch["id"],
