@@ -36,6 +36,7 @@ __all__ = [
     "decode_record",
     "decode_otlp_proto",
     "decode_otlp_proto_py",
+    "decode_otlp_proto_native",
     "DECODER",
     "NATIVE_ABI",
     "decoder_description",
@@ -187,9 +188,22 @@ def decode_otlp_proto(data: bytes, limits: Limits) -> DecodeResult:
     errors and failures are those of :func:`decode_otlp_proto_py`.
     """
     native = _native_decode
+    if native is None:
+        return decode_otlp_proto_py(data, limits)
+    return _call_native(native, data, limits)
+
+
+def decode_otlp_proto_native(data: bytes, limits: Limits) -> DecodeResult:
+    """The native decoder, active or not (ImportError when ``ragpulse_native`` is not installed)."""
+    import ragpulse_native
+
+    return _call_native(ragpulse_native.decode_traces, data, limits)
+
+
+def _call_native(native: Any, data: bytes, limits: Limits) -> DecodeResult:
     cap = limits.max_attribute_chars
     nmax = limits.max_attributes
-    if native is None or type(cap) is not int or type(nmax) is not int:
+    if type(cap) is not int or type(nmax) is not int:  # only the Python path compares other numbers
         return decode_otlp_proto_py(data, limits)
     try:
         spans, errors = native(data if type(data) is bytes else bytes(data), Span, cap, nmax)

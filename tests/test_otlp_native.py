@@ -1,7 +1,7 @@
 """The native OTLP protobuf decoder (native/, ``ragpulse_native``) against the Python reference.
 
 Differential: every input goes through ``decode_otlp_proto_py`` (upb) and the
-native ``decode_otlp_proto``; either both raise :class:`MalformedRecord` with
+native ``decode_otlp_proto_native``; either both raise :class:`MalformedRecord` with
 the same reason, or both return the same spans (every field, attribute values
 compared by type and bit pattern, dict order included) and the same error
 list. Inputs: the synthetic generator's records, hand-built records with every
@@ -36,7 +36,7 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status, TracesData
 from ragpulse.collector import otlp
-from ragpulse.collector.otlp import Limits, MalformedRecord, decode_otlp_proto, decode_otlp_proto_py
+from ragpulse.collector.otlp import Limits, MalformedRecord, decode_otlp_proto_native, decode_otlp_proto_py
 from ragpulse.collector.synthetic import make_trace, traces_data
 
 try:
@@ -49,10 +49,11 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         ) from None
     pytest.skip("ragpulse_native is not installed (pure-Python decoder only)", allow_module_level=True)
 
-if otlp.DECODER != "native":
-    if os.environ.get("RAGPULSE_REQUIRE_NATIVE") == "1":
-        raise RuntimeError(f"RAGPULSE_REQUIRE_NATIVE=1 but {otlp.decoder_description()}")
-    pytest.skip(otlp.decoder_description(), allow_module_level=True)
+# The active decoder: native unless RAGPULSE_NATIVE=0 (the parity tests call the native one directly).
+needs_active = pytest.mark.skipif(
+    os.environ.get("RAGPULSE_NATIVE", "").strip() == "0",
+    reason="RAGPULSE_NATIVE=0 selects the Python decoder",
+)
 
 TID = bytes(range(1, 17))
 SID = bytes(range(1, 9))
@@ -90,7 +91,7 @@ def same(data: bytes, limits: Limits | None = None) -> Any:
     """Decodes with both decoders, asserts identical outcomes, returns the Python one."""
     limits = limits or Limits()
     ref = outcome(decode_otlp_proto_py, data, limits)
-    got = outcome(decode_otlp_proto, data, limits)
+    got = outcome(decode_otlp_proto_native, data, limits)
     assert got == ref, f"native differs on {data[:200]!r}...:\n native {got}\n python {ref}"
     return ref
 
@@ -655,11 +656,14 @@ def test_abi_mismatch_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
         __version__ = "9"
 
     monkeypatch.setitem(sys.modules, "ragpulse_native", Other)
+    monkeypatch.delenv("RAGPULSE_NATIVE", raising=False)
     fn, why = otlp._load_native()
     assert fn is None and "does not match" in why
 
 
+@needs_active
 def test_record_level_entry_point_uses_native() -> None:
+    assert otlp.DECODER == "native", otlp.decoder_description()
     data = synthetic_records()[0]
     r = otlp.decode_record(data, Limits())
     assert r.spans and all(type(s).__name__ == "Span" for s in r.spans)
@@ -669,3 +673,6 @@ def test_record_level_entry_point_uses_native() -> None:
         otlp.decode_record(b"\x0a\x00", Limits())
     assert otlp.decode_record(bytearray(data), Limits()).spans  # not only bytes
     assert otlp.decode_otlp_proto(memoryview(data), Limits()).spans  # type: ignore[arg-type]
+    ref = otlp.decode_otlp_proto_py(data, Limits()).spans
+    got = otlp.decode_otlp_proto(data, Limits()).spans
+    assert [span_tuple(s) for s in got] == [span_tuple(s) for s in ref]

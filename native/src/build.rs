@@ -55,6 +55,38 @@ fn hex<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
     PyString::new(py, std::str::from_utf8(&out[..2 * n]).unwrap_or(""))
 }
 
+/// The hex strings of ids seen recently in this record: a trace's spans share the trace id,
+/// and parent ids repeat span ids, so most lookups hit (linear search over a few entries).
+struct Ids<'a, 'py> {
+    recent: Vec<(&'a [u8], Bound<'py, PyString>)>,
+    next: usize,
+}
+
+impl<'a, 'py> Ids<'a, 'py> {
+    const SIZE: usize = 16;
+
+    fn new() -> Self {
+        Ids {
+            recent: Vec::with_capacity(Self::SIZE),
+            next: 0,
+        }
+    }
+
+    fn hex(&mut self, py: Python<'py>, id: &'a [u8]) -> Bound<'py, PyString> {
+        if let Some((_, s)) = self.recent.iter().find(|(b, _)| *b == id) {
+            return s.clone();
+        }
+        let s = hex(py, id);
+        if self.recent.len() < Self::SIZE {
+            self.recent.push((id, s.clone()));
+        } else {
+            self.recent[self.next] = (id, s.clone());
+            self.next = (self.next + 1) % Self::SIZE;
+        }
+        s
+    }
+}
+
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// Standard base64 with padding, as `base64.b64encode(b).decode()`.
@@ -98,7 +130,7 @@ fn value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
         Value::KvList(kvs) => {
             let d = PyDict::new(py);
             for kv in kvs {
-                d.set_item(keys::key(py, kv.key), value(py, &kv.value)?)?;
+                d.set_item(keys::cached(py, kv.key), value(py, &kv.value)?)?;
             }
             d.into_any()
         }
@@ -119,7 +151,7 @@ fn attrs<'py>(py: Python<'py>, kvs: &[KeyValue], caps: Caps) -> Result<Bound<'py
     let out = PyDict::new(py);
     let cap = caps.max_attribute_chars;
     for kv in kvs {
-        let key = keys::key(py, kv.key);
+        let key = keys::cached(py, kv.key);
         match &kv.value {
             Value::Str(s) if !s.is_empty() => {
                 // Characters never outnumber bytes: count them only when the bytes could exceed.
@@ -184,15 +216,16 @@ fn all_zero(b: &[u8]) -> bool {
 }
 
 /// Builds `(spans, errors)` from a parsed record, as `decode_otlp_proto_py` does.
-pub fn build<'py>(
+pub fn build<'a, 'py>(
     py: Python<'py>,
-    td: &TracesData,
+    td: &TracesData<'a>,
     span_cls: &Bound<'py, PyAny>,
     caps: Caps,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
     let spans = PyList::empty(py);
     let errors = PyList::empty(py);
     let empty = PyString::new(py, "");
+    let mut ids = Ids::new();
     for res in &td.resources {
         if res.first_span == res.end_span {
             continue;
@@ -248,11 +281,11 @@ pub fn build<'py>(
             let parent = if pid.is_empty() || all_zero(pid) {
                 empty.clone()
             } else {
-                hex(py, pid)
+                ids.hex(py, pid)
             };
             let span = span_cls.call1((
-                hex(py, tid),
-                hex(py, sid),
+                ids.hex(py, tid),
+                ids.hex(py, sid),
                 parent,
                 PyString::new(py, s.name),
                 s.start,

@@ -7,7 +7,7 @@
 //! * a tag takes at most 5 bytes and must fit in 32 bits; field number 0 and
 //!   wire types 6 and 7 are corrupt at message level;
 //! * a length takes at most 5 bytes, must be <= i32::MAX and fit the enclosing
-//!   message;
+//!   message (a string's only the record: see `Reader`);
 //! * unknown groups are skipped with their own depth budget (the message depth
 //!   left at that point), field number 0 is tolerated inside them, and a
 //!   group that is not closed before its enclosing message ends is corrupt.
@@ -242,39 +242,10 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// True when every byte is below 0x80 (eight words at a time: most OTLP text is ASCII).
-#[inline]
-fn is_ascii(b: &[u8]) -> bool {
-    let mut chunks = b.chunks_exact(64);
-    for c in &mut chunks {
-        let mut acc = 0u64;
-        for w in c.chunks_exact(8) {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(w);
-            acc |= u64::from_ne_bytes(a);
-        }
-        if acc & 0x8080_8080_8080_8080 != 0 {
-            return false;
-        }
-    }
-    let rest = chunks.remainder();
-    let mut words = rest.chunks_exact(8);
-    let mut acc = 0u64;
-    for w in &mut words {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(w);
-        acc |= u64::from_ne_bytes(a);
-    }
-    for &x in words.remainder() {
-        acc |= x as u64;
-    }
-    acc & 0x8080_8080_8080_8080 == 0
-}
-
 /// Validates a proto3 string field's bytes as UTF-8 (upb checks every string field it parses).
 #[inline]
 pub fn utf8(b: &[u8]) -> WResult<&str> {
-    if is_ascii(b) {
+    if b.is_ascii() {
         // SAFETY: ASCII bytes are valid UTF-8.
         return Ok(unsafe { std::str::from_utf8_unchecked(b) });
     }
