@@ -616,6 +616,76 @@ def mutate(rng: random.Random, data: bytes, pool: list[bytes]) -> bytes:
     return bytes(b)
 
 
+def random_value(rng: random.Random, depth: int = 0) -> AnyValue:
+    k = rng.randrange(10 if depth < 3 else 7)
+    if k == 0:
+        return AnyValue(
+            string_value="".join(rng.choice("ab\u00e9\u4e16\U0001f600 ") for _ in range(rng.randrange(12)))
+        )
+    if k == 1:
+        return AnyValue(
+            int_value=rng.choice((0, 1, -1, 2**63 - 1, -(2**63), rng.randrange(-(10**12), 10**12)))
+        )
+    if k == 2:
+        return AnyValue(double_value=rng.choice((0.0, -0.0, 1.5, float("nan"), float("inf"), rng.random())))
+    if k == 3:
+        return AnyValue(bool_value=rng.random() < 0.5)
+    if k == 4:
+        return AnyValue(bytes_value=bytes(rng.randrange(256) for _ in range(rng.randrange(9))))
+    if k == 5:
+        return AnyValue()
+    if k == 6:
+        return AnyValue(string_value_strindex=rng.randrange(5))
+    if k in (7, 8):
+        return AnyValue(
+            array_value=ArrayValue(values=[random_value(rng, depth + 1) for _ in range(rng.randrange(4))])
+        )
+    kvs = [
+        KeyValue(key=rng.choice("abc"), value=random_value(rng, depth + 1)) for _ in range(rng.randrange(4))
+    ]
+    return AnyValue(kvlist_value=KeyValueList(values=kvs))
+
+
+def random_record(rng: random.Random) -> bytes:
+    """A valid TracesData with random structure: resources, scopes, spans, attributes of every kind."""
+    td = TracesData()
+    for _ in range(rng.randrange(1, 4)):
+        rs = td.resource_spans.add()
+        for _ in range(rng.randrange(3)):
+            rs.resource.attributes.add(
+                key=rng.choice(("service.name", "host", "service.name")), value=random_value(rng)
+            )
+        for _ in range(rng.randrange(1, 3)):
+            ss = rs.scope_spans.add()
+            for _ in range(rng.randrange(4)):
+                s = ss.spans.add(
+                    trace_id=rng.choice((TID, bytes(16), TID[:15], bytes([rng.randrange(1, 256)]) * 16)),
+                    span_id=rng.choice((SID, PID, bytes(8), SID[:7])),
+                    parent_span_id=rng.choice((b"", PID, bytes(8), PID[:3])),
+                    name=rng.choice(("n", "", "\u00e9" * 70, "x'\"\n")),
+                    start_time_unix_nano=rng.choice((0, T0, 2**64 - 1)),
+                    end_time_unix_nano=rng.choice((0, T0, T0 + 5, 2**64 - 1)),
+                )
+                for _ in range(rng.randrange(6)):
+                    s.attributes.add(key=rng.choice(("k", "kk", "k\u00e9", "")), value=random_value(rng))
+                for _ in range(rng.randrange(3)):
+                    ev = s.events.add(name=rng.choice(("e", "")), time_unix_nano=rng.randrange(3))
+                    for _ in range(rng.randrange(3)):
+                        ev.attributes.add(key="a", value=random_value(rng))
+                if rng.random() < 0.3:
+                    s.status.code = rng.choice((0, 1, 2, 7))
+    return td.SerializeToString()
+
+
+def test_random_structure_fuzz() -> None:
+    rng = random.Random(4)
+    pool = [random_record(rng) for _ in range(50)]
+    for i in range(1500):
+        data = random_record(rng) if i % 2 else mutate(rng, rng.choice(pool), pool)
+        limits = Limits(max_attribute_chars=rng.choice((3, 16, 1000)), max_attributes=rng.choice((2, 5, 100)))
+        same(data, limits)
+
+
 def test_mutation_fuzz() -> None:
     small = [
         record(span("f", EVERY_KIND[:20], status=Status(code=2, message="m"), events=[Span.Event(name="e")])),
