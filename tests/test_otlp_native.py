@@ -585,6 +585,44 @@ def test_nesting_at_upb_depth_limits() -> None:
         )
 
 
+def test_hostile_sizes_stay_linear() -> None:
+    """Large hostile records decode (or fail) the same way, without blowing up: many attributes,
+    many merged occurrences of one value, many alternating oneof members, long group chains."""
+    base = base_span_bytes()
+    many_attrs = wrap_span(base + ld(9, b"") * 200_000)
+    assert "200000 attributes exceed" in same(many_attrs)[2][0]
+    merged = ld(1, b"k") + ld(2, ld(5, ld(1, ld(1, b"x")))) * 50_000  # one array of 50,000 values
+    same(wrap_span(base + ld(9, merged)), Limits(max_attribute_chars=10**7))
+    flip = ld(1, b"k") + (ld(2, ld(5, ld(1, ld(1, b"x")))) + ld(2, ld(1, b"s"))) * 30_000
+    same(wrap_span(base + ld(9, flip)))
+    wide_groups = (tag(7, 3) * 90 + tag(7, 4) * 90) * 2_000
+    same(wrap_span(base + wide_groups))
+    many_spans = ld(1, ld(2, ld(2, base) * 20_000))
+    assert len(same(many_spans)[1]) == 20_000
+
+
+def test_concurrent_threads_agree() -> None:
+    """Decoding from several threads at once gives every thread the same results."""
+    import threading
+
+    records = synthetic_records()
+    expected = [outcome(decode_otlp_proto_py, r, Limits()) for r in records]
+    failures: list[str] = []
+
+    def work() -> None:
+        for _ in range(20):
+            for r, want in zip(records, expected, strict=True):
+                if outcome(decode_otlp_proto_native, r, Limits()) != want:
+                    failures.append("mismatch")
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+
+
 # ---------------------------------------------------------------- (c) mutation fuzz
 
 
