@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .text import content_tokens, strip_markers
+from .text import has_content, strip_markers
 
 __all__ = [
     "Claim",
@@ -34,7 +34,6 @@ __all__ = [
 
 _MARKER_RE = re.compile(r"\[([^\[\]\n]{1,60})\]")
 _ITEM_SEP_RE = re.compile(r"[,;]")
-_SPACES_RE = re.compile(r"\s+")
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
 _LEADING_CONJ_RE = re.compile(r"^\s*(?:,\s*)?(?:and|or|but|while|whereas|so|yet)\s+", re.I)
@@ -148,8 +147,28 @@ def find_markers(answer: str, chunk_ids: list[str]) -> list[Marker]:
     return out
 
 
+# Every alternative of _ABSTAIN_RE contains one of these words (case-insensitively), so ASCII
+# text without any of them cannot match: a few C-level substring tests instead of the regex scan.
+_ABSTAIN_WORDS = (
+    "not",
+    "n't",
+    "unable",
+    "information",
+    "evidence",
+    "data",
+    "details",
+    "context",
+    "mention",
+    "answer",
+    "unclear",
+    "unknown",
+)
+
+
 def is_abstention(sentence: str) -> bool:
     """Whether a sentence says the sources (or the model) cannot answer."""
+    if sentence.isascii() and not any(map(sentence.lower().__contains__, _ABSTAIN_WORDS)):
+        return False
     return bool(_ABSTAIN_RE.search(sentence))
 
 
@@ -178,7 +197,7 @@ def _verb_index(words: list[str]) -> int:
             return i
     for i in range(1, len(lw)):
         w = lw[i]
-        if lw[i - 1] in PREPOSITIONS or (i > 1 and any(x in PREPOSITIONS for x in lw[1:i])):
+        if lw[i - 1] in PREPOSITIONS:
             break  # past a preposition we are inside a phrase, not at the clause's verb
         if len(w) > 3 and (w.endswith("s") or w.endswith("ed")) and not w.endswith("ss"):
             if lw[i - 1] not in _DET_PREP and not lw[i - 1][:1].isdigit() and not w.endswith("ous"):
@@ -274,9 +293,17 @@ def normalise_claim(text: str) -> str:
     return _ENUM_RE.sub("", strip_markers(text)).strip()
 
 
+_SPACE_BEFORE_PUNCT = (" .", " ,", " ;", " :", " !", " ?")
+
+
 def _clean(text: str) -> str:
     text = _ENUM_RE.sub("", text)
-    text = _SPACE_PUNCT_RE.sub(r"\1", _SPACES_RE.sub(" ", text)).strip(" ,;:-–—\t\n")
+    # Whitespace runs become single spaces (the runs at the ends go in the strip below); only
+    # then can a space precede punctuation, and only then is the regex needed.
+    text = " ".join(text.split())
+    if any(map(text.__contains__, _SPACE_BEFORE_PUNCT)):
+        text = _SPACE_PUNCT_RE.sub(r"\1", text)
+    text = text.strip(" ,;:-–—\t\n")
     text = _HEDGE_PREFIX_RE.sub("", text).strip(" ,;:")
     if text and text[0].islower():
         text = text[0].upper() + text[1:]
@@ -331,7 +358,7 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
         verb_at = -1
         for f_start, f_end in fine:
             own = [m for m in sent_markers if f_start <= m.start < f_end]
-            text = _SPACES_RE.sub(" ", plain[f_start:f_end]).strip()
+            text = " ".join(plain[f_start:f_end].split())  # whitespace runs squeezed, ends stripped
             text = _LEADING_CONJ_RE.sub("", text)
             if not text.strip(" .,;:"):
                 if own and claims:
@@ -340,12 +367,13 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
             if is_abstention(text):
                 abstentions.append(_clean(text))
                 continue
-            if _GREETING_RE.match(text) or len(content_tokens(_HEDGE_PREFIX_RE.sub("", text))) == 0:
+            if _GREETING_RE.match(text) or not has_content(_HEDGE_PREFIX_RE.sub("", text)):
                 continue
             if head_words:
-                text = _complete(text, head_words, verb_at)
+                cleaned = _clean(_complete(text, head_words, verb_at))
             else:
-                head_words = _clean(text).rstrip(".").split()
+                cleaned = _clean(text)
+                head_words = cleaned.rstrip(".").split()
                 verb_at = _verb_index(head_words)
-            claims.append(Claim(_clean(text), f_start, f_end, [d for m in own for d in m.doc_ids]))
+            claims.append(Claim(cleaned, f_start, f_end, [d for m in own for d in m.doc_ids]))
     return ExtractedAnswer(claims, abstentions, markers)

@@ -20,6 +20,7 @@ __all__ = [
     "stem_set",
     "stem",
     "content_tokens",
+    "has_content",
     "tokenise",
     "is_plain",
     "spaced",
@@ -220,6 +221,12 @@ def tokenise(text: str) -> list[str]:
     if is_plain(text):
         return text.translate(_SPACED).split()
     return _findall(text)
+
+
+def has_content(text: str) -> bool:
+    """Whether ``text`` has a content token: ``bool(content_tokens(text))``, through the
+    lexicon (a token's stem there is "" exactly when it is a stopword)."""
+    return any(map(_lexicon().stem_of.__getitem__, tokenise(text)))
 
 
 def content_tokens(text: str) -> list[str]:
