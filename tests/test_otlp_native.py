@@ -360,6 +360,26 @@ def test_unknown_fields_wrong_wire_types_and_groups() -> None:
     for field in range(1, 9):
         same(wrap_span(base + ld(9, ld(1, b"k") + ld(2, tag(field, 1) + b"\x00" * 8))))
         same(wrap_span(base + ld(9, ld(1, b"k") + ld(2, tag(field, 5) + b"\x00" * 4))))
+    # every field of Event, Status, KeyValue, Link, InstrumentationScope, Resource, EntityRef, with each
+    # wire type: the expected one parses, the others are skipped (a string given as varint is not checked)
+    bodies = [
+        (0, vint(3)),
+        (1, b"\x02" * 8),
+        (2, vint(3) + b"\xc3\xa9a"),
+        (2, vint(2) + b"\xffa"),
+        (5, b"\x02" * 4),
+        (3, b""),
+    ]
+    for f in range(1, 8):
+        for wt, body in bodies:
+            x = tag(f, wt) + body + (tag(f, 4) if wt == 3 else b"")
+            same(wrap_span(base + ld(11, ld(2, b"ev") + x)))  # Event
+            same(wrap_span(base + ld(15, x + tag(3, 0) + vint(2))))  # Status
+            same(wrap_span(base + ld(9, x + ld(1, b"k"))))  # KeyValue
+            same(wrap_span(base + ld(13, x)))  # Link
+            same(ld(1, ld(2, ld(1, x) + ld(2, base))))  # InstrumentationScope
+            same(ld(1, ld(1, x) + ld(2, ld(2, base))))  # Resource
+            same(ld(1, ld(1, ld(3, x)) + ld(2, ld(2, base))))  # EntityRef
 
 
 # ---------------------------------------------------------------- (b) malformed input
