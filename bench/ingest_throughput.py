@@ -90,14 +90,22 @@ def end_offsets(broker: KafkaBroker, topic: str) -> dict[int, int]:
         c.close()
 
 
+SETTINGS: list[str] = []  # --set section.key=value overrides (YAML values), for exploring settings
+
+
 def config(broker: KafkaBroker, topic: str, group: str, db: Path) -> dict:
-    return {
+    cfg = {
         "kafka": {"bootstrap_servers": broker.bootstrap, "spans_topic": topic, "group_id": group,
                   "judge_topic": topic + "-judge", "deadletter_topic": topic + "-dead", "session_timeout_ms": 6000},
         "storage": {"dsn": f"chdb://{db}"},
         "metrics": {"port": 0},
         "judge": {"enabled": False},
     }  # fmt: skip
+    for item in SETTINGS:
+        key, _, value = item.partition("=")
+        section, _, name = key.partition(".")
+        cfg.setdefault(section, {})[name] = yaml.safe_load(value)
+    return cfg
 
 
 def cpu_seconds(pid: int) -> float:
@@ -224,7 +232,12 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=5, help="retrieved chunks per trace")
     ap.add_argument("--chunk-chars", type=int, default=300, help="characters per chunk")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="collector setting for every run, e.g. --set storage.batch_max_traces=1000")  # fmt: skip
     args = ap.parse_args()
+    SETTINGS.extend(args.set)
+    if args.set:
+        print("settings:", ", ".join(args.set))
     workdir = Path(tempfile.mkdtemp(prefix="ragpulse-bench-"))
     (workdir / "kafka").mkdir()
     broker = KafkaBroker(workdir=workdir / "kafka", partitions=2, heap="1g").start()

@@ -318,6 +318,8 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
     rerankers: list[Span] = []
     llms: list[Span] = []
     error = False
+    first = spans[0]
+    end_time = first.end
     for s in spans:
         a = s.attrs
         if s.status == STATUS_ERROR:
@@ -326,6 +328,10 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
             rag_root = s
         if not s.parent_id:
             trace_root = s
+        if s.start < first.start:
+            first = s
+        if s.end > end_time:
+            end_time = s.end
         role = s.role
         if role is None:
             role = s.role = _role(a)
@@ -340,9 +346,8 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
     root = rag_root or chain or trace_root
     if rag_root is None:
         t.source = "openinference" if any(_KIND in s.attrs for s in spans) else "gen_ai"
-    first = min(spans, key=lambda s: s.start)
     t.time = (root or first).start
-    t.end_time = max(s.end for s in spans)
+    t.end_time = end_time
     t.service = (root or first).service
     ra: dict[str, Any] = root.attrs if root is not None else {}
     t.latency_ms = _ms(root) if root is not None else (t.end_time - t.time) / 1e6
@@ -371,13 +376,19 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
         t.provider = str(
             la.get("gen_ai.provider.name") or la.get("gen_ai.system") or la.get("llm.provider") or ""
         )
-        t.input_tokens = sum(
-            _int(s.attrs.get("gen_ai.usage.input_tokens", s.attrs.get("llm.token_count.prompt")))
-            for s in llms
+        t.input_tokens = min(
+            _TOKENS_MAX,
+            sum(
+                _int(s.attrs.get("gen_ai.usage.input_tokens", s.attrs.get("llm.token_count.prompt")))
+                for s in llms
+            ),
         )
-        t.output_tokens = sum(
-            _int(s.attrs.get("gen_ai.usage.output_tokens", s.attrs.get("llm.token_count.completion")))
-            for s in llms
+        t.output_tokens = min(
+            _TOKENS_MAX,
+            sum(
+                _int(s.attrs.get("gen_ai.usage.output_tokens", s.attrs.get("llm.token_count.completion")))
+                for s in llms
+            ),
         )
         t.generation_ms = sum(_ms(s) for s in llms)
     if not t.query and retrievers:
@@ -412,5 +423,8 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
         route = trace_root.attrs.get("http.route")
     t.route = str(route or "")
     t.status = "error" if error else "ok"
-    t.attributes = {k: v for k, v in ra.items() if k not in ("input.value", "output.value")}
+    attributes = dict(ra)
+    attributes.pop("input.value", None)
+    attributes.pop("output.value", None)
+    t.attributes = attributes
     return t

@@ -19,7 +19,7 @@ from ragpulse.collector.assemble import Assembled, build_trace
 from ragpulse.collector.metrics import Metrics
 from ragpulse.collector.model import RagTrace
 from ragpulse.collector.sampling import Sampler, SamplingPolicy
-from ragpulse.collector.storage import Storage, StorageUnavailable
+from ragpulse.collector.storage import Storage, StorageUnavailable, encode_traces
 
 __all__ = ["Ingestor", "retry_storage", "Backoff"]
 
@@ -142,8 +142,13 @@ class Ingestor:
 
     def store(self, traces: Sequence[RagTrace], src_topic: str = "") -> None:
         """Insert into rag_traces (raises StorageUnavailable; callers retry)."""
-        self.storage.insert_traces(traces, src_topic)
-        self.metrics.traces_stored.inc(len(traces))
+        self.store_encoded(encode_traces(traces, src_topic), len(traces))
+
+    def store_encoded(self, block: bytes, count: int) -> None:
+        """Insert ``count`` rows encoded by :func:`encode_traces` (thread-safe; raises
+        StorageUnavailable)."""
+        self.storage.insert_encoded_traces(block)
+        self.metrics.traces_stored.inc(count)
 
 
 def _default_backoff() -> Backoff:

@@ -45,7 +45,12 @@ _TRIGGERS = frozenset(
     "know answer find help sorry unable able cannot can't determine provide establish contain mention say "
     "specify information enough insufficient mentioned covered stated".split()
 )
-_PUNCT = str.maketrans({c: " " for c in ".,;:!?()[]{}\"'`"})
+_PUNCT_CHARS = ".,;:!?()[]{}\"'`"
+_PUNCT = str.maketrans({c: " " for c in _PUNCT_CHARS})
+# The same tokenising for ASCII text on bytes, about 3x cheaper (str.translate with a mapping
+# is slow). \x1c-\x1f are whitespace to str.split() but not to bytes.split(): mapped too.
+_PUNCT_BYTES = bytes.maketrans(_PUNCT_CHARS.encode() + b"\x1c\x1d\x1e\x1f", b" " * (len(_PUNCT_CHARS) + 4))
+_TRIGGERS_BYTES = frozenset(w.encode() for w in _TRIGGERS)
 
 
 def looks_like_refusal(answer: str) -> bool:
@@ -53,7 +58,10 @@ def looks_like_refusal(answer: str) -> bool:
     if not answer:
         return False
     text = answer[:2000].lower()
-    if _TRIGGERS.isdisjoint(text.translate(_PUNCT).split()):
+    if text.isascii():
+        if _TRIGGERS_BYTES.isdisjoint(text.encode().translate(_PUNCT_BYTES).split()):
+            return False
+    elif _TRIGGERS.isdisjoint(text.translate(_PUNCT).split()):
         return False
     return _REFUSAL.search(text) is not None
 

@@ -44,7 +44,7 @@ from ragpulse.collector.metrics import Metrics, MetricsServer
 from ragpulse.collector.otlp import Limits, MalformedRecord, decode_record
 from ragpulse.collector.pipeline import Backoff, Ingestor, retry_storage
 from ragpulse.collector.sampling import SamplingPolicy
-from ragpulse.collector.storage import Storage, StorageUnavailable
+from ragpulse.collector.storage import Storage, StorageUnavailable, encode_traces
 
 __all__ = ["KafkaCollector", "kafka_client_settings", "REASON_HEADER"]
 
@@ -67,7 +67,7 @@ class _Stop(Exception):
 class _Batch:
     """Traces and dead letters cut together, the offsets they let us commit, and the store."""
 
-    __slots__ = ("traces", "dead", "targets", "started", "future")
+    __slots__ = ("traces", "dead", "targets", "started", "block", "future")
 
     def __init__(
         self,
@@ -80,6 +80,7 @@ class _Batch:
         self.dead = dead
         self.targets = targets
         self.started = started
+        self.block = b""  # the encoded rows (kept for a retry on the main thread)
         self.future: Future[None] | None = None
 
     def done(self) -> bool:
@@ -359,9 +360,10 @@ class KafkaCollector:
         dead, self._dead = self._dead, []
         batch = _Batch(traces, dead, self._commit_targets(), time.perf_counter())
         if traces:
-            # chDB and the HTTP client release the GIL while inserting: storing one batch
-            # overlaps with decoding and assembling the next.
-            batch.future = self._writer.submit(self.ingestor.store, traces, self.topic)
+            # Encode here; the writer thread only runs the insert, during which chDB (or the
+            # HTTP client) releases the GIL: storing one batch overlaps decoding the next.
+            batch.block = encode_traces(traces, self.topic)
+            batch.future = self._writer.submit(self.ingestor.store_encoded, batch.block, len(traces))
         self._batch = batch
 
     def _finish_batch(self) -> None:
@@ -379,7 +381,7 @@ class KafkaCollector:
                 log.warning("storage unavailable (%s); retrying", str(exc).splitlines()[0][:200])
                 # Retry here, on the main thread, where waiting keeps the paused consumer alive.
                 retry_storage(
-                    lambda: self.ingestor.store(batch.traces, self.topic),
+                    lambda: self.ingestor.store_encoded(batch.block, len(batch.traces)),
                     self.metrics,
                     self._backoff(),
                     self._wait_paused,

@@ -27,6 +27,7 @@ from ragpulse.collector.model import RagTrace
 __all__ = [
     "Storage",
     "StorageUnavailable",
+    "encode_traces",
     "schema_statements",
     "TRACE_COLUMNS",
     "JUDGMENT_COLUMNS",
@@ -120,6 +121,17 @@ def _dumps(value: Any) -> bytes:
 
 def _nanos_text(ns: int) -> str:
     return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
+def encode_traces(traces: Sequence[RagTrace], src_topic: str = "") -> bytes:
+    """``rag_traces`` rows as a JSONCompactEachRow block.
+
+    orjson encodes them: measured about 3x cheaper in Python CPU than
+    clickhouse-connect's Native serialization for these wide rows with string
+    arrays, and 5x cheaper than the stdlib encoder. A NaN score is written as
+    null (the column is nullable).
+    """
+    return b"\n".join([_trace_row(t, src_topic) for t in traces])
 
 
 def _trace_row(t: RagTrace, src_topic: str) -> bytes:
@@ -230,20 +242,19 @@ class Storage:
     # -- writes
 
     def insert_traces(self, traces: Sequence[RagTrace], src_topic: str = "") -> None:
-        """Insert assembled traces in one statement (which also records their Kafka positions).
+        """Insert assembled traces in one statement (which also records their Kafka positions)."""
+        if traces:
+            self.insert_encoded_traces(encode_traces(traces, src_topic))
 
-        Rows are sent as JSONCompactEachRow encoded by orjson: measured about
-        3x cheaper in Python CPU than clickhouse-connect's Native serialization
-        for these wide rows with string arrays, and 5x cheaper than the stdlib
-        encoder. A NaN score is written as null (the column is nullable).
-        """
-        if not traces:
-            return
+    def insert_encoded_traces(self, block: bytes) -> None:
+        """Insert rows made by :func:`encode_traces`. Split from the encoding so a writer
+        thread can run the insert (ClickHouse work, GIL released) while the caller's thread
+        does the Python work."""
         self._call(
             "raw_insert",
             f"{self.database}.rag_traces",
             list(TRACE_COLUMNS),
-            insert_block=b"\n".join([_trace_row(t, src_topic) for t in traces]),
+            insert_block=block,
             fmt="JSONCompactEachRow",
         )
 

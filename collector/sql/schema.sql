@@ -55,7 +55,12 @@ CREATE TABLE IF NOT EXISTS {db}.rag_traces
 ENGINE = ReplacingMergeTree(span_count)
 PARTITION BY toYYYYMM(time)
 ORDER BY trace_id
-{ttl_traces};
+{ttl_traces}
+-- Wide rows (chunk texts): merge column by column in small blocks, which bounds merge memory
+-- (measured with chDB: peak RSS 536 -> 455 MB over 120,000 inserted rows).
+SETTINGS vertical_merge_algorithm_min_rows_to_activate = 1,
+         vertical_merge_algorithm_min_columns_to_activate = 1,
+         merge_max_block_size = 1024;
 
 CREATE TABLE IF NOT EXISTS {db}.rag_judgments
 (
