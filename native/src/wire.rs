@@ -103,10 +103,18 @@ impl<'a> Reader<'a> {
     /// A varint of at most `max_bytes` bytes whose value is at most `max_val`.
     #[inline]
     fn short_varint(&mut self, bound: usize, max_bytes: usize, max_val: u64) -> WResult<u64> {
-        if let Some(&b) = self.buf[..bound].get(self.pos) {
+        let head = &self.buf[..bound];
+        if let Some(&b) = head.get(self.pos) {
             if b & 0x80 == 0 {
                 self.pos += 1;
                 return Ok(b as u64);
+            }
+            // Two bytes (lengths 128..16383: most attribute values and spans) always fit the limits.
+            if let Some(&c) = head.get(self.pos + 1) {
+                if c & 0x80 == 0 {
+                    self.pos += 2;
+                    return Ok((b & 0x7f) as u64 | (c as u64) << 7);
+                }
             }
         }
         let start = self.pos;
