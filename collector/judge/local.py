@@ -102,13 +102,13 @@ class LocalJudge:
         evidence_stems: set[str] = set()
         answer_stems: set[str] = set()
         thr = self.threshold
-        support = self.model.support
+        support_all = self.model.support_all
         claim_profiles = [profile(c.text) for c in claims]
         answer_all = frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset()
         for claim, cp in zip(claims, claim_profiles, strict=True):
             answer_stems |= cp.stem_set
             view = claim_view(cp, qstems)
-            scored = [support(view, c) for c in chunks]
+            scored = support_all(view, chunks)
             probs = [p for p, _ in scored]
             supporting = [ids[i] for i, p in enumerate(probs) if p >= thr]
             prob_of = dict(zip(ids, probs, strict=True))
@@ -129,7 +129,7 @@ class LocalJudge:
                     evidence_stems |= by_id[best].sentence_stems[sent_i]
                     omitted = _omitted_condition(by_id[best].sentence_texts[sent_i], answer_all)
             else:
-                contradicting = [c.id for c in chunks if _contradicts(cp, c)]
+                contradicting = _contradicting(cp, chunks)
                 if contradicting:
                     verdict = "contradicted"
                 best_cov = max((cov for _, cov in scored), default=0.0)
@@ -210,10 +210,20 @@ def _best_sentence(cp, chunk: ChunkEvidence) -> tuple[int, float]:
     return best_i, best / max(1, len(cs))
 
 
-def _contradicts(cp, chunk: ChunkEvidence) -> bool:
-    """A sentence that matches the claim's words but disagrees on a number or a negation."""
+def _contradicting(cp, chunks: list[ChunkEvidence]) -> list[str]:
+    """Ids of the chunks with a sentence that matches the claim's words but disagrees
+    on a number or a negation (:func:`_contradicts` for each chunk, the claim's words
+    computed once)."""
     words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
-    if not words or len(words & chunk.whole.stem_set) < 0.6 * len(words):
+    if not words:
+        return []
+    return [c.id for c in chunks if _contradicts(cp, words, c)]
+
+
+def _contradicts(cp, words: frozenset[str], chunk: ChunkEvidence) -> bool:
+    """A sentence that matches the claim's ``words`` (its stems less numbers) but
+    disagrees on a number or a negation."""
+    if len(words & chunk.whole.stem_set) < 0.6 * len(words):
         return False  # no sentence can share enough words with the claim
     for i, ss in enumerate(chunk.sentence_stems):
         shared = len(words & ss) / len(words)
@@ -245,19 +255,21 @@ def _omitted_condition(sentence: str, answer_stems: frozenset[str]) -> str | Non
     # "rotated every 180 days and immediately after ..." shares "rotated"; "protected against
     # modification and kept online ..." coordinates two verb phrases, so each keeps its participle.
     head, first = split_head(parts[0], absorb_participle=not any(starts_with_verb(p) for p in parts[1:]))
-    others_stems = frozenset().union(*(profile(p).stem_set for p in parts[1:]))
+    rest_stems = [profile(p).stem_set for p in parts[1:]]
+    others_stems = frozenset().union(*rest_stems)
+    head_stems = profile(head).stem_set
     words = first.split()
     # "... within 30 days of joining and ...": the left conjunct starts after a preposition;
     # walk back from the last one until it holds two words of its own.
     for k in sorted((k for k, w in enumerate(words) if w.lower() in PREPOSITIONS), reverse=True):
         tail = " ".join(words[k + 1 :])
-        if k < len(words) - 1 and len(profile(tail).stem_set - others_stems - profile(head).stem_set) >= 2:
+        if k < len(words) - 1 and len(profile(tail).stem_set - others_stems - head_stems) >= 2:
             head = f"{head} {' '.join(words[: k + 1])}"
+            head_stems = profile(head).stem_set
             first = tail
             break
     parts[0] = first
-    head_stems = profile(head).stem_set
-    stems = [profile(p).stem_set for p in parts]
+    stems = [profile(first).stem_set, *rest_stems]
     for i, part in enumerate(parts):
         if not part or independent_clause(part):
             continue

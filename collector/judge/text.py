@@ -358,9 +358,9 @@ class TextProfile:
     @property
     def numbers(self) -> frozenset[str]:
         if self._numbers is None:
-            found = set(map(self._lex.number_of.get, self._tokens))
-            found.discard(None)
-            self._numbers = frozenset(found)  # type: ignore[arg-type]
+            # The distinct tokens that are numbers (a C-level set intersection), then their values.
+            number_of = self._lex.number_of
+            self._numbers = frozenset(map(number_of.__getitem__, number_of.keys() & set(self._tokens)))
         return self._numbers
 
     @property
