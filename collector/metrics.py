@@ -136,6 +136,13 @@ class Metrics:
         self.judgments_stored = Counter(
             "ragpulse_judgments_stored_total", "Rows written to rag_judgments", registry=r
         )
+        # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
+        self.decoder = Gauge(
+            "ragpulse_otlp_decoder_info", "1 for the OTLP protobuf decoder in use", ["decoder"], registry=r
+        )
+        from ragpulse.collector.otlp import DECODER
+
+        self.decoder.labels(DECODER).set(1)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
