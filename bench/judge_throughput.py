@@ -12,7 +12,7 @@
    300 ms: judged traces per second and the server-side request count (must
    equal the number of traces: one request per trace).
 
-Usage: python bench/judge_throughput.py [--local-traces 600] [--llm-traces 400] [--concurrency 64]
+Usage: python bench/judge_throughput.py [--local-traces 600] [--llm-traces 400] [--concurrency 64] [--local-only]
 """
 
 from __future__ import annotations
@@ -193,8 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--local-traces", type=int, default=600)
     ap.add_argument("--llm-traces", type=int, default=400)
     ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--local-only", action="store_true", help="skip the LLM judge part")
     args = ap.parse_args(argv)
-    bench_llm(args.llm_traces, args.concurrency)  # before pinning: the client may use both cores
+    if not args.local_only:
+        bench_llm(args.llm_traces, args.concurrency)  # before pinning: the client may use both cores
     bench_local(args.local_traces)
     return 0
 

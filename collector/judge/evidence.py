@@ -35,6 +35,11 @@ def split_sentences(content: str) -> list[str]:
     """The sentences of a chunk (empty pieces dropped; the whole content if none remain)."""
     if _splits_plainly(content):
         return [content[a:b] for a, b in _plain_spans(content)]
+    return _split_regex(content)
+
+
+def _split_regex(content: str) -> list[str]:
+    """:func:`split_sentences` by the boundary regex (any text)."""
     out: list[str] = []
     pos = 0
     for m in _SENT_END_RE.finditer(content):
