@@ -13,7 +13,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .text import TextProfile, is_plain, profile, profile_sentences, spaced, stem_set, tokenise
+from .text import (
+    TextProfile,
+    char_classes,
+    plain_classes,
+    profile,
+    profile_sentences,
+    spaced,
+    stem_set,
+    tokenise,
+)
 
 __all__ = ["ChunkEvidence", "build_evidence", "is_usable", "split_sentences", "NON_CURRENT_STATUSES"]
 
@@ -94,14 +103,15 @@ def _plain_spans(content: str) -> list[tuple[int, int]]:
 def _sentences_and_tokens(content: str) -> tuple[list[str], list[list[str]]]:
     """A chunk's sentences and each one's tokens (:func:`.text.tokenise`). A plain chunk
     (:func:`.text.is_plain`) is translated once and each sentence's slice split."""
-    if _splits_plainly(content):
+    c = char_classes(content)
+    if c is not None and 33 not in c:  # printable ASCII without "!"/"?": _splits_plainly
         spans = _plain_spans(content)
         texts = [content[a:b] for a, b in spans]
-        if is_plain(content):
+        if plain_classes(c):
             sp = spaced(content)
             return texts, [sp[a:b].split() for a, b in spans]
     else:
-        texts = split_sentences(content)
+        texts = _split_regex(content)
     return texts, list(map(tokenise, texts))
 
 

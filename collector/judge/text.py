@@ -23,6 +23,8 @@ __all__ = [
     "has_content",
     "tokenise",
     "is_plain",
+    "char_classes",
+    "plain_classes",
     "spaced",
     "normalise_numbers",
     "strip_markers",
@@ -52,22 +54,27 @@ _findall = _WORD_RE.findall
 
 # The fast path of :func:`tokenise`. ``_CLASSES`` maps each ASCII byte to its class: ``a`` for a
 # letter, ``0`` for a digit, ``.`` for ``.``/``,``, ``a`` for ``%`` (so that ``5%`` reads as a
-# digit next to a letter), ``'`` for an apostrophe and a space for everything else.
+# digit next to a letter), ``'`` for an apostrophe, ``!`` for ``!``, ``?`` and the control
+# characters (whitespace other than the space among them; the sentence splitter's fast path
+# wants none of these) and a space for everything else.
 # ``_SPACED`` keeps letters and digits and turns every other ASCII character into a space.
-_CLASSES = bytes(
-    ord(
-        "a"
-        if ch.isalpha() or ch == "%"
-        else "0"
-        if ch.isdigit()
-        else "."
-        if ch in ".,"
-        else ch
-        if ch == "'"
-        else " "
-    )
-    for ch in map(chr, range(128))
-) + bytes(128)
+
+
+def _char_class(ch: str) -> str:
+    if ch.isalpha() or ch == "%":
+        return "a"
+    if ch.isdigit():
+        return "0"
+    if ch in ".,":
+        return "."
+    if ch == "'":
+        return ch
+    if ch in "!?" or not ch.isprintable():
+        return "!"
+    return " "
+
+
+_CLASSES = bytes(ord(_char_class(ch)) for ch in map(chr, range(128))) + bytes(128)
 _SPACED = str.maketrans({i: ch if ch.isalnum() else " " for i, ch in enumerate(map(chr, range(128)))})
 _MARKER_RE = re.compile(r"\s*\[(?:[^\[\]]{1,40})\]")
 
@@ -197,9 +204,17 @@ def is_plain(text: str) -> bool:
     the token regex (see :func:`tokenise`); the same holds for every substring of a
     plain text. The checks are C-level substring searches over a class string.
     """
-    if not text.isascii():
-        return False
-    c = text.encode().translate(_CLASSES)
+    c = char_classes(text)
+    return c is not None and plain_classes(c)
+
+
+def char_classes(text: str) -> bytes | None:
+    """``text``'s class string (``_CLASSES``, one byte per character), None unless ASCII."""
+    return text.encode().translate(_CLASSES) if text.isascii() else None
+
+
+def plain_classes(c: bytes) -> bool:
+    """:func:`is_plain` for a text's class string (:func:`char_classes`)."""
     return (48 not in c or not (b"a0" in c or b"0a" in c or b"0.0" in c)) and (
         39 not in c or not (b"a'a" in c or b"a''" in c)
     )
