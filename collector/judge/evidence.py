@@ -20,7 +20,6 @@ from .text import (
     profile,
     profile_sentences,
     spaced,
-    stem_set,
     tokenise,
 )
 
@@ -131,8 +130,8 @@ class ChunkEvidence:
     reason: str | None
     whole: TextProfile
     sentence_texts: list[str]
-    sentence_tokens: list[list[str]]
-    sentence_keys: list[frozenset[str]]  # may hold the stopword key ""
+    sentence_stem_lists: list[list[str]]  # each sentence's content stems, in order
+    sentence_keys: list[frozenset[str]]
     _sentence_stems: list[frozenset[str]] | None = None
     _window_keys: list[frozenset[str]] | None = None
     _sentences: dict[int, TextProfile] | None = None
@@ -145,7 +144,7 @@ class ChunkEvidence:
     def sentence_stems(self) -> list[frozenset[str]]:
         """Each sentence's content stems (built on first use)."""
         if self._sentence_stems is None:
-            self._sentence_stems = [stem_set(toks) for toks in self.sentence_tokens]
+            self._sentence_stems = list(map(frozenset, self.sentence_stem_lists))
         return self._sentence_stems
 
     @property
@@ -192,7 +191,7 @@ def build_evidence(chunks: list[dict[str, Any]]) -> list[ChunkEvidence]:
         content = ch["content"]
         usable, reason = is_usable(ch.get("metadata"))
         texts, tokens = _sentences_and_tokens(content)
-        key_sets, whole = profile_sentences(tokens)
+        stem_lists, key_sets, whole = profile_sentences(tokens)
         out.append(
             ChunkEvidence(
                 id=ch["id"],
@@ -201,7 +200,7 @@ def build_evidence(chunks: list[dict[str, Any]]) -> list[ChunkEvidence]:
                 reason=reason,
                 whole=whole,
                 sentence_texts=texts,
-                sentence_tokens=tokens,
+                sentence_stem_lists=stem_lists,
                 sentence_keys=key_sets,
             )
         )

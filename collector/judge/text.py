@@ -403,23 +403,21 @@ def profile(text: str) -> TextProfile:
 
 
 def stem_set(tokens: list[str]) -> frozenset[str]:
-    """The content stems of already tokenised text (see :func:`profile_sentences`)."""
+    """The content stems of already tokenised text."""
     return frozenset(filter(None, map(_lexicon().stem_of.__getitem__, tokens)))
-
-
-_NO_KEY = frozenset([""])
 
 
 def profile_sentences(
     sentence_tokens: list[list[str]],
-) -> tuple[list[frozenset[str]], TextProfile]:
-    """For the tokens of consecutive sentences (:func:`tokenise`): each sentence's match
-    keys (a stopword contributes the empty key ""), and the full profile of their
-    concatenation. Sentence stem sets follow from the tokens (:func:`stem_set`) when needed."""
+) -> tuple[list[list[str]], list[frozenset[str]], TextProfile]:
+    """For the tokens of consecutive sentences (:func:`tokenise`): each sentence's content
+    stems (in order) and match keys, and the full profile of their concatenation. Each
+    token is looked up once (its stem); only content stems are looked up for keys."""
     lex = _lexicon()
-    token_key = lex.token_key.__getitem__
-    key_sets = [frozenset(map(token_key, toks)) for toks in sentence_tokens]
+    stem_of = lex.stem_of.__getitem__
+    key_of = lex.key_of.__getitem__
+    sentence_stems = [list(filter(None, map(stem_of, toks))) for toks in sentence_tokens]
+    key_sets = [frozenset(map(key_of, stems)) for stems in sentence_stems]
     tokens = list(chain.from_iterable(sentence_tokens))
-    stems = list(filter(None, map(lex.stem_of.__getitem__, tokens)))
-    keys = frozenset().union(*key_sets) - _NO_KEY
-    return key_sets, TextProfile(stems, keys, tokens, lex)
+    stems = list(chain.from_iterable(sentence_stems))
+    return sentence_stems, key_sets, TextProfile(stems, frozenset().union(*key_sets), tokens, lex)
