@@ -30,7 +30,6 @@ Reliability rules this loop keeps:
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import signal
 import threading
@@ -40,11 +39,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ragpulse.collector.assemble import Assembler
+from ragpulse.collector.memory import release_free_memory
 from ragpulse.collector.metrics import Metrics, MetricsServer
 from ragpulse.collector.otlp import Limits, MalformedRecord, decode_record, decoder_description
 from ragpulse.collector.pipeline import Backoff, Ingestor, retry_storage
 from ragpulse.collector.sampling import SamplingPolicy
-from ragpulse.collector.storage import Storage, StorageUnavailable, encode_traces
+from ragpulse.collector.storage import Storage, StorageUnavailable, encode_traces, json_bytes
 
 __all__ = ["KafkaCollector", "kafka_client_settings", "REASON_HEADER"]
 
@@ -68,20 +68,21 @@ class _Stop(Exception):
 class _Batch:
     """Traces and dead letters cut together, the offsets they let us commit, and the store."""
 
-    __slots__ = ("traces", "dead", "targets", "started", "block", "future")
+    __slots__ = ("sampled", "count", "dead", "targets", "started", "block", "future")
 
     def __init__(
         self,
-        traces: list[Any],
+        sampled: list[Any],
         dead: list[tuple[Any, str, str]],
         targets: dict[int, tuple[int, int]],
         started: float,
     ) -> None:
-        self.traces = traces
+        self.sampled = sampled  # the sampled traces, for the judge topic
+        self.count = 0  # traces in the batch
         self.dead = dead
         self.targets = targets
         self.started = started
-        self.block = b""  # the encoded rows (kept for a retry on the main thread)
+        self.block: list[bytes] = []  # the encoded rows (kept for a retry on the main thread)
         self.future: Future[None] | None = None
 
     def done(self) -> bool:
@@ -171,7 +172,7 @@ class KafkaCollector:
             auto_offset_reset="earliest",
             max_poll_records=k["max_poll_records"],
             fetch_max_bytes=k["fetch_max_bytes"],
-            max_partition_fetch_bytes=min(k["fetch_max_bytes"], 8 << 20),
+            max_partition_fetch_bytes=min(k["fetch_max_bytes"], 4 << 20),
             max_poll_interval_ms=300_000,
             session_timeout_ms=k["session_timeout_ms"],
             heartbeat_interval_ms=max(1000, k["session_timeout_ms"] // 3),
@@ -368,12 +369,16 @@ class KafkaCollector:
         ready, self._ready = self._ready, []
         traces = self.ingestor.prepare(ready) if ready else []
         dead, self._dead = self._dead, []
-        batch = _Batch(traces, dead, self._commit_targets(), time.perf_counter())
+        # The batch keeps only what it still needs once encoded: the sampled traces (for the
+        # judge topic) and the rows; the other traces are freed now.
+        batch = _Batch([t for t in traces if t.sampled], dead, self._commit_targets(), time.perf_counter())
+        batch.count = len(traces)
         if traces:
             # Encode here; the writer thread only runs the insert, during which chDB (or the
             # HTTP client) releases the GIL: storing one batch overlaps decoding the next.
             batch.block = encode_traces(traces, self.topic)
             batch.future = self._writer.submit(self.ingestor.store_encoded, batch.block, len(traces))
+        del traces, ready
         self._batch = batch
 
     def _finish_batch(self) -> None:
@@ -391,22 +396,24 @@ class KafkaCollector:
                 log.warning("storage unavailable (%s); retrying", str(exc).splitlines()[0][:200])
                 # Retry here, on the main thread, where waiting keeps the paused consumer alive.
                 retry_storage(
-                    lambda: self.ingestor.store_encoded(batch.block, len(batch.traces)),
+                    lambda: self.ingestor.store_encoded(batch.block, batch.count),
                     self.metrics,
                     self._backoff(),
                     self._wait_paused,
                 )
             self.metrics.storage_up.set(1)
-        self._produce(batch.traces, batch.dead)
+            batch.block = []
+        self._produce(batch.sampled, batch.dead)
         self._batch = None
         self._commit(batch.targets)
         parts = self.consumer.assignment()
         if parts:
             self.consumer.resume(*parts)
-        if batch.traces:
-            self.metrics.batch_traces.observe(len(batch.traces))
+        if batch.count:
+            self.metrics.batch_traces.observe(batch.count)
         self.metrics.batch_latency.observe(time.perf_counter() - batch.started)
         self.late_spans_to_metrics()
+        release_free_memory()  # the batch's rows and traces are freed: don't keep their pages
 
     def late_spans_to_metrics(self) -> None:
         late = self.assembler.late_spans
@@ -420,9 +427,7 @@ class KafkaCollector:
         sends: list[tuple[str, bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
         for t in traces:
             if t.sampled:
-                sends.append(
-                    (k["judge_topic"], t.trace_id.encode(), json.dumps(t.judge_message()).encode(), [])
-                )
+                sends.append((k["judge_topic"], t.trace_id.encode(), json_bytes(t.judge_message()), []))
         for rec, reason, kind in dead:
             headers = [
                 (REASON_HEADER, reason[:2000].encode("utf-8", "replace")),
