@@ -71,7 +71,11 @@ def run(recs, upto):
     if upto >= 5:
         encode_traces(traces, "ragpulse.spans")
 run(records(10**6, 10**6 + 100), 5)  # warm-up: every code path and cache, on other records
-run(records(0, n), upto)
+recs = records(0, n)
+import gc
+gc.freeze()
+gc.disable()  # as in `ragpulse collect` (its loop collects every 10 s)
+run(recs, upto)
 """
 
 
