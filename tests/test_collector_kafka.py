@@ -124,6 +124,17 @@ class CollectorProcess:
         except OSError:
             return ""
 
+    def stacks_and_log(self, chars: int = 16000) -> str:
+        """Ask a stuck process for its thread stacks (collect registers SIGUSR1), then return
+        the end of its log, stacks included, for a failure message."""
+        if self.alive():
+            os.kill(self.proc.pid, signal.SIGUSR1)
+            time.sleep(1.0)
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
 
 class Setup:
     """Unique topics, group and chDB path for one test."""
@@ -223,8 +234,13 @@ class Setup:
             ):
                 return
             time.sleep(0.5)
+        judged = ""
+        if judges:
+            group = self.config["kafka"]["judge_group_id"]
+            judged = f"; judge group committed {self.committed(group, self.judge)} end {self.end_offsets(self.judge)}"
         raise AssertionError(
-            f"collector did not catch up: committed {self.committed()} end {end}\n{proc.log_tail()}"
+            f"collector did not catch up: committed {self.committed()} end {end}{judged}\n"
+            + proc.stacks_and_log()
         )
 
     def read_topic(self, topic: str) -> list[Any]:
