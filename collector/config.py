@@ -93,7 +93,7 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "budget_includes_rules": bool,
         "rules": list,
     },
-    "metrics": {"host": str, "port": int},
+    "metrics": {"host": str, "port": int, "stall_s": (int, float)},
     "receiver": {"enabled": bool, "host": str, "port": int},
     "judge": {"enabled": bool, "judge": str, "workers": int, "batch_size": int, "settings": dict},
     "shutdown": {"grace_s": (int, float)},
@@ -135,6 +135,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ("kafka", "max_poll_records"),
         ("judge", "workers"),
         ("judge", "batch_size"),
+        ("metrics", "stall_s"),
     ):
         if cfg[section][key] <= 0:
             raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")

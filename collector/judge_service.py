@@ -11,6 +11,7 @@ once per batch and stored idempotently.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -30,6 +31,8 @@ log = logging.getLogger("ragpulse.judge_service")
 class KafkaJudgeService:
     """One consumer of the judge topic feeding one :class:`JudgeWorker`."""
 
+    _instances = itertools.count()
+
     def __init__(self, config: dict[str, Any], judge: JudgeLike, storage: Storage, metrics: Metrics) -> None:
         self.config = config
         self.worker = JudgeWorker(judge, storage, metrics)
@@ -38,6 +41,7 @@ class KafkaJudgeService:
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self.restarts = 0
+        self.name = f"judge-{next(self._instances)}"  # in logs and /healthz
 
     def start(self) -> KafkaJudgeService:
         self._thread = threading.Thread(target=self._run, name="ragpulse-judge-kafka", daemon=True)
@@ -98,7 +102,8 @@ class KafkaJudgeService:
         try:
             retry_commit = False
             while not self._stop.is_set():
-                polled = consumer.poll(timeout_ms=200)
+                with self.metrics.polls.watching(self.name):
+                    polled = consumer.poll(timeout_ms=200)
                 if not polled:
                     if retry_commit:  # a commit failed during a rebalance: try again when idle too
                         retry_commit = not self._commit(consumer)

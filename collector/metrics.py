@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from ragpulse.collector.http_server import BackgroundHTTPServer
+from ragpulse.collector.liveness import DEFAULT_STALL_S, PollWatch
 
 __all__ = ["Metrics", "MetricsServer", "SCORE_NAMES"]
 
@@ -143,13 +144,15 @@ class Metrics:
         from ragpulse.collector.otlp import DECODER
 
         self.decoder.labels(DECODER).set(1)
+        self.polls = PollWatch()  # Kafka polls in progress, for /healthz
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
 
 class MetricsServer(BackgroundHTTPServer):
-    """``/metrics``, ``/healthz`` (process alive) and ``/readyz`` (``ready()`` returns True) on one port."""
+    """``/metrics``, ``/healthz`` (alive, and no Kafka poll stuck for more than ``stall_s``)
+    and ``/readyz`` (``ready()`` returns True) on one port."""
 
     thread_name = "ragpulse-metrics"
 
@@ -159,9 +162,11 @@ class MetricsServer(BackgroundHTTPServer):
         host: str = "127.0.0.1",
         port: int = 0,
         ready: Callable[[], bool] | None = None,
+        stall_s: float = DEFAULT_STALL_S,
     ) -> None:
         self.metrics = metrics
         self.ready = ready or (lambda: True)
+        self.stall_s = stall_s
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -170,7 +175,14 @@ class MetricsServer(BackgroundHTTPServer):
                 if path == "/metrics":
                     self._send(200, outer.metrics.render(), CONTENT_TYPE_LATEST)
                 elif path == "/healthz":
-                    self._send(200, b"ok\n")
+                    stuck = outer.metrics.polls.stuck(outer.stall_s)
+                    if stuck:
+                        text = ", ".join(
+                            f"{n} in a Kafka poll for {s:.0f}s" for n, s in sorted(stuck.items())
+                        )
+                        self._send(503, f"stalled: {text}\n".encode())
+                    else:
+                        self._send(200, b"ok\n")
                 elif path == "/readyz":
                     ok = False
                     try:

@@ -201,7 +201,9 @@ class KafkaCollector:
             gc.set_threshold(20_000, 20, 100)
         if self._serve_metrics:
             m = self.config["metrics"]
-            self._server = MetricsServer(self.metrics, m["host"], m["port"], ready=self._ready_check).start()
+            self._server = MetricsServer(
+                self.metrics, m["host"], m["port"], ready=self._ready_check, stall_s=m["stall_s"]
+            ).start()
             log.info("metrics on %s", self._server.url)
         log.info("OTLP protobuf decoder: %s", decoder_description())
         try:
@@ -267,7 +269,8 @@ class KafkaCollector:
             parts = c.assignment()  # re-pause every time: a rebalance inside poll() brings new partitions
             if parts:
                 c.pause(*parts)
-            polled = c.poll(timeout_ms=int(min(0.5, max(0.0, end - time.monotonic())) * 1000))
+            with self.metrics.polls.watching("collector"):
+                polled = c.poll(timeout_ms=int(min(0.5, max(0.0, end - time.monotonic())) * 1000))
             # Records can still arrive (fetched before the pause took effect): never drop them.
             self._take(polled, time.monotonic())
         return True
@@ -281,7 +284,8 @@ class KafkaCollector:
         last_commit = time.monotonic()
         last_lag = 0.0
         while not self._stop.is_set():
-            polled = c.poll(timeout_ms=100)
+            with self.metrics.polls.watching("collector"):
+                polled = c.poll(timeout_ms=100)
             now = time.monotonic()
             self._take(polled, now)
             got = self.assembler.pop_ready(now)

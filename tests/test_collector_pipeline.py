@@ -253,6 +253,47 @@ def test_storage_rows_keep_odd_values_nan_bigint_surrogate_unicode(tmp_path: Pat
         st.close()
 
 
+def test_healthz_fails_while_a_kafka_poll_is_stuck_and_recovers() -> None:
+    """A poll that does not return within stall_s makes /healthz answer 503 naming the loop
+    (a liveness probe then restarts the process); /readyz is unaffected."""
+    import threading
+
+    from ragpulse.collector.metrics import MetricsServer
+
+    metrics = Metrics()
+    server = MetricsServer(metrics, port=0, stall_s=0.3).start()
+    release = threading.Event()
+
+    def stuck_poll() -> None:
+        with metrics.polls.watching("judge-7"):
+            release.wait(10)
+
+    def get(path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(server.url + path, timeout=5) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    try:
+        assert get("/healthz") == (200, "ok\n")
+        worker = threading.Thread(target=stuck_poll)
+        worker.start()
+        assert get("/healthz") == (200, "ok\n")  # a poll in progress, not yet stuck
+        time.sleep(0.5)
+        code, body = get("/healthz")
+        assert code == 503 and body.startswith("stalled: judge-7 in a Kafka poll for")
+        assert get("/readyz")[0] == 200
+        release.set()
+        worker.join(5)
+        assert get("/healthz") == (200, "ok\n")
+    finally:
+        release.set()
+        server.stop()
+    with pytest.raises(ConfigError, match="metrics.stall_s must be positive"):
+        load_config(None, overrides={"metrics": {"stall_s": 0}})
+
+
 def test_config_env_overrides_and_one_line_errors(tmp_path: Path) -> None:
     cfg = load_config(
         None, env={"RAGPULSE_SAMPLING__RATE": "0.25", "RAGPULSE_KAFKA__BOOTSTRAP_SERVERS": "k:9092"}

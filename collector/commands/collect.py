@@ -95,6 +95,7 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
             cfg["metrics"]["host"],
             cfg["metrics"]["port"],
             ready=lambda: all(j.alive() for j in judges),
+            stall_s=cfg["metrics"]["stall_s"],
         ).start()
         while not stop.wait(0.5):
             if not any(j.alive() for j in judges):
