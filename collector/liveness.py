@@ -1,13 +1,15 @@
 """Liveness: notice a Kafka poll that never returns, so ``/healthz`` can say so.
 
 ``KafkaConsumer.poll(timeout_ms=...)`` returns within its timeout, or within a
-rebalance's few seconds. kafka-python 3.0.12 has been seen to block one
-forever (a consumer thread waiting in its network layer for a task its IO
-thread never ran; docs/collector.md, "Reliability"). Nothing inside the
-process can unblock it, but a liveness probe can restart the process, and
-offsets committed only after storage make a restart lose nothing. Each
-polling loop wraps its poll in :meth:`PollWatch.watching`; ``/healthz``
-answers 503 while a poll has been running longer than the stall limit.
+rebalance's few seconds. kafka-python 3.0.12 does its network work through
+blocking cross-thread calls without timeouts (``NetworkSelector.run`` waits on
+an ``Event`` for its IO thread), so a lost task there blocks a poll forever.
+Nothing inside the process can unblock that, but a liveness probe can restart
+the process, and offsets committed only after storage make a restart lose
+nothing. Each polling loop wraps its poll in :meth:`PollWatch.watching`;
+``/healthz`` answers 503 while a poll has been running longer than the stall
+limit. (A group join that never completes while polls keep returning, seen in
+tests, is not caught by this: docs/collector.md, "Metrics, health, readiness".)
 """
 
 from __future__ import annotations
