@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from ragpulse.collector.judge_worker import JudgeLike, JudgeWorker
+from ragpulse.collector.liveness import rebalancing
 from ragpulse.collector.metrics import Metrics
 from ragpulse.collector.pipeline import Backoff, retry_storage
 from ragpulse.collector.storage import Storage
@@ -26,6 +27,9 @@ from ragpulse.collector.storage import Storage
 __all__ = ["KafkaJudgeService"]
 
 log = logging.getLogger("ragpulse.judge_service")
+
+_MAX_POLL_INTERVAL_MS = 300_000
+_REBALANCE_ALLOWED_S = _MAX_POLL_INTERVAL_MS / 1000 + 30  # see service.py
 
 
 class KafkaJudgeService:
@@ -97,13 +101,20 @@ class KafkaJudgeService:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_poll_records=self.config["judge"]["batch_size"],
+            max_poll_interval_ms=_MAX_POLL_INTERVAL_MS,
         )
         producer = KafkaProducer(**common, acks="all", linger_ms=5)
+        stall_s = float(self.config["metrics"]["stall_s"])
         try:
             retry_commit = False
             while not self._stop.is_set():
                 with self.metrics.polls.watching(self.name):
                     polled = consumer.poll(timeout_ms=200)
+                joining = self.metrics.polls.joining(self.name, rebalancing(consumer), _REBALANCE_ALLOWED_S)
+                if joining > _REBALANCE_ALLOWED_S + stall_s:
+                    # kafka-python's group join never completed (seen in tests): start over
+                    # with a new consumer (run() is restarted by _run; nothing was committed).
+                    raise RuntimeError(f"{self.name}: consumer group join stuck for {joining:.0f}s")
                 if not polled:
                     if retry_commit:  # a commit failed during a rebalance: try again when idle too
                         retry_commit = not self._commit(consumer)
@@ -138,6 +149,7 @@ class KafkaJudgeService:
                     producer.flush(30)
                 retry_commit = not self._commit(consumer)
         finally:
+            self.metrics.polls.joining(self.name, False, 0.0)
             consumer.close(autocommit=False)
             producer.close(timeout=2)
             time.sleep(0)

@@ -177,9 +177,7 @@ class MetricsServer(BackgroundHTTPServer):
                 elif path == "/healthz":
                     stuck = outer.metrics.polls.stuck(outer.stall_s)
                     if stuck:
-                        text = ", ".join(
-                            f"{n} in a Kafka poll for {s:.0f}s" for n, s in sorted(stuck.items())
-                        )
+                        text = ", ".join(f"{n} stuck for {s:.0f}s" for n, s in sorted(stuck.items()))
                         self._send(503, f"stalled: {text}\n".encode())
                     else:
                         self._send(200, b"ok\n")

@@ -39,6 +39,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ragpulse.collector.assemble import Assembler
+from ragpulse.collector.liveness import rebalancing
 from ragpulse.collector.memory import release_free_memory
 from ragpulse.collector.metrics import Metrics, MetricsServer
 from ragpulse.collector.otlp import Limits, MalformedRecord, decode_record, decoder_description
@@ -51,6 +52,10 @@ __all__ = ["KafkaCollector", "kafka_client_settings", "REASON_HEADER"]
 log = logging.getLogger("ragpulse.collect")
 
 REASON_HEADER = "ragpulse.reason"
+_MAX_POLL_INTERVAL_MS = 300_000
+# The broker holds a join open for up to the rebalance timeout (max_poll_interval_ms),
+# plus a request timeout for the SyncGroup round trip.
+_REBALANCE_ALLOWED_S = _MAX_POLL_INTERVAL_MS / 1000 + 30
 SOURCE_HEADER = "ragpulse.source"
 
 
@@ -171,7 +176,7 @@ class KafkaCollector:
             max_poll_records=k["max_poll_records"],
             fetch_max_bytes=k["fetch_max_bytes"],
             max_partition_fetch_bytes=min(k["fetch_max_bytes"], 4 << 20),
-            max_poll_interval_ms=300_000,
+            max_poll_interval_ms=_MAX_POLL_INTERVAL_MS,
             session_timeout_ms=k["session_timeout_ms"],
             heartbeat_interval_ms=max(1000, k["session_timeout_ms"] // 3),
         )
@@ -286,6 +291,7 @@ class KafkaCollector:
         while not self._stop.is_set():
             with self.metrics.polls.watching("collector"):
                 polled = c.poll(timeout_ms=100)
+            self.metrics.polls.joining("collector", rebalancing(c), _REBALANCE_ALLOWED_S)
             now = time.monotonic()
             self._take(polled, now)
             got = self.assembler.pop_ready(now)

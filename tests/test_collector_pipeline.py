@@ -282,7 +282,7 @@ def test_healthz_fails_while_a_kafka_poll_is_stuck_and_recovers() -> None:
         assert get("/healthz") == (200, "ok\n")  # a poll in progress, not yet stuck
         time.sleep(0.5)
         code, body = get("/healthz")
-        assert code == 503 and body.startswith("stalled: judge-7 in a Kafka poll for")
+        assert code == 503 and body.startswith("stalled: judge-7 stuck for")
         assert get("/readyz")[0] == 200
         release.set()
         worker.join(5)
@@ -292,6 +292,20 @@ def test_healthz_fails_while_a_kafka_poll_is_stuck_and_recovers() -> None:
         server.stop()
     with pytest.raises(ConfigError, match="metrics.stall_s must be positive"):
         load_config(None, overrides={"metrics": {"stall_s": 0}})
+
+
+def test_a_group_join_that_outlasts_the_rebalance_timeout_counts_as_stuck() -> None:
+    from ragpulse.collector.liveness import PollWatch
+
+    watch = PollWatch()
+    assert watch.joining("collector", False, 1.0) == 0.0
+    assert watch.joining("collector", True, 0.2) >= 0.0  # rebalancing: allowed 0.2 s (+ stall limit)
+    assert watch.stuck(0.1) == {}
+    time.sleep(0.4)
+    assert watch.joining("collector", True, 0.2) > 0.3  # still rebalancing: the start is kept
+    assert set(watch.stuck(0.1)) == {"collector (group join)"}
+    assert watch.joining("collector", False, 0.2) == 0.0  # joined: cleared
+    assert watch.stuck(0.1) == {}
 
 
 def test_config_env_overrides_and_one_line_errors(tmp_path: Path) -> None:

@@ -39,6 +39,16 @@ def test_kafka_produce_consume_1000_with_consumer_group(kafka_broker: KafkaBroke
         if len(seen) == 1000:
             break
     consumer.commit()
+    # The collector's liveness watch reads kafka-python's (private) member state: a joined
+    # member must read as not rebalancing, through the attribute path the watch uses.
+    from kafka.structs import MemberState
+    from ragpulse.collector.liveness import rebalancing
+
+    assert consumer._coordinator.state == MemberState.STABLE
+    assert rebalancing(consumer) is False
+    consumer._coordinator.state = MemberState.REBALANCING  # what a join in progress looks like
+    assert rebalancing(consumer) is True
+    consumer._coordinator.state = MemberState.STABLE
     assignment = consumer.assignment()
     committed = {tp: consumer.committed(tp) for tp in assignment}
     end = consumer.end_offsets(list(assignment))
