@@ -95,7 +95,14 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
     "metrics": {"host": str, "port": int, "stall_s": (int, float)},
     "receiver": {"enabled": bool, "host": str, "port": int},
-    "judge": {"enabled": bool, "judge": str, "workers": int, "batch_size": int, "settings": dict},
+    "judge": {
+        "enabled": bool,
+        "judge": str,
+        "workers": int,
+        "batch_size": int,
+        "max_poll_interval_s": (int, float),
+        "settings": dict,
+    },
     "shutdown": {"grace_s": (int, float)},
 }
 
@@ -136,6 +143,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ("judge", "workers"),
         ("judge", "batch_size"),
         ("metrics", "stall_s"),
+        ("judge", "max_poll_interval_s"),
     ):
         if cfg[section][key] <= 0:
             raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")

@@ -28,8 +28,7 @@ __all__ = ["KafkaJudgeService"]
 
 log = logging.getLogger("ragpulse.judge_service")
 
-_MAX_POLL_INTERVAL_MS = 300_000
-_REBALANCE_ALLOWED_S = _MAX_POLL_INTERVAL_MS / 1000 + 30  # see service.py
+_SYNC_ALLOWANCE_S = 30.0  # a SyncGroup round trip (kafka-python's request timeout)
 
 
 class KafkaJudgeService:
@@ -101,17 +100,19 @@ class KafkaJudgeService:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_poll_records=self.config["judge"]["batch_size"],
-            max_poll_interval_ms=_MAX_POLL_INTERVAL_MS,
+            max_poll_interval_ms=int(self.config["judge"]["max_poll_interval_s"] * 1000),
         )
         producer = KafkaProducer(**common, acks="all", linger_ms=5)
         stall_s = float(self.config["metrics"]["stall_s"])
+        # The broker may hold a join open for the rebalance timeout (max_poll_interval).
+        allowed_s = float(self.config["judge"]["max_poll_interval_s"]) + _SYNC_ALLOWANCE_S
         try:
             retry_commit = False
             while not self._stop.is_set():
                 with self.metrics.polls.watching(self.name):
                     polled = consumer.poll(timeout_ms=200)
-                joining = self.metrics.polls.joining(self.name, rebalancing(consumer), _REBALANCE_ALLOWED_S)
-                if joining > _REBALANCE_ALLOWED_S + stall_s:
+                joining = self.metrics.polls.joining(self.name, rebalancing(consumer), allowed_s)
+                if joining > allowed_s + stall_s:
                     # kafka-python's group join never completed (seen in tests): start over
                     # with a new consumer (run() is restarted by _run; nothing was committed).
                     raise RuntimeError(f"{self.name}: consumer group join stuck for {joining:.0f}s")
