@@ -145,9 +145,7 @@ class Assembler:
             p.spans.append(span)
             if not span.parent_id:
                 p.has_root = True
-            role = span.role
-            if role is None:
-                role = span.role = _role(span.attrs)
+            role = span_role(span)
             if role == "retriever":
                 p.has_retrieval = True
                 p.is_rag = True
@@ -332,9 +330,7 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
             first = s
         if s.end > end_time:
             end_time = s.end
-        role = s.role
-        if role is None:
-            role = s.role = _role(a)
+        role = span_role(s)
         if role == "retriever":
             retrievers.append(s)
         elif role == "reranker":
