@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from ragpulse.collector.judge_worker import JudgeLike, JudgeWorker
-from ragpulse.collector.liveness import rebalancing
+from ragpulse.collector.liveness import rebalance_allowance_s, rebalancing
 from ragpulse.collector.metrics import Metrics
 from ragpulse.collector.pipeline import Backoff, retry_storage
 from ragpulse.collector.storage import Storage
@@ -27,8 +27,6 @@ from ragpulse.collector.storage import Storage
 __all__ = ["KafkaJudgeService"]
 
 log = logging.getLogger("ragpulse.judge_service")
-
-_SYNC_ALLOWANCE_S = 30.0  # a SyncGroup round trip (kafka-python's request timeout)
 
 
 class KafkaJudgeService:
@@ -93,6 +91,7 @@ class KafkaJudgeService:
         k = self.config["kafka"]
         st = self.config["storage"]
         common = kafka_client_settings(self.config)
+        max_poll_interval_ms = int(self.config["judge"]["max_poll_interval_s"] * 1000)
         consumer = KafkaConsumer(
             k["judge_topic"],
             **common,
@@ -100,12 +99,11 @@ class KafkaJudgeService:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_poll_records=self.config["judge"]["batch_size"],
-            max_poll_interval_ms=int(self.config["judge"]["max_poll_interval_s"] * 1000),
+            max_poll_interval_ms=max_poll_interval_ms,
         )
         producer = KafkaProducer(**common, acks="all", linger_ms=5)
         stall_s = float(self.config["metrics"]["stall_s"])
-        # The broker may hold a join open for the rebalance timeout (max_poll_interval).
-        allowed_s = float(self.config["judge"]["max_poll_interval_s"]) + _SYNC_ALLOWANCE_S
+        allowed_s = rebalance_allowance_s(max_poll_interval_ms)
         try:
             retry_commit = False
             while not self._stop.is_set():

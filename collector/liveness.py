@@ -26,9 +26,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["PollWatch", "DEFAULT_STALL_S", "rebalancing"]
+__all__ = ["PollWatch", "DEFAULT_STALL_S", "rebalancing", "rebalance_allowance_s"]
 
 DEFAULT_STALL_S = 120.0  # well above a rebalance (session timeouts are seconds)
+_SYNC_ALLOWANCE_S = 30.0  # a SyncGroup round trip (kafka-python's request timeout)
+
+
+def rebalance_allowance_s(max_poll_interval_ms: int) -> float:
+    """The longest a legitimate group join may take for a consumer: the broker holds a join
+    open for up to the rebalance timeout (``max_poll_interval_ms``), then the SyncGroup
+    round trip follows."""
+    return max_poll_interval_ms / 1000 + _SYNC_ALLOWANCE_S
 
 
 class PollWatch:

@@ -39,7 +39,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ragpulse.collector.assemble import Assembler
-from ragpulse.collector.liveness import rebalancing
+from ragpulse.collector.liveness import rebalance_allowance_s, rebalancing
 from ragpulse.collector.memory import release_free_memory
 from ragpulse.collector.metrics import Metrics, MetricsServer
 from ragpulse.collector.otlp import Limits, MalformedRecord, decode_record, decoder_description
@@ -53,9 +53,7 @@ log = logging.getLogger("ragpulse.collect")
 
 REASON_HEADER = "ragpulse.reason"
 _MAX_POLL_INTERVAL_MS = 300_000
-# The broker holds a join open for up to the rebalance timeout (max_poll_interval_ms),
-# plus a request timeout for the SyncGroup round trip.
-_REBALANCE_ALLOWED_S = _MAX_POLL_INTERVAL_MS / 1000 + 30
+_REBALANCE_ALLOWED_S = rebalance_allowance_s(_MAX_POLL_INTERVAL_MS)
 SOURCE_HEADER = "ragpulse.source"
 
 
@@ -77,12 +75,13 @@ class _Batch:
     def __init__(
         self,
         sampled: list[Any],
+        count: int,
         dead: list[tuple[Any, str, str]],
         targets: dict[int, tuple[int, int]],
         started: float,
     ) -> None:
         self.sampled = sampled  # the sampled traces, for the judge topic
-        self.count = 0  # traces in the batch
+        self.count = count  # traces in the batch
         self.dead = dead
         self.targets = targets
         self.started = started
@@ -375,8 +374,9 @@ class KafkaCollector:
         dead, self._dead = self._dead, []
         # The batch keeps only what it still needs once encoded: the sampled traces (for the
         # judge topic) and the rows; the other traces are freed now.
-        batch = _Batch([t for t in traces if t.sampled], dead, self._commit_targets(), time.perf_counter())
-        batch.count = len(traces)
+        batch = _Batch(
+            [t for t in traces if t.sampled], len(traces), dead, self._commit_targets(), time.perf_counter()
+        )
         if traces:
             # Encode here; the writer thread only runs the insert, during which chDB (or the
             # HTTP client) releases the GIL: storing one batch overlaps decoding the next.
