@@ -184,28 +184,27 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    /// The next `N` bytes of this message (a fixed-width field's payload).
     #[inline]
-    pub fn fixed64(&mut self) -> WResult<u64> {
-        let end = self.pos + 8;
+    fn fixed<const N: usize>(&mut self) -> WResult<[u8; N]> {
+        let end = self.pos + N;
         let b = self.buf[..self.end]
             .get(self.pos..end)
             .ok_or(WireError::Corrupt)?;
         self.pos = end;
-        let mut a = [0u8; 8];
+        let mut a = [0u8; N];
         a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
+        Ok(a)
+    }
+
+    #[inline]
+    pub fn fixed64(&mut self) -> WResult<u64> {
+        Ok(u64::from_le_bytes(self.fixed()?))
     }
 
     #[inline]
     pub fn fixed32(&mut self) -> WResult<u32> {
-        let end = self.pos + 4;
-        let b = self.buf[..self.end]
-            .get(self.pos..end)
-            .ok_or(WireError::Corrupt)?;
-        self.pos = end;
-        let mut a = [0u8; 4];
-        a.copy_from_slice(b);
-        Ok(u32::from_le_bytes(a))
+        Ok(u32::from_le_bytes(self.fixed()?))
     }
 
     /// Skips an unknown field (or a known one with an unexpected wire type).
