@@ -90,6 +90,7 @@ def end_offsets(broker: KafkaBroker, topic: str) -> dict[int, int]:
         c.close()
 
 
+THREAD_CPU: list[str] = []  # per-process "thread name seconds" lines, printed after the table
 SETTINGS: list[str] = []  # --set section.key=value overrides (YAML values), for exploring settings
 
 
@@ -114,6 +115,23 @@ def cpu_seconds(pid: int) -> float:
 
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds so far per thread name (threads of one name summed; ids of pools stripped)."""
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (task / "stat").read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")].rstrip("0123456789_-")
+        if task.name == str(pid):
+            name = "main"
+        fields = text.rsplit(")", 1)[1].split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def anon_rss_mb(pid: int) -> float:
@@ -175,6 +193,7 @@ def run_processes(
             p.start()
         urls: list[str | None] = [None] * n_procs
         cpu0: list[float | None] = [None] * n_procs
+        threads0: list[dict[str, float]] = [{} for _ in procs]
         start = None
         anon = [0.0] * n_procs
         while True:
@@ -184,6 +203,7 @@ def run_processes(
                     urls[k] = _url(p)
                 if urls[k] is not None and cpu0[k] is None:
                     cpu0[k] = cpu_seconds(p.proc.pid)  # type: ignore[union-attr]
+                    threads0[k] = thread_cpu(p.proc.pid)  # type: ignore[union-attr]
             for k, p in enumerate(procs):
                 anon[k] = max(anon[k], anon_rss_mb(p.proc.pid))  # type: ignore[union-attr]
             if start is None and any(u and _metric(u, "ragpulse_spans_received_total") > 0 for u in urls):
@@ -194,6 +214,13 @@ def run_processes(
         elapsed = time.monotonic() - start
         rss = [peak_rss_mb(p.proc.pid) for p in procs if p.proc]
         cpu = [cpu_seconds(p.proc.pid) - (c0 or 0.0) for p, c0 in zip(procs, cpu0, strict=True) if p.proc]
+        for k, p in enumerate(procs):
+            now = thread_cpu(p.proc.pid)  # type: ignore[union-attr]
+            spent = {name: sec - threads0[k].get(name, 0.0) for name, sec in now.items()}
+            top = sorted(((sec, name) for name, sec in spent.items() if sec >= 0.05), reverse=True)
+            THREAD_CPU.append(
+                f"{n_procs} process(es), #{k + 1}: " + ", ".join(f"{name} {sec:.2f}" for sec, name in top)
+            )
         for p in procs:
             rc, _ = p.terminate()
             assert rc == 0, p.log_tail()
@@ -262,6 +289,9 @@ def main() -> None:
             f"{'2 processes, one group, 2 parts':<34}{two:>9.2f}{spans / two:>11.0f}{spans / sum(cpu2):>13.0f}"
             f"{'/'.join(f'{r:.0f}' for r in rss2):>14}{'/'.join(f'{r:.0f}' for r in anon2):>15}"
         )
+        print("CPU seconds by thread (from ready to fully committed):")
+        for line in THREAD_CPU:
+            print("  " + line)
         print("(peak RSS includes ~200 MB of chDB's memory-mapped library code; anon = private memory)")
         with open("/proc/loadavg") as fh:
             print(

@@ -170,6 +170,29 @@ class Assembler:
             self.evicted += 1
             self._emit(tid, complete=False)
 
+    def add_built(self, traces: list[RagTrace], position: tuple[Any, int] | None) -> bool:
+        """Take the traces the native fast path built from one record at ``position``.
+
+        They are emitted as complete at once, as :meth:`add` would emit them had it been
+        given their spans. Returns False, changing nothing, when a trace is already
+        buffered or was emitted recently: :meth:`add` must then see the record's spans
+        (to join them to the buffered ones, or count them as late).
+        """
+        pending = self._pending
+        recent = self._recent
+        for t in traces:
+            if t.trace_id in pending or t.trace_id in recent:
+                return False
+        positions = {position[0]: position[1]} if position is not None else {}
+        for t in traces:
+            a = Assembled(t.trace_id, [], True, True, dict(positions), position)
+            a.trace = t
+            self._ready.append(a)
+            recent[t.trace_id] = None
+        while len(recent) > self._recent_max:
+            recent.popitem(last=False)
+        return True
+
     def _emit(self, tid: str, complete: bool) -> None:
         p = self._pending.pop(tid)
         self._ready.append(Assembled(tid, p.spans, complete, p.is_rag, p.positions, p.last))
@@ -293,6 +316,15 @@ def _ms(span: Span | None) -> float:
     return (span.end - span.start) / 1e6 if span is not None else 0.0
 
 
+def _total_ms(spans: list[Span]) -> float:
+    """The spans' durations added left to right (an explicit loop: sum() of floats rounds
+    differently from Python 3.12 on, and the native fast path must give the same bits)."""
+    total = 0.0
+    for s in spans:
+        total += (s.end - s.start) / 1e6
+    return total
+
+
 _TOKENS_MAX = 2**32 - 1  # rag_traces token columns are UInt32
 _POSITION_MAX = 2**31 - 1  # citation positions are Int32
 
@@ -386,18 +418,18 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
                 for s in llms
             ),
         )
-        t.generation_ms = sum(_ms(s) for s in llms)
+        t.generation_ms = _total_ms(llms)
     if not t.query and retrievers:
         t.query = str(retrievers[0].attrs.get("input.value", "") or "")
     if rerankers:
         rr = max(rerankers, key=lambda s: s.end)
         t.chunks = _documents(rr.attrs, "reranker.output_documents.")
-        t.rerank_ms = sum(_ms(s) for s in rerankers)
+        t.rerank_ms = _total_ms(rerankers)
     if retrievers:
         if not t.chunks:
             for r in sorted(retrievers, key=lambda s: s.start):
                 t.chunks.extend(_documents(r.attrs, "retrieval.documents."))
-        t.retrieval_ms = sum(_ms(s) for s in retrievers)
+        t.retrieval_ms = _total_ms(retrievers)
     if root is not None:
         for name, _ts, ea in root.events:
             if name == "rag.citation":

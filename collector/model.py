@@ -138,6 +138,7 @@ class RagTrace:
         "sampled_reason",
         "src_partition",
         "src_offset",
+        "row_head",
     )
 
     def __init__(self, trace_id: str) -> None:
@@ -172,6 +173,9 @@ class RagTrace:
         self.sampled_reason = ""
         self.src_partition = -1  # Kafka partition / offset of the last record that fed this trace
         self.src_offset = -1
+        # The encoded rag_traces row up to `attributes` (storage._row_head), when the native
+        # fast path built the trace; those fields must not change afterwards.
+        self.row_head: bytes | None = None
 
     @property
     def top_score(self) -> float | None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
-from ragpulse.collector.model import Span
+from ragpulse.collector.model import Chunk, Citation, RagTrace, Span
 
 __all__ = [
     "MalformedRecord",
@@ -37,6 +37,7 @@ __all__ = [
     "decode_otlp_proto",
     "decode_otlp_proto_py",
     "decode_otlp_proto_native",
+    "decode_complete_traces",
     "DECODER",
     "NATIVE_ABI",
     "decoder_description",
@@ -48,11 +49,11 @@ __all__ = [
 _ZERO_TRACE = b"\x00" * 16
 _ZERO_SPAN = b"\x00" * 8
 
-NATIVE_ABI = 1  # the ``ragpulse_native.ABI`` this module's calls are written for
+NATIVE_ABI = 2  # the ``ragpulse_native.ABI`` this module's calls are written for
 
 
 def _load_native() -> tuple[Any, str]:
-    """The native ``decode_traces`` (or None) and why it is or is not used."""
+    """The native module (or None) and why it is or is not used."""
     if os.environ.get("RAGPULSE_NATIVE", "").strip() == "0":
         return None, "python (RAGPULSE_NATIVE=0)"
     try:
@@ -62,11 +63,13 @@ def _load_native() -> tuple[Any, str]:
     abi = getattr(ragpulse_native, "ABI", None)
     if abi != NATIVE_ABI:
         return None, f"python (ragpulse_native ABI {abi} does not match the expected {NATIVE_ABI})"
-    return ragpulse_native.decode_traces, f"native (ragpulse_native {ragpulse_native.__version__})"
+    return ragpulse_native, f"native (ragpulse_native {ragpulse_native.__version__})"
 
 
-_native_decode, _decoder_why = _load_native()
-DECODER = "native" if _native_decode is not None else "python"
+_native, _decoder_why = _load_native()
+_native_decode = _native.decode_traces if _native is not None else None
+_native_complete = _native.complete_traces if _native is not None else None
+DECODER = "native" if _native is not None else "python"
 
 
 def decoder_description() -> str:
@@ -125,6 +128,32 @@ def decode_record(data: bytes, limits: Limits) -> DecodeResult:
         if head == b"\n" and data.lstrip()[:1] == b"{":
             return decode_otlp_json(data, limits)
         raise
+
+
+def decode_complete_traces(data: bytes, limits: Limits) -> list[RagTrace] | None:
+    """The native fast path: a record that holds only complete RAG traces, built.
+
+    Returns the record's traces (in order of first appearance, each with
+    ``row_head`` set) exactly as decoding, assembling and
+    :func:`~ragpulse.collector.assemble.build_trace` would build them, or None
+    when the record must take that general path: it is not protobuf, is
+    over a limit, holds a span the decoder rejects or a trace that is not
+    complete (root, retriever and LLM span), or anything the fast path does not
+    reproduce (native/src/fast.rs). Always None without the native module.
+    """
+    native = _native_complete
+    if native is None or data is None or type(data) is not bytes:
+        return None
+    cap = limits.max_attribute_chars
+    nmax = limits.max_attributes
+    if type(cap) is not int or type(nmax) is not int or len(data) > limits.max_record_bytes:
+        return None
+    if data[:1] in (b"{", b" ", b"\t", b"\r"):  # decode_record reads these as JSON
+        return None
+    try:
+        return native(data, RagTrace, Chunk, Citation, cap, nmax)
+    except OverflowError:  # limits beyond 64 bits
+        return None
 
 
 # ---------------------------------------------------------------- protobuf

@@ -42,7 +42,13 @@ from ragpulse.collector.assemble import Assembler
 from ragpulse.collector.liveness import rebalance_allowance_s, rebalancing
 from ragpulse.collector.memory import release_free_memory
 from ragpulse.collector.metrics import Metrics, MetricsServer
-from ragpulse.collector.otlp import Limits, MalformedRecord, decode_record, decoder_description
+from ragpulse.collector.otlp import (
+    Limits,
+    MalformedRecord,
+    decode_complete_traces,
+    decode_record,
+    decoder_description,
+)
 from ragpulse.collector.pipeline import Backoff, Ingestor, retry_storage
 from ragpulse.collector.sampling import SamplingPolicy
 from ragpulse.collector.storage import Storage, StorageUnavailable, encode_traces, json_bytes
@@ -338,6 +344,9 @@ class KafkaCollector:
         """Decode one record into the assembler; returns its span count, or -1 when it is
         dead-lettered whole. A record with some invalid spans is dead-lettered *and* its
         valid spans are used."""
+        built = decode_complete_traces(rec.value, self.limits)
+        if built is not None and self.assembler.add_built(built, (partition, rec.offset)):
+            return sum(t.span_count for t in built)
         try:
             result = decode_record(rec.value, self.limits)
         except MalformedRecord as exc:

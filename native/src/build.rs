@@ -10,7 +10,7 @@ use crate::keys;
 use crate::schema::{Arena, Event, KeyValue, TracesData, Value};
 
 /// A span is rejected with a message, or Python itself failed (memory).
-enum Reject {
+pub(crate) enum Reject {
     Msg(String),
     Py(PyErr),
 }
@@ -44,7 +44,7 @@ fn py_repr(py: Python<'_>, s: &str, n: usize) -> PyResult<String> {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-fn hex<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
+pub(crate) fn hex<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
     let mut out = [0u8; 32];
     let n = b.len().min(16);
     for (i, &x) in b[..n].iter().enumerate() {
@@ -90,7 +90,7 @@ impl<'a, 'py> Ids<'a, 'py> {
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// Standard base64 with padding, as `base64.b64encode(b).decode()`.
-fn base64(b: &[u8]) -> String {
+pub(crate) fn base64(b: &[u8]) -> String {
     let mut out = String::with_capacity(b.len().div_ceil(3) * 4);
     for chunk in b.chunks(3) {
         let n = chunk.len();
@@ -140,7 +140,11 @@ fn value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
 }
 
 /// `_pb_attrs`: a span's or event's attributes to a dict, enforcing the limits.
-fn attrs<'py>(py: Python<'py>, kvs: &[KeyValue], caps: Caps) -> Result<Bound<'py, PyDict>, Reject> {
+pub(crate) fn attrs<'py>(
+    py: Python<'py>,
+    kvs: &[KeyValue],
+    caps: Caps,
+) -> Result<Bound<'py, PyDict>, Reject> {
     if kvs.len() as i64 > caps.max_attributes {
         return Err(Reject::Msg(format!(
             "{} attributes exceed max_attributes {}",
@@ -211,7 +215,7 @@ fn events<'py>(
     Ok(out)
 }
 
-fn all_zero(b: &[u8]) -> bool {
+pub(crate) fn all_zero(b: &[u8]) -> bool {
     b.iter().all(|&x| x == 0)
 }
 

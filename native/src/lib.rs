@@ -9,6 +9,8 @@
 //! differentially, including on fuzzed input.
 
 mod build;
+mod fast;
+mod json;
 mod keys;
 mod schema;
 mod wire;
@@ -18,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 /// Bumped whenever `decode_traces`' contract changes; otlp.py refuses a mismatch.
-const ABI: u32 = 1;
+const ABI: u32 = 2;
 
 /// Decode an OTLP `TracesData` protobuf into `span_cls` objects.
 ///
@@ -55,10 +57,56 @@ fn decode_traces<'py>(
     }
 }
 
+/// The fast path (fast.rs): a record holding only complete RAG traces, as `trace_cls`
+/// objects with `row_head` set; None when the record must take the general path.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn complete_traces<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    trace_cls: Bound<'py, PyAny>,
+    chunk_cls: Bound<'py, PyAny>,
+    citation_cls: Bound<'py, PyAny>,
+    max_attribute_chars: i64,
+    max_attributes: i64,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let caps = build::Caps {
+        max_attribute_chars,
+        max_attributes,
+    };
+    let classes = fast::Classes {
+        trace: trace_cls,
+        chunk: chunk_cls,
+        citation: citation_cls,
+    };
+    let run = std::panic::AssertUnwindSafe(|| fast::complete_traces(py, data, &classes, caps));
+    // A panic here is a bug, never the input's fault: the general path still handles the record.
+    std::panic::catch_unwind(run).unwrap_or(Ok(None))
+}
+
+/// orjson's text for a float (tests compare it with orjson).
+#[pyfunction]
+fn json_float(f: f64) -> String {
+    let mut out = Vec::new();
+    json::float(&mut out, f);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// orjson's text for a string (tests compare it with orjson).
+#[pyfunction]
+fn json_string(s: &str) -> String {
+    let mut out = Vec::new();
+    json::string(&mut out, s);
+    String::from_utf8(out).unwrap_or_default()
+}
+
 #[pymodule]
 fn ragpulse_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ABI", ABI)?;
     m.add_function(wrap_pyfunction!(decode_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(complete_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(json_float, m)?)?;
+    m.add_function(wrap_pyfunction!(json_string, m)?)?;
     Ok(())
 }
