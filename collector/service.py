@@ -69,6 +69,10 @@ def kafka_client_settings(config: dict[str, Any]) -> dict[str, Any]:
     return {"bootstrap_servers": k["bootstrap_servers"].split(","), **(k.get("security") or {})}
 
 
+# A record to produce: (topic, key, value, headers).
+_Send = tuple[str, bytes | None, bytes | None, list[tuple[str, bytes]]]
+
+
 class _Stop(Exception):
     """Raised inside waits when shutdown must abandon a retry."""
 
@@ -76,17 +80,17 @@ class _Stop(Exception):
 class _Batch:
     """Traces and dead letters cut together, the offsets they let us commit, and the store."""
 
-    __slots__ = ("sampled", "count", "dead", "targets", "started", "block", "future")
+    __slots__ = ("sent", "judged", "count", "dead", "targets", "started", "block", "future")
 
     def __init__(
         self,
-        sampled: list[Any],
         count: int,
         dead: list[tuple[Any, str, str]],
         targets: dict[int, tuple[int, int]],
         started: float,
     ) -> None:
-        self.sampled = sampled  # the sampled traces, for the judge topic
+        self.sent: list[tuple[_Send, Any]] = []  # judge messages sent, with their futures
+        self.judged = 0  # sampled traces (judge messages) in the batch
         self.count = count  # traces in the batch
         self.dead = dead
         self.targets = targets
@@ -123,6 +127,8 @@ class KafkaCollector:
         self._dead: list[tuple[Any, str, str]] = []
         self._seen: dict[int, int] = {}
         self._committed: dict[int, int] = {}
+        # Asynchronous commits not yet answered: (future, offsets, revocation epochs then).
+        self._commits: list[tuple[Any, dict[Any, Any], dict[int, int]]] = []
         self._epochs: dict[int, int] = {}  # per partition, bumped on each revocation
         self._batch: _Batch | None = None  # the batch the writer thread is storing
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="ragpulse-writer")
@@ -381,16 +387,19 @@ class KafkaCollector:
         ready, self._ready = self._ready, []
         traces = self.ingestor.prepare(ready) if ready else []
         dead, self._dead = self._dead, []
-        # The batch keeps only what it still needs once encoded: the sampled traces (for the
-        # judge topic) and the rows; the other traces are freed now.
-        batch = _Batch(
-            [t for t in traces if t.sampled], len(traces), dead, self._commit_targets(), time.perf_counter()
-        )
+        batch = _Batch(len(traces), dead, self._commit_targets(), time.perf_counter())
         if traces:
             # Encode here; the writer thread only runs the insert, during which chDB (or the
             # HTTP client) releases the GIL: storing one batch overlaps decoding the next.
             batch.block = encode_traces(traces, self.topic)
             batch.future = self._writer.submit(self.ingestor.store_encoded, batch.block, len(traces))
+            # The judge messages go out now, so their acknowledgements arrive while the batch is
+            # stored; the commit still waits for both. (Sent before the rows are stored: a crash
+            # in between replays the records, and the judge dedupes by trace id.)
+            judge_sends = self._judge_sends(traces)
+            batch.judged = len(judge_sends)
+            batch.sent = self._start_sends(judge_sends)
+        # The batch keeps only its rows and send futures: the traces are freed now.
         del traces, ready
         self._batch = batch
 
@@ -416,9 +425,11 @@ class KafkaCollector:
                 )
             self.metrics.storage_up.set(1)
             batch.block = []
-        self._produce(batch.sampled, batch.dead)
+        self._await_sends(batch.sent + self._start_sends(self._dead_sends(batch.dead)))
+        batch.sent = []
+        self.metrics.judge_queue_sent.inc(batch.judged)
         self._batch = None
-        self._commit(batch.targets)
+        self._commit(batch.targets, wait=self._stop.is_set())
         parts = self.consumer.assignment()
         if parts:
             self.consumer.resume(*parts)
@@ -434,29 +445,35 @@ class KafkaCollector:
             self.metrics.late_spans.inc(late)
             self.assembler.late_spans = 0
 
-    def _produce(self, traces: list[Any], dead: list[tuple[Any, str, str]]) -> None:
-        """Judge messages for sampled traces and dead letters, acknowledged before any commit."""
-        k = self.config["kafka"]
-        sends: list[tuple[str, bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
-        for t in traces:
-            if t.sampled:
-                sends.append((k["judge_topic"], t.trace_id.encode(), json_bytes(t.judge_message()), []))
+    def _judge_sends(self, traces: list[Any]) -> list[_Send]:
+        """The ``ragpulse.judge`` messages of the sampled traces."""
+        topic = self.config["kafka"]["judge_topic"]
+        return [(topic, t.trace_id.encode(), json_bytes(t.judge_message()), []) for t in traces if t.sampled]
+
+    def _dead_sends(self, dead: list[tuple[Any, str, str]]) -> list[_Send]:
+        """Dead letters: the record as it came, with the reason and its source in headers."""
+        topic = self.config["kafka"]["deadletter_topic"]
+        sends: list[_Send] = []
         for rec, reason, kind in dead:
             headers = [
                 (REASON_HEADER, reason[:2000].encode("utf-8", "replace")),
                 (SOURCE_HEADER, f"{rec.topic}/{rec.partition}/{rec.offset}".encode()),
             ]
-            sends.append((k["deadletter_topic"], rec.key, rec.value, headers))
+            sends.append((topic, rec.key, rec.value, headers))
             self.metrics.deadlettered.labels(kind).inc()
-        if not sends:
-            return
+        return sends
+
+    def _start_sends(self, sends: list[_Send]) -> list[tuple[_Send, Any]]:
+        return [(s, self.producer.send(s[0], key=s[1], value=s[2], headers=s[3])) for s in sends]
+
+    def _await_sends(self, started: list[tuple[_Send, Any]]) -> None:
+        """Wait until every send is acknowledged (acks=all), re-sending failures with backoff
+        while consumption is paused; nothing is committed before this returns."""
         backoff = self._backoff()
-        pending = sends
-        while pending:
-            futures = [(s, self.producer.send(s[0], key=s[1], value=s[2], headers=s[3])) for s in pending]
+        while started:
             self.producer.flush(timeout=30)
             failed = []
-            for s, f in futures:
+            for s, f in started:
                 if not f.is_done or f.failed():
                     err = f.exception if f.is_done else "not acknowledged in time"
                     from kafka.errors import MessageSizeTooLargeError
@@ -465,10 +482,10 @@ class KafkaCollector:
                         s = (s[0], s[1], s[2][: 512 << 10], [*s[3], ("ragpulse.truncated", b"1")])
                     failed.append(s)
                     log.warning("produce to %s failed: %s; retrying", s[0], err)
-            pending = failed
-            if pending:
-                self._wait_paused(backoff.next())
-        self.metrics.judge_queue_sent.inc(sum(1 for t in traces if t.sampled))
+            if not failed:
+                return
+            self._wait_paused(backoff.next())
+            started = self._start_sends(failed)
 
     def _commit_targets(self) -> dict[int, tuple[int, int]]:
         """Per assigned partition, (offset to commit, revocation epoch) for everything read so far
@@ -481,13 +498,20 @@ class KafkaCollector:
                 out[part] = (target, self._epochs.get(part, 0))
         return out
 
-    def _commit(self, targets: dict[int, tuple[int, int]]) -> None:
+    def _commit(self, targets: dict[int, tuple[int, int]], wait: bool = False) -> None:
         """Commit a batch's targets, skipping partitions revoked since the batch was cut
-        (their new owner, possibly us again, replays from the committed offset)."""
+        (their new owner, possibly us again, replays from the committed offset).
+
+        While running, commits are asynchronous: everything they cover is already stored and
+        acknowledged, so waiting for the broker's answer only stalls the loop. A commit that
+        fails is superseded by the next one, or its records are replayed (idempotent storage).
+        The last commit before exiting waits (``wait``).
+        """
         from kafka import TopicPartition
         from kafka.structs import OffsetAndMetadata
 
         self._apply_rebalances()
+        self._settle_commits()
         offsets = {}
         assigned = {tp.partition for tp in self.consumer.assignment()}
         for part, (target, epoch) in targets.items():
@@ -500,14 +524,39 @@ class KafkaCollector:
         from kafka.errors import KafkaError
 
         try:
+            if not wait:
+                self._commits.append((self.consumer.commit_async(offsets), offsets, self._epoch_of(offsets)))
+                return
             self.consumer.commit(offsets)
         except KafkaError as exc:
             # Typically a rebalance moved the partition: its new owner replays from the last
             # committed offset (storage is idempotent). If we keep it, the next flush commits.
             log.warning("commit of %s failed (%s); will be retried or replayed", offsets, exc)
             return
+        self._committed_now(offsets, self._epoch_of(offsets))
+
+    def _epoch_of(self, offsets: dict[Any, Any]) -> dict[int, int]:
+        return {tp.partition: self._epochs.get(tp.partition, 0) for tp in offsets}
+
+    def _committed_now(self, offsets: dict[Any, Any], epochs: dict[int, int]) -> None:
         for tp, om in offsets.items():
-            self._committed[tp.partition] = om.offset
+            part = tp.partition
+            if self._epochs.get(part, 0) == epochs[part] and om.offset > self._committed.get(part, -1):
+                self._committed[part] = om.offset
+
+    def _settle_commits(self) -> None:
+        """Record the asynchronous commits the broker has answered (main thread)."""
+        pending = []
+        for future, offsets, epochs in self._commits:
+            if not future.is_done:
+                pending.append((future, offsets, epochs))
+            elif future.succeeded():
+                self._committed_now(offsets, epochs)
+            else:
+                log.warning(
+                    "commit of %s failed (%s); will be retried or replayed", offsets, future.exception
+                )
+        self._commits = pending
 
     def _update_lag(self) -> bool:
         """Set the consumer-lag gauges from the fetch high-water marks; True when any was set."""
