@@ -224,6 +224,9 @@ class KafkaCollector:
         log.info("OTLP protobuf decoder: %s", decoder_description())
         try:
             retry_storage(self.storage.apply_schema, self.metrics, self._backoff(), self._wait_plain)
+            released = self.storage.release_engine_pages()
+            if released:
+                log.info("asked the kernel to drop %d MB of chDB library pages", released >> 20)
             if self._want_signals:
                 self.install_signal_handlers()
             self._connect()
@@ -315,6 +318,11 @@ class KafkaCollector:
             if self._batch is not None and self._batch.done():
                 self._finish_batch()  # commit as soon as the writer is done, not at the next flush
             due = now - last_commit >= batch_secs
+            # Caught up (an empty poll) with a sizeable batch: store it now instead of letting it
+            # wait for the timer. Small batches still wait, so light traffic is not stored as a
+            # stream of tiny parts (each insert has a fixed cost of tens of milliseconds).
+            if not polled and len(self._ready) >= batch_max // 4:
+                due = True
             if len(self._ready) >= batch_max or (due and (self._ready or self._dead or self._uncommitted())):
                 self._flush()
                 last_commit = time.monotonic()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import logging
+import os
 import signal
 import sys
 import threading
@@ -52,6 +53,9 @@ def _run(args: argparse.Namespace) -> int:
     # `kill -USR1 <pid>` prints every thread's stack to stderr: how to see where a stuck
     # collector is waiting without stopping it.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # chDB imports numpy, whose OpenBLAS starts a thread per core that spins after use; the
+    # collector does no linear algebra, and on a small machine those spins take CPU from it.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if args.no_kafka:
         return _run_embedded(cfg)
     return _run_kafka(cfg, args.role)
