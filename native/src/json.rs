@@ -11,55 +11,60 @@
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// True when one of the eight bytes of `w` must be escaped (`"`, `\\` or below 0x20).
+/// A mask with the high bit set in each byte of `w` that must be escaped (`"`, `\\`, or
+/// below 0x20). Bytes above the first match may be flagged spuriously (borrows); the lowest
+/// flagged byte is always a real match, which is all the caller uses.
 #[inline]
-fn needs_escape(w: u64) -> bool {
+fn escape_mask(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    below_space != 0 || zero_byte(w ^ (ONES * b'"' as u64)) != 0 || zero_byte(w ^ (ONES * b'\\' as u64)) != 0
+    below_space | zero_byte(w ^ (ONES * b'"' as u64)) | zero_byte(w ^ (ONES * b'\\' as u64))
+}
+
+#[inline]
+fn needs_escape(c: u8) -> bool {
+    c < 0x20 || c == b'"' || c == b'\\'
 }
 
 /// Appends `s` as a JSON string literal.
 pub fn string(out: &mut Vec<u8>, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push(b'"');
     let b = s.as_bytes();
+    let n = b.len();
+    out.reserve(n + 2);
+    out.push(b'"');
     let mut start = 0;
     let mut i = 0;
-    while i < b.len() {
-        // Skip eight clean bytes at a time: most text needs no escape at all.
-        if i + 8 <= b.len() {
+    loop {
+        // Find the next byte to escape, eight bytes at a time: most text has none.
+        while i + 8 <= n {
             let mut w = [0u8; 8];
             w.copy_from_slice(&b[i..i + 8]);
-            if !needs_escape(u64::from_le_bytes(w)) {
-                i += 8;
-                continue;
+            let m = escape_mask(u64::from_le_bytes(w));
+            if m != 0 {
+                i += (m.trailing_zeros() / 8) as usize;
+                break;
             }
+            i += 8;
         }
-        let c = b[i];
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\t' => b"\\t",
-            b'\r' => b"\\r",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0..=0x1f => b"",
-            _ => {
-                i += 1;
-                continue;
-            }
-        };
+        while i < n && !needs_escape(b[i]) {
+            i += 1;
+        }
+        if i >= n {
+            break;
+        }
         out.extend_from_slice(&b[start..i]);
-        if esc.is_empty() {
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[(c >> 4) as usize]);
-            out.push(HEX[(c & 15) as usize]);
-        } else {
-            out.extend_from_slice(esc);
+        let c = b[i];
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]]),
         }
         i += 1;
         start = i;
