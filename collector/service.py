@@ -226,7 +226,7 @@ class KafkaCollector:
             retry_storage(self.storage.apply_schema, self.metrics, self._backoff(), self._wait_plain)
             released = self.storage.release_engine_pages()
             if released:
-                log.info("asked the kernel to drop %d MB of chDB library pages", released >> 20)
+                log.info("released %d MB of chDB library pages that opening it touched", released >> 20)
             if self._want_signals:
                 self.install_signal_handlers()
             self._connect()

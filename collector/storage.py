@@ -250,7 +250,7 @@ class Storage:
 
     def release_engine_pages(self) -> int:
         """In-process chDB only: drop the engine library's pages that opening it touched and
-        ingest does not use (see memory.release_library_pages); returns the bytes advised.
+        ingest does not use (see memory.release_library_pages); returns the bytes released.
         Call once the engine is open and the schema applied."""
         if not self._in_process or self._client is None:
             return 0
