@@ -144,7 +144,7 @@ class Ingestor:
         """Insert into rag_traces (raises StorageUnavailable; callers retry)."""
         self.store_encoded(encode_traces(traces, src_topic), len(traces))
 
-    def store_encoded(self, block: Sequence[bytes], count: int) -> None:
+    def store_encoded(self, block: Sequence[bytes] | bytes, count: int) -> None:
         """Insert ``count`` rows encoded by :func:`encode_traces` (thread-safe; raises
         StorageUnavailable)."""
         self.storage.insert_encoded_traces(block)

@@ -95,7 +95,7 @@ class _Batch:
         self.dead = dead
         self.targets = targets
         self.started = started
-        self.block: list[bytes] = []  # the encoded rows (kept for a retry on the main thread)
+        self.block = b""  # the encoded rows, joined (kept for a retry on the main thread)
         self.future: Future[None] | None = None
 
     def done(self) -> bool:
@@ -399,7 +399,7 @@ class KafkaCollector:
         if traces:
             # Encode here; the writer thread only runs the insert, during which chDB (or the
             # HTTP client) releases the GIL: storing one batch overlaps decoding the next.
-            batch.block = encode_traces(traces, self.topic)
+            batch.block = b"".join(encode_traces(traces, self.topic))
             batch.future = self._writer.submit(self.ingestor.store_encoded, batch.block, len(traces))
             # The judge messages go out now, so their acknowledgements arrive while the batch is
             # stored; the commit still waits for both. (Sent before the rows are stored: a crash
@@ -432,7 +432,7 @@ class KafkaCollector:
                     self._wait_paused,
                 )
             self.metrics.storage_up.set(1)
-            batch.block = []
+            batch.block = b""
         self._await_sends(batch.sent + self._start_sends(self._dead_sends(batch.dead)))
         batch.sent = []
         self.metrics.judge_queue_sent.inc(batch.judged)
