@@ -66,10 +66,14 @@ def looks_like_refusal(answer: str) -> bool:
     return _REFUSAL.search(text) is not None
 
 
+def _hash_of(data: bytes) -> float:
+    digest = hashlib.blake2b(data, digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 18446744073709551616.0
+
+
 def trace_hash(trace_id: str, seed: str) -> float:
     """A uniform number in [0, 1) from the trace id and seed (blake2b, not the trace id's own bits)."""
-    digest = hashlib.blake2b(f"{seed}:{trace_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 18446744073709551616.0
+    return _hash_of(f"{seed}:{trace_id}".encode())
 
 
 _OPS = ("equals", "in", "lt", "gt", "exists")
@@ -106,13 +110,16 @@ class Rule:
             elif key == "top_score_below":
                 limit = float(value)
                 self.checks.append(
-                    lambda t, x=limit: not t.chunks or (t.top_score is not None and t.top_score < x)
+                    lambda t, x=limit: not t.chunks or ((top := t.top_score) is not None and top < x)
                 )
             elif key in _LIST_KEYS:
                 allowed = {str(v) for v in (value if isinstance(value, list) else [value])}
                 self.checks.append(lambda t, k=key, a=allowed: getattr(t, k) in a)
             else:
                 raise ValueError(f"rule {name!r}: unknown condition {key!r}")
+        # What the sampler calls once per trace per rule: the check itself when there is one
+        # (most rules), which saves a call level on every trace.
+        self.predicate: Callable[[RagTrace], bool] = self.checks[0] if len(self.checks) == 1 else self.matches
 
     @staticmethod
     def _attribute_check(attr: str, op: str, arg: Any) -> Callable[[RagTrace], bool]:
@@ -196,6 +203,11 @@ class Sampler:
         self.policy = policy
         self.budget_loader = budget_loader
         self._spent: OrderedDict[int, int] = OrderedDict()
+        self._hash_prefix = f"{policy.seed}:".encode()  # trace_hash's input is this + the trace id
+
+    def _hash(self, trace_id: str) -> float:
+        """trace_hash(trace_id, seed), without formatting the seed again for every trace."""
+        return _hash_of(self._hash_prefix + trace_id.encode())
 
     def _budget_ok(self, trace: RagTrace) -> bool:
         limit = self.policy.budget_per_minute
@@ -216,13 +228,14 @@ class Sampler:
     def decide(self, trace: RagTrace) -> tuple[bool, str]:
         """(sampled, reason) for a freshly seen trace; spends budget when sampled."""
         for rule in self.policy.rules:
-            if rule.matches(trace):
+            if rule.predicate(trace):
                 if rule.action == "never":
                     return False, f"never:{rule.name}"
                 if self.policy.budget_includes_rules and not self._budget_ok(trace):
                     return False, "budget"
                 return True, f"rule:{rule.name}"
-        if self.policy.rate > 0 and trace_hash(trace.trace_id, self.policy.seed) < self.policy.rate:
+        rate = self.policy.rate
+        if rate > 0 and self._hash(trace.trace_id) < rate:
             if not self._budget_ok(trace):
                 return False, "budget"
             return True, "rate"

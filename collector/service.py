@@ -318,10 +318,10 @@ class KafkaCollector:
             if self._batch is not None and self._batch.done():
                 self._finish_batch()  # commit as soon as the writer is done, not at the next flush
             due = now - last_commit >= batch_secs
-            # Caught up (an empty poll) with a sizeable batch: store it now instead of letting it
-            # wait for the timer. Small batches still wait, so light traffic is not stored as a
-            # stream of tiny parts (each insert has a fixed cost of tens of milliseconds).
-            if not polled and len(self._ready) >= batch_max // 4:
+            # Caught up (an empty poll): store what is ready now if it is a sizeable batch or a
+            # quarter of the timer has passed, instead of waiting for the timer. Light traffic
+            # still makes at most a few inserts a second (each has a fixed cost of tens of ms).
+            if not polled and (len(self._ready) >= batch_max // 4 or now - last_commit >= batch_secs / 4):
                 due = True
             if len(self._ready) >= batch_max or (due and (self._ready or self._dead or self._uncommitted())):
                 self._flush()
@@ -360,7 +360,10 @@ class KafkaCollector:
         valid spans are used."""
         built = decode_complete_traces(rec.value, self.limits)
         if built is not None and self.assembler.add_built(built, (partition, rec.offset)):
-            return sum(t.span_count for t in built)
+            spans = 0
+            for t in built:
+                spans += t.span_count
+            return spans
         try:
             result = decode_record(rec.value, self.limits)
         except MalformedRecord as exc:

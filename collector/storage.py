@@ -13,6 +13,7 @@ to retry (the collector retries with backoff and pauses consumption).
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -173,21 +174,22 @@ def _row_head(t: RagTrace) -> bytes:
 
 
 def _row_tail(t: RagTrace, src_topic: str) -> bytes:
-    """The row's :data:`_TAIL_COLUMNS`: a comma, the values, the closing bracket and newline."""
-    return (
-        b","
-        + json_bytes(
-            [
-                src_topic,
-                1 if t.complete else 0,
-                1 if t.sampled else 0,
-                t.sampled_reason,
-                t.src_partition,
-                t.src_offset,
-            ],
-            line=True,
-        )[1:]
+    """The row's :data:`_TAIL_COLUMNS`: a comma, the values, the closing bracket and newline
+    (what json_bytes gives for them, with the few distinct texts encoded once)."""
+    return b",%s,%d,%d,%s,%d,%d]\n" % (
+        _json_text(src_topic),
+        1 if t.complete else 0,
+        1 if t.sampled else 0,
+        _json_text(t.sampled_reason),
+        t.src_partition,
+        t.src_offset,
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _json_text(text: str) -> bytes:
+    """A JSON string literal; for the topic and the sampling reasons, a handful of values."""
+    return json_bytes(text)
 
 
 # In-process chDB parses an insert on one thread: parallel parsing (several threads, each
