@@ -37,16 +37,6 @@ __all__ = [
     "CLAIM_COLUMNS",
 ]
 
-TRACE_COLUMNS = (
-    "trace_id", "time", "end_time", "service", "route", "query", "answer",
-    "chunk_ids", "chunk_contents", "chunk_scores", "chunk_metadata",
-    "citation_doc_ids", "citation_markers", "citation_starts", "citation_ends",
-    "corpus_version", "model", "provider", "latency_ms", "retrieval_ms", "rerank_ms", "generation_ms",
-    "input_tokens", "output_tokens", "risk_level", "query_type", "session_id", "user_id",
-    "status", "source", "span_count", "complete", "sampled", "sampled_reason", "attributes",
-    "src_topic", "src_partition", "src_offset",
-)  # fmt: skip
-
 JUDGMENT_COLUMNS = (
     "trace_id", "judge_id", "service", "time", "judged_at",
     "faithfulness", "citation_correctness", "citation_completeness", "answer_relevance",
@@ -141,6 +131,8 @@ _HEAD_COLUMNS = (
 )  # fmt: skip
 _TAIL_COLUMNS = ("src_topic", "complete", "sampled", "sampled_reason", "src_partition", "src_offset")
 ROW_COLUMNS = _HEAD_COLUMNS + _TAIL_COLUMNS
+# The rag_traces columns the collector writes (all but ingested_at, which defaults to now).
+TRACE_COLUMNS = ROW_COLUMNS
 
 
 def encode_traces(traces: Sequence[RagTrace], src_topic: str = "") -> list[bytes]:

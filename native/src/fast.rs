@@ -608,26 +608,23 @@ fn nanos_text(out: &mut Vec<u8>, ns: u64) {
     json::string(out, &format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000));
 }
 
-fn string_array<'x>(out: &mut Vec<u8>, items: impl Iterator<Item = &'x str>) {
+/// A JSON array of `items`, each written by `write`.
+fn array<T>(out: &mut Vec<u8>, items: impl Iterator<Item = T>, write: impl Fn(&mut Vec<u8>, T)) {
     out.push(b'[');
-    for (k, s) in items.enumerate() {
+    for (k, x) in items.enumerate() {
         if k > 0 {
             out.push(b',');
         }
-        json::string(out, s);
+        write(out, x);
     }
     out.push(b']');
 }
 
-fn int_array(out: &mut Vec<u8>, items: impl Iterator<Item = i64>) {
-    out.push(b'[');
-    for (k, i) in items.enumerate() {
-        if k > 0 {
-            out.push(b',');
-        }
-        json::int(out, i);
+fn score(out: &mut Vec<u8>, s: Option<f64>) {
+    match s {
+        Some(f) => json::float(out, f),
+        None => out.extend_from_slice(b"null"),
     }
-    out.push(b']');
 }
 
 /// The row up to and including `attributes`, without the closing bracket
@@ -649,31 +646,21 @@ fn row_head(b: &Built, trace_hex: &str) -> Fast<Vec<u8>> {
         json::string(&mut out, s);
     }
     out.push(b',');
-    string_array(&mut out, b.chunks.iter().map(|c| &*c.id));
+    array(&mut out, b.chunks.iter().map(|c| &*c.id), json::string);
     out.push(b',');
-    string_array(&mut out, b.chunks.iter().map(|c| &*c.content));
+    array(&mut out, b.chunks.iter().map(|c| &*c.content), json::string);
     out.push(b',');
-    out.push(b'[');
-    for (k, c) in b.chunks.iter().enumerate() {
-        if k > 0 {
-            out.push(b',');
-        }
-        match c.score {
-            Some(f) => json::float(&mut out, f),
-            None => out.extend_from_slice(b"null"),
-        }
-    }
-    out.push(b']');
+    array(&mut out, b.chunks.iter().map(|c| c.score), score);
     out.push(b',');
-    string_array(&mut out, b.chunks.iter().map(|c| &*c.metadata));
+    array(&mut out, b.chunks.iter().map(|c| &*c.metadata), json::string);
     out.push(b',');
-    string_array(&mut out, b.citations.iter().map(|c| &*c.doc_id));
+    array(&mut out, b.citations.iter().map(|c| &*c.doc_id), json::string);
     out.push(b',');
-    string_array(&mut out, b.citations.iter().map(|c| &*c.marker));
+    array(&mut out, b.citations.iter().map(|c| &*c.marker), json::string);
     out.push(b',');
-    int_array(&mut out, b.citations.iter().map(|c| c.start));
+    array(&mut out, b.citations.iter().map(|c| c.start), json::int);
     out.push(b',');
-    int_array(&mut out, b.citations.iter().map(|c| c.end));
+    array(&mut out, b.citations.iter().map(|c| c.end), json::int);
     for s in [&b.corpus_version as &str, &b.model, &b.provider] {
         out.push(b',');
         json::string(&mut out, s);
