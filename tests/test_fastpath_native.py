@@ -263,6 +263,10 @@ KEYS = (
     "reranker.output_documents.0.document.content", "reranker.output_documents.0.document.score",
     "reranker.output_documents.1.document.id", "reranker.output_documents.0.document.metadata",
     "llm.input_messages.0.message.content", "gen_ai.prompt.0.role",
+    # not document keys, though close: f"{i}" never has a sign or a leading zero
+    "retrieval.documents.01.document.id", "retrieval.documents.00.document.content",
+    "retrieval.documents.+1.document.content", "retrieval.documents.1.document.id.x",
+    "retrieval.documents.1.document.content.document.id", "retrieval.documents.999999999.document.id",
 )  # fmt: skip
 CITATION_KEYS = ("rag.citation.document.id", "rag.citation.marker", "rag.citation.answer.start",
                  "rag.citation.answer.end")  # fmt: skip

@@ -18,7 +18,8 @@ use std::collections::HashMap;
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
+use pyo3::ffi;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyType};
 
 use crate::build::{self, Caps, Reject};
 use crate::json;
@@ -304,24 +305,45 @@ struct Built<'v, 'a> {
 
 /// `assemble._documents`.
 fn documents<'v>(attrs: &'v [KeyValue], prefix: &str) -> Fast<Vec<Chunk<'v>>> {
-    let mut out = Vec::new();
-    let mut key = String::with_capacity(prefix.len() + 24);
-    for i in 0usize.. {
-        let mut lookup = |field: &str| {
-            key.clear();
-            key.push_str(prefix);
-            key.push_str(&i.to_string());
-            key.push_str(".document.");
-            key.push_str(field);
-            (get(attrs, &key), has(attrs, &key))
+    // One pass over the attributes indexes `{prefix}{i}.document.{id,content,score,metadata}`
+    // by document number (the last occurrence of a key wins, as in the decoded dict). Only
+    // the decimal text f"{i}" gives is a document number: no sign, no leading zero. A number
+    // beyond the attribute count can never be reached by the loop below, which stops at the
+    // first document with neither id nor content.
+    let mut docs: Vec<[Option<&'v Value>; 4]> = Vec::new();
+    for kv in attrs {
+        let Some((num, field)) = kv.key.strip_prefix(prefix).and_then(|r| r.split_once(".document.")) else {
+            continue;
         };
-        let (cid, _) = lookup("id");
-        let (content, _) = lookup("content");
+        let f = match field {
+            "id" => 0,
+            "content" => 1,
+            "score" => 2,
+            "metadata" => 3,
+            _ => continue,
+        };
+        if num.is_empty()
+            || num.len() > 9
+            || !num.bytes().all(|c| c.is_ascii_digit())
+            || (num.len() > 1 && num.starts_with('0'))
+        {
+            continue;
+        }
+        let Ok(i) = num.parse::<usize>() else { continue };
+        if i >= attrs.len() {
+            continue;
+        }
+        if i >= docs.len() {
+            docs.resize(i + 1, [None; 4]);
+        }
+        docs[i][f] = Some(&kv.value);
+    }
+    let mut out = Vec::new();
+    for (i, [cid, content, score, meta]) in docs.into_iter().enumerate() {
         if is_none(cid) && is_none(content) {
             break;
         }
-        let (score, _) = lookup("score");
-        let (meta, meta_present) = lookup("metadata");
+        let meta_present = meta.is_some();
         let score = match score {
             None | Some(Value::Unset | Value::StrIndex | Value::Array(_) | Value::KvList(_)) => None,
             Some(Value::Double(d)) => Some(*d),
@@ -604,8 +626,20 @@ fn object_json(out: &mut Vec<u8>, kvs: &[KeyValue], skip: &[&str]) -> Fast<()> {
     Ok(())
 }
 
+/// `storage._nanos_text` as a JSON string: "<seconds>.<nine digits>".
 fn nanos_text(out: &mut Vec<u8>, ns: u64) {
-    json::string(out, &format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000));
+    out.push(b'"');
+    json::int(out, (ns / 1_000_000_000) as i64);
+    out.push(b'.');
+    let frac = ns % 1_000_000_000;
+    let mut digits = [b'0'; 9];
+    let mut v = frac;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    out.extend_from_slice(&digits);
+    out.push(b'"');
 }
 
 /// A JSON array of `items`, each written by `write`.
@@ -791,7 +825,12 @@ fn instance<'py>(
     cls: &Bound<'py, PyAny>,
     slots: &[(&Bound<'py, PyString>, Bound<'py, PyAny>)],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let obj = cls.call_method1(intern!(py, "__new__"), (cls,))?;
+    // What object.__new__(cls) does for a class without a custom allocator, minus the
+    // method lookup and argument parsing: allocate it (slots empty, GC-tracked).
+    let tp = cls.cast::<PyType>()?;
+    // SAFETY: `tp` is a live type object; PyType_GenericAlloc returns a new reference or
+    // NULL with an exception set, which from_owned_ptr_or_err turns into an error.
+    let obj = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(tp.as_type_ptr(), 0))? };
     for (name, value) in slots {
         obj.setattr(*name, value)?;
     }
