@@ -113,8 +113,9 @@ class RagTrace:
         "end_time",
         "query",
         "answer",
-        "chunks",
-        "citations",
+        "_chunks",
+        "_citations",
+        "_deferred",
         "corpus_version",
         "model",
         "provider",
@@ -148,8 +149,12 @@ class RagTrace:
         self.end_time = 0
         self.query = ""
         self.answer = ""
-        self.chunks: list[Chunk] = []
-        self.citations: list[Citation] = []
+        self._chunks: list[Chunk] | None = []
+        self._citations: list[Citation] | None = []
+        # Set by the native fast path instead of the two lists, which only sampled traces need
+        # (for their judge message): (build, args, chunk count, top score); `build(*args)`
+        # returns (chunks, citations), made on first use.
+        self._deferred: tuple[Any, tuple[Any, ...], int, float | None] | None = None
         self.corpus_version = ""
         self.model = ""
         self.provider = ""
@@ -178,10 +183,46 @@ class RagTrace:
         self.row_head: bytes | None = None
 
     @property
+    def chunks(self) -> list[Chunk]:
+        """The retrieved (or reranked) chunks, in order."""
+        if self._chunks is None:
+            self._make_deferred()
+        return self._chunks  # type: ignore[return-value]
+
+    @chunks.setter
+    def chunks(self, value: list[Chunk]) -> None:
+        self._chunks = value
+
+    @property
+    def citations(self) -> list[Citation]:
+        """The root span's ``rag.citation`` events, in order."""
+        if self._citations is None:
+            self._make_deferred()
+        return self._citations  # type: ignore[return-value]
+
+    @citations.setter
+    def citations(self, value: list[Citation]) -> None:
+        self._citations = value
+
+    def _make_deferred(self) -> None:
+        build, args, _, _ = self._deferred  # type: ignore[misc]
+        self._chunks, self._citations = build(*args)
+        self._deferred = None
+
+    @property
+    def chunk_count(self) -> int:
+        """How many chunks the trace has (without making deferred chunk objects)."""
+        if self._chunks is None:
+            return self._deferred[2]  # type: ignore[index]
+        return len(self._chunks)
+
+    @property
     def top_score(self) -> float | None:
         """The highest retrieval score, or None when no chunk carries a score."""
+        if self._chunks is None:
+            return self._deferred[3]  # type: ignore[index]
         best = None
-        for c in self.chunks:
+        for c in self._chunks:
             if c.score is not None and (best is None or c.score > best):
                 best = c.score
         return best

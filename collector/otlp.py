@@ -49,7 +49,7 @@ __all__ = [
 _ZERO_TRACE = b"\x00" * 16
 _ZERO_SPAN = b"\x00" * 8
 
-NATIVE_ABI = 2  # the ``ragpulse_native.ABI`` this module's calls are written for
+NATIVE_ABI = 3  # the ``ragpulse_native.ABI`` this module's calls are written for
 
 
 def _load_native() -> tuple[Any, str]:
@@ -69,6 +69,7 @@ def _load_native() -> tuple[Any, str]:
 _native, _decoder_why = _load_native()
 _native_decode = _native.decode_traces if _native is not None else None
 _native_complete = _native.complete_traces if _native is not None else None
+_native_details = _native.trace_details if _native is not None else None
 DECODER = "native" if _native is not None else "python"
 
 
@@ -134,7 +135,9 @@ def decode_complete_traces(data: bytes, limits: Limits) -> list[RagTrace] | None
     """The native fast path: a record that holds only complete RAG traces, built.
 
     Returns the record's traces (in order of first appearance, each with
-    ``row_head`` set) exactly as decoding, assembling and
+    ``row_head`` set; their chunk and citation objects are made when first
+    read, which only sampled traces' judge messages do) exactly as decoding,
+    assembling and
     :func:`~ragpulse.collector.assemble.build_trace` would build them, or None
     when the record must take that general path: it is not protobuf, is
     over a limit, holds a span the decoder rejects or a trace that is not
@@ -151,7 +154,7 @@ def decode_complete_traces(data: bytes, limits: Limits) -> list[RagTrace] | None
     if data[:1] in (b"{", b" ", b"\t", b"\r"):  # decode_record reads these as JSON
         return None
     try:
-        return native(data, RagTrace, Chunk, Citation, cap, nmax)
+        return native(data, RagTrace, Chunk, Citation, _native_details, cap, nmax)
     except OverflowError:  # limits beyond 64 bits
         return None
 

@@ -110,7 +110,7 @@ class Rule:
             elif key == "top_score_below":
                 limit = float(value)
                 self.checks.append(
-                    lambda t, x=limit: not t.chunks or ((top := t.top_score) is not None and top < x)
+                    lambda t, x=limit: not t.chunk_count or ((top := t.top_score) is not None and top < x)
                 )
             elif key in _LIST_KEYS:
                 allowed = {str(v) for v in (value if isinstance(value, list) else [value])}

@@ -46,11 +46,14 @@ if os.environ.get("RAGPULSE_NATIVE", "").strip() == "0":
 
 
 def trace_tuple(t: RagTrace) -> Any:
-    """Every slot but row_head, chunks and citations by their slots, exact types and bits."""
-    out = []
-    for name in RagTrace.__slots__:
-        if name == "row_head":
+    """Every field but row_head (chunks and citations by their slots), exact types and bits.
+    The chunk count and top score are read first: the fast path defers the chunk objects
+    and answers those two without making them."""
+    out = [("chunk_count", canon(t.chunk_count)), ("top_score", canon(t.top_score))]
+    for slot in RagTrace.__slots__:
+        if slot in ("row_head", "_deferred"):
             continue
+        name = slot.lstrip("_")  # _chunks, _citations: through their properties
         v = getattr(t, name)
         if name in ("chunks", "citations"):
             v = [[getattr(x, s) for s in type(x).__slots__] for x in v]
@@ -400,3 +403,16 @@ def test_decline_on_python_objects_it_cannot_reproduce() -> None:
     data = traces_data([(t.service, t.spans)])
     assert otlp.decode_complete_traces(memoryview(data), Limits()) is None  # type: ignore[arg-type]
     assert TracesData.FromString(data)  # sanity: the record itself is fine
+
+
+def test_chunk_and_citation_objects_are_made_when_first_read() -> None:
+    t = make_trace(4, n_chunks=3)
+    data = traces_data([(t.service, t.spans)])
+    (fast,) = otlp.decode_complete_traces(data, Limits()) or []
+    slow = build_trace(t.hex, decode_record(data, Limits()).spans)
+    assert fast._chunks is None and fast._citations is None  # deferred
+    assert fast.chunk_count == 3 and fast.top_score == slow.top_score
+    assert fast._chunks is None  # answering those made nothing
+    assert fast.judge_message() == slow.judge_message()  # the judge message makes them
+    assert fast._chunks is not None and fast._deferred is None
+    assert trace_tuple(fast) == trace_tuple(slow)

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::ffi;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use crate::build::{self, Caps, Reject};
 use crate::json;
@@ -35,6 +35,9 @@ pub struct Classes<'py> {
     pub trace: Bound<'py, PyAny>,
     pub chunk: Bound<'py, PyAny>,
     pub citation: Bound<'py, PyAny>,
+    /// `ragpulse_native.trace_details`, which a trace calls to make its chunk and citation
+    /// objects when something first reads them (`RagTrace._deferred`).
+    pub details: Bound<'py, PyAny>,
 }
 
 const KIND: &str = "openinference.span.kind";
@@ -774,11 +777,11 @@ fn complete_groups<'t, 'a>(td: &'t TracesData<'a>, caps: Caps) -> Fast<Vec<(&'a 
 /// general path.
 pub fn complete_traces<'py>(
     py: Python<'py>,
-    data: &[u8],
+    data: &Bound<'py, PyBytes>,
     classes: &Classes<'py>,
     caps: Caps,
 ) -> PyResult<Option<Bound<'py, PyList>>> {
-    let Ok(td) = crate::schema::parse_traces_data(data) else {
+    let Ok(td) = crate::schema::parse_traces_data(data.as_bytes()) else {
         return Ok(None);
     };
     let Ok(groups) = complete_groups(&td, caps) else {
@@ -796,14 +799,31 @@ pub fn complete_traces<'py>(
         built.push((b, hex, head));
     }
     let out = PyList::empty(py);
-    for (b, hex, head) in built {
-        match to_python(py, &b, &hex, &head, classes, caps) {
+    for (index, (b, hex, head)) in built.into_iter().enumerate() {
+        match to_python(py, &b, &hex, &head, classes, caps, (data, index)) {
             Ok(t) => out.append(t)?,
             Err(Reject::Py(e)) => return Err(e),
             Err(Reject::Msg(_)) => return Ok(None),
         }
     }
     Ok(Some(out))
+}
+
+/// The chunk and citation objects of trace `index` of a record `complete_traces` took
+/// (what its `RagTrace` defers until they are read).
+pub fn trace_details<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    index: usize,
+    classes: &Classes<'py>,
+    caps: Caps,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    let gone = || pyo3::exceptions::PyValueError::new_err("record no longer holds that complete trace");
+    let td = crate::schema::parse_traces_data(data).map_err(|_| gone())?;
+    let groups = complete_groups(&td, caps).map_err(|_| gone())?;
+    let (_, refs) = groups.get(index).ok_or_else(gone)?;
+    let b = build_trace(&td, refs).map_err(|_| gone())?;
+    detail_objects(py, &b, classes)
 }
 
 fn hex_id(b: &[u8]) -> String {
@@ -837,21 +857,18 @@ fn instance<'py>(
     Ok(obj)
 }
 
-fn to_python<'py>(
+/// The chunk and citation lists of a built trace, as `Chunk` and `Citation` objects.
+fn detail_objects<'py>(
     py: Python<'py>,
     b: &Built,
-    hex: &str,
-    head: &[u8],
     classes: &Classes<'py>,
-    caps: Caps,
-) -> Result<Bound<'py, PyAny>, Reject> {
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
     let s = |x: &str| PyString::new(py, x).into_any();
-    let f = |x: f64| PyFloat::new(py, x).into_any();
     let i = |x: i64| PyInt::new(py, x).into_any();
     let chunks = PyList::empty(py);
     for c in &b.chunks {
         let score = match c.score {
-            Some(x) => f(x),
+            Some(x) => PyFloat::new(py, x).into_any(),
             None => py.None().into_bound(py),
         };
         chunks.append(instance(
@@ -878,6 +895,56 @@ fn to_python<'py>(
             ],
         )?)?;
     }
+    Ok((chunks, citations))
+}
+
+/// `RagTrace.top_score` over the built chunks.
+fn top_score(b: &Built) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    for c in &b.chunks {
+        if let Some(x) = c.score {
+            if best.is_none_or(|y| x > y) {
+                best = Some(x);
+            }
+        }
+    }
+    best
+}
+
+#[allow(clippy::too_many_arguments)]
+fn to_python<'py>(
+    py: Python<'py>,
+    b: &Built,
+    hex: &str,
+    head: &[u8],
+    classes: &Classes<'py>,
+    caps: Caps,
+    source: (&Bound<'py, PyBytes>, usize),
+) -> Result<Bound<'py, PyAny>, Reject> {
+    let s = |x: &str| PyString::new(py, x).into_any();
+    let f = |x: f64| PyFloat::new(py, x).into_any();
+    let i = |x: i64| PyInt::new(py, x).into_any();
+    // Chunk and citation objects are made when first read (for sampled traces' judge
+    // messages): the trace keeps how to make them, its chunk count and top score.
+    let args = PyTuple::new(
+        py,
+        [
+            source.0.clone().into_any(),
+            i(source.1 as i64),
+            classes.chunk.clone(),
+            classes.citation.clone(),
+            i(caps.max_attribute_chars),
+            i(caps.max_attributes),
+        ],
+    )?;
+    let top = match top_score(b) {
+        Some(x) => f(x),
+        None => py.None().into_bound(py),
+    };
+    let deferred = PyTuple::new(
+        py,
+        [classes.details.clone(), args.into_any(), i(b.chunks.len() as i64), top],
+    )?;
     let attributes: Bound<'py, PyDict> = build::attrs(py, b.root_attrs, caps)?;
     for key in ["input.value", "output.value"] {
         if attributes.contains(key)? {
@@ -895,8 +962,9 @@ fn to_python<'py>(
             (intern!(py, "end_time"), PyInt::new(py, b.end_time).into_any()),
             (intern!(py, "query"), s(&b.query)),
             (intern!(py, "answer"), s(&b.answer)),
-            (intern!(py, "chunks"), chunks.into_any()),
-            (intern!(py, "citations"), citations.into_any()),
+            (intern!(py, "_chunks"), py.None().into_bound(py)),
+            (intern!(py, "_citations"), py.None().into_bound(py)),
+            (intern!(py, "_deferred"), deferred.into_any()),
             (intern!(py, "corpus_version"), s(&b.corpus_version)),
             (intern!(py, "model"), s(&b.model)),
             (intern!(py, "provider"), s(&b.provider)),

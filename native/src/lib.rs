@@ -17,10 +17,10 @@ mod wire;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyBytes, PyList};
 
 /// Bumped whenever `decode_traces`' contract changes; otlp.py refuses a mismatch.
-const ABI: u32 = 2;
+const ABI: u32 = 3;
 
 /// Decode an OTLP `TracesData` protobuf into `span_cls` objects.
 ///
@@ -58,15 +58,18 @@ fn decode_traces<'py>(
 }
 
 /// The fast path (fast.rs): a record holding only complete RAG traces, as `trace_cls`
-/// objects with `row_head` set; None when the record must take the general path.
+/// objects with `row_head` set and their chunk and citation objects deferred (made by
+/// `details_fn`, i.e. `trace_details`, when first read); None when the record must take
+/// the general path.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn complete_traces<'py>(
     py: Python<'py>,
-    data: &[u8],
+    data: Bound<'py, PyBytes>,
     trace_cls: Bound<'py, PyAny>,
     chunk_cls: Bound<'py, PyAny>,
     citation_cls: Bound<'py, PyAny>,
+    details_fn: Bound<'py, PyAny>,
     max_attribute_chars: i64,
     max_attributes: i64,
 ) -> PyResult<Option<Bound<'py, PyList>>> {
@@ -78,10 +81,35 @@ fn complete_traces<'py>(
         trace: trace_cls,
         chunk: chunk_cls,
         citation: citation_cls,
+        details: details_fn,
     };
-    let run = std::panic::AssertUnwindSafe(|| fast::complete_traces(py, data, &classes, caps));
+    let run = std::panic::AssertUnwindSafe(|| fast::complete_traces(py, &data, &classes, caps));
     // A panic here is a bug, never the input's fault: the general path still handles the record.
     std::panic::catch_unwind(run).unwrap_or(Ok(None))
+}
+
+/// The `(chunks, citations)` lists of trace `index` of a record `complete_traces` took.
+#[pyfunction]
+fn trace_details<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    index: usize,
+    chunk_cls: Bound<'py, PyAny>,
+    citation_cls: Bound<'py, PyAny>,
+    max_attribute_chars: i64,
+    max_attributes: i64,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    let caps = build::Caps {
+        max_attribute_chars,
+        max_attributes,
+    };
+    let classes = fast::Classes {
+        trace: py.None().into_bound(py),
+        chunk: chunk_cls,
+        citation: citation_cls,
+        details: py.None().into_bound(py),
+    };
+    fast::trace_details(py, data, index, &classes, caps)
 }
 
 /// orjson's text for a float (tests compare it with orjson).
@@ -106,6 +134,7 @@ fn ragpulse_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ABI", ABI)?;
     m.add_function(wrap_pyfunction!(decode_traces, m)?)?;
     m.add_function(wrap_pyfunction!(complete_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_details, m)?)?;
     m.add_function(wrap_pyfunction!(json_float, m)?)?;
     m.add_function(wrap_pyfunction!(json_string, m)?)?;
     Ok(())
