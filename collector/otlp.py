@@ -78,6 +78,10 @@ def decoder_description() -> str:
     return f"OTLP protobuf decoder: {_decoder_why}"
 
 
+# First bytes with which decode_record reads a record as OTLP/JSON (no protobuf starts so).
+_JSON_HEADS = (b"{", b" ", b"\t", b"\r")
+
+
 class MalformedRecord(ValueError):
     """A record (or a span in it) that cannot be processed; the message is the dead-letter reason."""
 
@@ -120,7 +124,7 @@ def decode_record(data: bytes, limits: Limits) -> DecodeResult:
             f"record of {len(data)} bytes exceeds max_record_bytes {limits.max_record_bytes}"
         )
     head = data[:1]
-    if head in (b"{", b" ", b"\t", b"\r"):
+    if head in _JSON_HEADS:
         return decode_otlp_json(data, limits)
     try:
         return decode_otlp_proto(data, limits)
@@ -151,7 +155,7 @@ def decode_complete_traces(data: bytes, limits: Limits) -> list[RagTrace] | None
     nmax = limits.max_attributes
     if type(cap) is not int or type(nmax) is not int or len(data) > limits.max_record_bytes:
         return None
-    if data[:1] in (b"{", b" ", b"\t", b"\r"):  # decode_record reads these as JSON
+    if data[:1] in _JSON_HEADS:
         return None
     try:
         return native(data, RagTrace, Chunk, Citation, _native_details, cap, nmax)

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::keys;
-use crate::schema::{Arena, Event, KeyValue, TracesData, Value};
+use crate::schema::{Arena, Event, KeyValue, Span, TracesData, Value};
 
 /// A span is rejected with a message, or Python itself failed (memory).
 pub(crate) enum Reject {
@@ -219,6 +219,23 @@ pub(crate) fn all_zero(b: &[u8]) -> bool {
     b.iter().all(|&x| x == 0)
 }
 
+/// Why the decoder rejects a span for its ids or times (None when they are fine); the
+/// message the dead letter gives after the span's name.
+pub(crate) fn span_problem(s: &Span) -> Option<String> {
+    let (tid, sid, pid) = (s.trace_id, s.span_id, s.parent_id);
+    if tid.len() != 16 || all_zero(tid) {
+        Some(format!("trace_id must be 16 non-zero bytes, got {}", tid.len()))
+    } else if sid.len() != 8 || all_zero(sid) {
+        Some(format!("span_id must be 8 non-zero bytes, got {}", sid.len()))
+    } else if !pid.is_empty() && pid.len() != 8 {
+        Some(format!("parent_span_id must be 8 bytes, got {}", pid.len()))
+    } else if s.start == 0 || s.end == 0 || s.end < s.start {
+        Some("missing or inverted start/end time".to_owned())
+    } else {
+        None
+    }
+}
+
 /// Builds `(spans, errors)` from a parsed record, as `decode_otlp_proto_py` does.
 pub fn build<'a, 'py>(
     py: Python<'py>,
@@ -234,34 +251,13 @@ pub fn build<'a, 'py>(
         if res.first_span == res.end_span {
             continue;
         }
-        let service = match res.attrs.iter().find(|kv| kv.key == "service.name") {
-            Some(KeyValue {
-                value: Value::Str(s),
-                ..
-            }) => PyString::new(py, s),
-            _ => empty.clone(),
+        let service = match res.service_name() {
+            "" => empty.clone(),
+            s => PyString::new(py, s),
         };
         for s in &td.spans[res.first_span..res.end_span] {
-            let tid = s.trace_id;
-            let sid = s.span_id;
-            let pid = s.parent_id;
-            let problem = if tid.len() != 16 || all_zero(tid) {
-                Some(format!(
-                    "trace_id must be 16 non-zero bytes, got {}",
-                    tid.len()
-                ))
-            } else if sid.len() != 8 || all_zero(sid) {
-                Some(format!(
-                    "span_id must be 8 non-zero bytes, got {}",
-                    sid.len()
-                ))
-            } else if !pid.is_empty() && pid.len() != 8 {
-                Some(format!("parent_span_id must be 8 bytes, got {}", pid.len()))
-            } else if s.start == 0 || s.end == 0 || s.end < s.start {
-                Some("missing or inverted start/end time".to_owned())
-            } else {
-                None
-            };
+            let (tid, sid, pid) = (s.trace_id, s.span_id, s.parent_id);
+            let problem = span_problem(s);
             if let Some(msg) = problem {
                 errors.append(format!("span {}: {}", py_repr(py, s.name, 60)?, msg))?;
                 continue;

@@ -184,16 +184,7 @@ fn check_attrs(kvs: &[KeyValue], caps: Caps) -> Fast<()> {
 
 /// The decoder's span checks (ids, times, attribute limits of the span and its events).
 fn check_span(td: &TracesData, s: &Span, caps: Caps) -> Fast<()> {
-    let (tid, sid, pid) = (s.trace_id, s.span_id, s.parent_id);
-    if tid.len() != 16
-        || build::all_zero(tid)
-        || sid.len() != 8
-        || build::all_zero(sid)
-        || (!pid.is_empty() && pid.len() != 8)
-        || s.start == 0
-        || s.end == 0
-        || s.end < s.start
-    {
+    if build::span_problem(s).is_some() {
         return Err(Bail);
     }
     check_attrs(&td.arena.span_attrs[s.attrs.clone()], caps)?;
@@ -736,13 +727,7 @@ fn complete_groups<'t, 'a>(td: &'t TracesData<'a>, caps: Caps) -> Fast<Vec<(&'a 
         if res.first_span == res.end_span {
             continue;
         }
-        let service = match res.attrs.iter().find(|kv| kv.key == "service.name") {
-            Some(KeyValue {
-                value: Value::Str(s),
-                ..
-            }) => *s,
-            _ => "",
-        };
+        let service = res.service_name();
         for s in &td.spans[res.first_span..res.end_span] {
             check_span(td, s, caps)?;
             let attrs = &td.arena.span_attrs[s.attrs.clone()];

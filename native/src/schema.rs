@@ -62,6 +62,20 @@ pub struct Resource<'a> {
     pub end_span: usize,
 }
 
+impl<'a> Resource<'a> {
+    /// The service name spans take from their resource: the first `service.name` attribute
+    /// when it is a string, else "" (as the Python decoder reads `string_value`).
+    pub fn service_name(&self) -> &'a str {
+        match self.attrs.iter().find(|kv| kv.key == "service.name") {
+            Some(KeyValue {
+                value: Value::Str(s),
+                ..
+            }) => s,
+            _ => "",
+        }
+    }
+}
+
 pub struct TracesData<'a> {
     pub resources: Vec<Resource<'a>>,
     pub spans: Vec<Span<'a>>,
