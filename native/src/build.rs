@@ -224,9 +224,15 @@ pub(crate) fn all_zero(b: &[u8]) -> bool {
 pub(crate) fn span_problem(s: &Span) -> Option<String> {
     let (tid, sid, pid) = (s.trace_id, s.span_id, s.parent_id);
     if tid.len() != 16 || all_zero(tid) {
-        Some(format!("trace_id must be 16 non-zero bytes, got {}", tid.len()))
+        Some(format!(
+            "trace_id must be 16 non-zero bytes, got {}",
+            tid.len()
+        ))
     } else if sid.len() != 8 || all_zero(sid) {
-        Some(format!("span_id must be 8 non-zero bytes, got {}", sid.len()))
+        Some(format!(
+            "span_id must be 8 non-zero bytes, got {}",
+            sid.len()
+        ))
     } else if !pid.is_empty() && pid.len() != 8 {
         Some(format!("parent_span_id must be 8 bytes, got {}", pid.len()))
     } else if s.start == 0 || s.end == 0 || s.end < s.start {

@@ -16,9 +16,9 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::ffi;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use crate::build::{self, Caps, Reject};
@@ -58,7 +58,10 @@ enum Role {
 
 /// `attrs.get(key)` on the decoded dict: the last occurrence wins.
 fn get<'v, 'a>(kvs: &'v [KeyValue<'a>], key: &str) -> Option<&'v Value<'a>> {
-    kvs.iter().rev().find(|kv| kv.key == key).map(|kv| &kv.value)
+    kvs.iter()
+        .rev()
+        .find(|kv| kv.key == key)
+        .map(|kv| &kv.value)
 }
 
 /// `key in attrs`.
@@ -148,9 +151,9 @@ fn repr_bound(v: &Value) -> i64 {
         Value::Bool(_) => 5,
         Value::Unset | Value::StrIndex => 4,
         Value::Bytes(b) => 2 + 4 * b.len().div_ceil(3) as i64,
-        Value::Array(items) => items
-            .iter()
-            .fold(2i64, |n, x| n.saturating_add(repr_bound(x).saturating_add(2))),
+        Value::Array(items) => items.iter().fold(2i64, |n, x| {
+            n.saturating_add(repr_bound(x).saturating_add(2))
+        }),
         Value::KvList(kvs) => kvs.iter().fold(2i64, |n, kv| {
             n.saturating_add(6 + 4 * kv.key.len() as i64)
                 .saturating_add(repr_bound(&kv.value))
@@ -212,7 +215,7 @@ fn role(kvs: &[KeyValue]) -> Fast<Role> {
             }
         }
         Some(Value::Bytes(_)) => return Err(Bail), // its base64 text could spell a kind
-        _ => {} // str() of any other value is never a kind
+        _ => {}                                    // str() of any other value is never a kind
     }
     match get(kvs, "gen_ai.operation.name") {
         Some(Value::Str(op)) => match *op {
@@ -306,7 +309,11 @@ fn documents<'v>(attrs: &'v [KeyValue], prefix: &str) -> Fast<Vec<Chunk<'v>>> {
     // first document with neither id nor content.
     let mut docs: Vec<[Option<&'v Value>; 4]> = Vec::new();
     for kv in attrs {
-        let Some((num, field)) = kv.key.strip_prefix(prefix).and_then(|r| r.split_once(".document.")) else {
+        let Some((num, field)) = kv
+            .key
+            .strip_prefix(prefix)
+            .and_then(|r| r.split_once(".document."))
+        else {
             continue;
         };
         let f = match field {
@@ -323,7 +330,9 @@ fn documents<'v>(attrs: &'v [KeyValue], prefix: &str) -> Fast<Vec<Chunk<'v>>> {
         {
             continue;
         }
-        let Ok(i) = num.parse::<usize>() else { continue };
+        let Ok(i) = num.parse::<usize>() else {
+            continue;
+        };
         if i >= attrs.len() {
             continue;
         }
@@ -339,7 +348,9 @@ fn documents<'v>(attrs: &'v [KeyValue], prefix: &str) -> Fast<Vec<Chunk<'v>>> {
         }
         let meta_present = meta.is_some();
         let score = match score {
-            None | Some(Value::Unset | Value::StrIndex | Value::Array(_) | Value::KvList(_)) => None,
+            None | Some(Value::Unset | Value::StrIndex | Value::Array(_) | Value::KvList(_)) => {
+                None
+            }
             Some(Value::Double(d)) => Some(*d),
             Some(Value::Int(n)) => Some(*n as f64),
             Some(Value::Bool(b)) => Some(if *b { 1.0 } else { 0.0 }),
@@ -373,7 +384,11 @@ fn documents<'v>(attrs: &'v [KeyValue], prefix: &str) -> Fast<Vec<Chunk<'v>>> {
 
 /// `_int(attrs.get(primary, attrs.get(fallback)))`.
 fn tokens(attrs: &[KeyValue], primary: &str, fallback: &str) -> Fast<i64> {
-    let v = if has(attrs, primary) { get(attrs, primary) } else { get(attrs, fallback) };
+    let v = if has(attrs, primary) {
+        get(attrs, primary)
+    } else {
+        get(attrs, fallback)
+    };
     int_clamped(v, 0, TOKENS_MAX)
 }
 
@@ -397,10 +412,7 @@ fn total_ms(refs: &[SpanRef], which: &[usize]) -> f64 {
 }
 
 /// `build_trace` for one complete trace's spans.
-fn build_trace<'v, 'a>(
-    td: &'v TracesData<'a>,
-    refs: &[SpanRef<'v, 'a>],
-) -> Fast<Built<'v, 'a>> {
+fn build_trace<'v, 'a>(td: &'v TracesData<'a>, refs: &[SpanRef<'v, 'a>]) -> Fast<Built<'v, 'a>> {
     let (mut rag_root, mut trace_root, mut chain) = (None, None, None);
     let (mut retrievers, mut rerankers, mut llms) = (Vec::new(), Vec::new(), Vec::new());
     let mut error = false;
@@ -458,9 +470,9 @@ fn build_trace<'v, 'a>(
             ]))?;
         }
         if query.is_empty()
-            && la
-                .iter()
-                .any(|kv| kv.key.starts_with("llm.input_messages.") || kv.key.starts_with("gen_ai.prompt."))
+            && la.iter().any(|kv| {
+                kv.key.starts_with("llm.input_messages.") || kv.key.starts_with("gen_ai.prompt.")
+            })
         {
             return Err(Bail); // the query comes from chat messages: left to build_trace
         }
@@ -477,7 +489,11 @@ fn build_trace<'v, 'a>(
         for &i in &llms {
             let a = refs[i].attrs;
             input_tokens += tokens(a, "gen_ai.usage.input_tokens", "llm.token_count.prompt")?;
-            output_tokens += tokens(a, "gen_ai.usage.output_tokens", "llm.token_count.completion")?;
+            output_tokens += tokens(
+                a,
+                "gen_ai.usage.output_tokens",
+                "llm.token_count.completion",
+            )?;
         }
         input_tokens = input_tokens.min(TOKENS_MAX);
         output_tokens = output_tokens.min(TOKENS_MAX);
@@ -661,7 +677,10 @@ fn row_head(b: &Built, trace_hex: &str) -> Fast<Vec<u8>> {
     let mut out = Vec::with_capacity(
         512 + b.query.len()
             + b.answer.len()
-            + b.chunks.iter().map(|c| c.content.len() + c.id.len() + c.metadata.len() + 40).sum::<usize>(),
+            + b.chunks
+                .iter()
+                .map(|c| c.content.len() + c.id.len() + c.metadata.len() + 40)
+                .sum::<usize>(),
     );
     out.push(b'[');
     json::string(&mut out, trace_hex);
@@ -680,11 +699,23 @@ fn row_head(b: &Built, trace_hex: &str) -> Fast<Vec<u8>> {
     out.push(b',');
     array(&mut out, b.chunks.iter().map(|c| c.score), score);
     out.push(b',');
-    array(&mut out, b.chunks.iter().map(|c| &*c.metadata), json::string);
+    array(
+        &mut out,
+        b.chunks.iter().map(|c| &*c.metadata),
+        json::string,
+    );
     out.push(b',');
-    array(&mut out, b.citations.iter().map(|c| &*c.doc_id), json::string);
+    array(
+        &mut out,
+        b.citations.iter().map(|c| &*c.doc_id),
+        json::string,
+    );
     out.push(b',');
-    array(&mut out, b.citations.iter().map(|c| &*c.marker), json::string);
+    array(
+        &mut out,
+        b.citations.iter().map(|c| &*c.marker),
+        json::string,
+    );
     out.push(b',');
     array(&mut out, b.citations.iter().map(|c| c.start), json::int);
     out.push(b',');
@@ -702,7 +733,14 @@ fn row_head(b: &Built, trace_hex: &str) -> Fast<Vec<u8>> {
         json::int(&mut out, i);
     }
     let status = if b.error { "error" } else { "ok" };
-    for s in [&b.risk_level as &str, &b.query_type, &b.session_id, &b.user_id, status, b.source] {
+    for s in [
+        &b.risk_level as &str,
+        &b.query_type,
+        &b.session_id,
+        &b.user_id,
+        status,
+        b.source,
+    ] {
         out.push(b',');
         json::string(&mut out, s);
     }
@@ -720,7 +758,10 @@ fn row_head(b: &Built, trace_hex: &str) -> Fast<Vec<u8>> {
 
 /// Groups the record's spans by trace (in order of first appearance); bails unless every
 /// span passes the decoder's checks and every trace is complete.
-fn complete_groups<'t, 'a>(td: &'t TracesData<'a>, caps: Caps) -> Fast<Vec<(&'a [u8], Vec<SpanRef<'t, 'a>>)>> {
+fn complete_groups<'t, 'a>(
+    td: &'t TracesData<'a>,
+    caps: Caps,
+) -> Fast<Vec<(&'a [u8], Vec<SpanRef<'t, 'a>>)>> {
     let mut groups: Vec<(&'a [u8], Vec<SpanRef<'t, 'a>>)> = Vec::new();
     let mut index: HashMap<&'a [u8], usize> = HashMap::new();
     for res in &td.resources {
@@ -803,7 +844,8 @@ pub fn trace_details<'py>(
     classes: &Classes<'py>,
     caps: Caps,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
-    let gone = || pyo3::exceptions::PyValueError::new_err("record no longer holds that complete trace");
+    let gone =
+        || pyo3::exceptions::PyValueError::new_err("record no longer holds that complete trace");
     let td = crate::schema::parse_traces_data(data).map_err(|_| gone())?;
     let groups = complete_groups(&td, caps).map_err(|_| gone())?;
     let (_, refs) = groups.get(index).ok_or_else(gone)?;
@@ -835,7 +877,8 @@ fn instance<'py>(
     let tp = cls.cast::<PyType>()?;
     // SAFETY: `tp` is a live type object; PyType_GenericAlloc returns a new reference or
     // NULL with an exception set, which from_owned_ptr_or_err turns into an error.
-    let obj = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(tp.as_type_ptr(), 0))? };
+    let obj =
+        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(tp.as_type_ptr(), 0))? };
     for (name, value) in slots {
         obj.setattr(*name, value)?;
     }
@@ -928,7 +971,12 @@ fn to_python<'py>(
     };
     let deferred = PyTuple::new(
         py,
-        [classes.details.clone(), args.into_any(), i(b.chunks.len() as i64), top],
+        [
+            classes.details.clone(),
+            args.into_any(),
+            i(b.chunks.len() as i64),
+            top,
+        ],
     )?;
     let attributes: Bound<'py, PyDict> = build::attrs(py, b.root_attrs, caps)?;
     for key in ["input.value", "output.value"] {
@@ -944,7 +992,10 @@ fn to_python<'py>(
             (intern!(py, "trace_id"), s(hex)),
             (intern!(py, "service"), s(b.service)),
             (intern!(py, "time"), PyInt::new(py, b.time).into_any()),
-            (intern!(py, "end_time"), PyInt::new(py, b.end_time).into_any()),
+            (
+                intern!(py, "end_time"),
+                PyInt::new(py, b.end_time).into_any(),
+            ),
             (intern!(py, "query"), s(&b.query)),
             (intern!(py, "answer"), s(&b.answer)),
             (intern!(py, "_chunks"), py.None().into_bound(py)),
@@ -964,7 +1015,10 @@ fn to_python<'py>(
             (intern!(py, "session_id"), s(&b.session_id)),
             (intern!(py, "user_id"), s(&b.user_id)),
             (intern!(py, "route"), s(&b.route)),
-            (intern!(py, "status"), s(if b.error { "error" } else { "ok" })),
+            (
+                intern!(py, "status"),
+                s(if b.error { "error" } else { "ok" }),
+            ),
             (intern!(py, "source"), s(b.source)),
             (intern!(py, "span_count"), i(b.span_count as i64)),
             (intern!(py, "attributes"), attributes.into_any()),
