@@ -80,7 +80,7 @@ class _Stop(Exception):
 class _Batch:
     """Traces and dead letters cut together, the offsets they let us commit, and the store."""
 
-    __slots__ = ("sent", "judged", "count", "dead", "targets", "started", "block", "future")
+    __slots__ = ("sent", "count", "dead", "targets", "started", "block", "future")
 
     def __init__(
         self,
@@ -90,7 +90,6 @@ class _Batch:
         started: float,
     ) -> None:
         self.sent: list[tuple[_Send, Any]] = []  # judge messages sent, with their futures
-        self.judged = 0  # sampled traces (judge messages) in the batch
         self.count = count  # traces in the batch
         self.dead = dead
         self.targets = targets
@@ -407,9 +406,7 @@ class KafkaCollector:
             # The judge messages go out now, so their acknowledgements arrive while the batch is
             # stored; the commit still waits for both. (Sent before the rows are stored: a crash
             # in between replays the records, and the judge dedupes by trace id.)
-            judge_sends = self._judge_sends(traces)
-            batch.judged = len(judge_sends)
-            batch.sent = self._start_sends(judge_sends)
+            batch.sent = self._start_sends(self._judge_sends(traces))
         # The batch keeps only its rows and send futures: the traces are freed now.
         del traces, ready
         self._batch = batch
@@ -436,9 +433,10 @@ class KafkaCollector:
                 )
             self.metrics.storage_up.set(1)
             batch.block = b""
+        judged = len(batch.sent)
         self._await_sends(batch.sent + self._start_sends(self._dead_sends(batch.dead)))
         batch.sent = []
-        self.metrics.judge_queue_sent.inc(batch.judged)
+        self.metrics.judge_queue_sent.inc(judged)
         self._batch = None
         self._commit(batch.targets, wait=self._stop.is_set())
         parts = self.consumer.assignment()
