@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any
 
+from ragpulse.collector.group_join import keep_join_going
 from ragpulse.collector.judge_worker import JudgeLike, JudgeWorker
 from ragpulse.collector.liveness import rebalance_allowance_s, rebalancing
 from ragpulse.collector.metrics import Metrics
@@ -109,9 +110,10 @@ class KafkaJudgeService:
             while not self._stop.is_set():
                 with self.metrics.polls.watching(self.name):
                     polled = consumer.poll(timeout_ms=200)
+                keep_join_going(consumer)
                 joining = self.metrics.polls.joining(self.name, rebalancing(consumer), allowed_s)
                 if joining > allowed_s + stall_s:
-                    # kafka-python's group join never completed (seen in tests): start over
+                    # a group join that never completed (group_join.py guards the known cause): start over
                     # with a new consumer (run() is restarted by _run; nothing was committed).
                     raise RuntimeError(f"{self.name}: consumer group join stuck for {joining:.0f}s")
                 if not polled:

@@ -10,9 +10,11 @@ nothing. Each polling loop wraps its poll in :meth:`PollWatch.watching`;
 ``/healthz`` answers 503 while a poll has been running longer than the stall
 limit.
 
-The failure actually seen (in tests, about one run in four) is quieter: a
-consumer group join that never completes while polls keep returning, with no
-partitions assigned. Each loop also reports after every poll whether its
+The failure actually seen in tests is quieter: a consumer group join that
+never completes while polls keep returning, with no partitions assigned. Its
+cause, a kafka-python race, is worked around by
+:mod:`ragpulse.collector.group_join`; as a second line of defence each loop
+also reports after every poll whether its
 consumer is rebalancing (:func:`rebalancing`); a rebalance that lasts longer
 than the broker could legitimately hold it (the rebalance timeout, i.e.
 ``max_poll_interval_ms``) plus the stall limit counts as stuck too.

@@ -39,6 +39,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ragpulse.collector.assemble import Assembler
+from ragpulse.collector.group_join import keep_join_going
 from ragpulse.collector.liveness import rebalance_allowance_s, rebalancing
 from ragpulse.collector.memory import release_free_memory
 from ragpulse.collector.metrics import Metrics, MetricsServer
@@ -211,7 +212,8 @@ class KafkaCollector:
             # start-up objects and collect young ones less often. (Turning automatic GC off and
             # collecting every 10 s saved ~8 us per span more. It was reverted when the suite's
             # kafka-python group-join stall hit twice with it; the stall then recurred with GC
-            # on, so GC was not its cause and the change can come back, measured.)
+            # on, so GC was not its cause (group_join.py has the cause) and the change can come
+            # back, measured.)
             gc.freeze()
             gc.set_threshold(20_000, 20, 100)
         if self._serve_metrics:
@@ -289,6 +291,7 @@ class KafkaCollector:
                 c.pause(*parts)
             with self.metrics.polls.watching("collector"):
                 polled = c.poll(timeout_ms=int(min(0.5, max(0.0, end - time.monotonic())) * 1000))
+            keep_join_going(c)
             # Records can still arrive (fetched before the pause took effect): never drop them.
             self._take(polled, time.monotonic())
         return True
@@ -304,6 +307,7 @@ class KafkaCollector:
         while not self._stop.is_set():
             with self.metrics.polls.watching("collector"):
                 polled = c.poll(timeout_ms=100)
+            keep_join_going(c)
             self.metrics.polls.joining("collector", rebalancing(c), _REBALANCE_ALLOWED_S)
             now = time.monotonic()
             self._take(polled, now)
