@@ -40,6 +40,7 @@ from typing import Any
 
 from ragpulse.collector.assemble import Assembler
 from ragpulse.collector.group_join import keep_join_going
+from ragpulse.collector.kafka_records import install as install_record_unpacking
 from ragpulse.collector.liveness import rebalance_allowance_s, rebalancing
 from ragpulse.collector.memory import release_free_memory
 from ragpulse.collector.metrics import Metrics, MetricsServer
@@ -223,6 +224,7 @@ class KafkaCollector:
             ).start()
             log.info("metrics on %s", self._server.url)
         log.info("OTLP protobuf decoder: %s", decoder_description())
+        log.info("Kafka record unpacking: %s", install_record_unpacking())
         try:
             retry_storage(self.storage.apply_schema, self.metrics, self._backoff(), self._wait_plain)
             released = self.storage.release_engine_pages()
