@@ -270,6 +270,9 @@ KEYS = (
     "retrieval.documents.01.document.id", "retrieval.documents.00.document.content",
     "retrieval.documents.+1.document.content", "retrieval.documents.1.document.id.x",
     "retrieval.documents.1.document.content.document.id", "retrieval.documents.999999999.document.id",
+    "retrieval.documents.1.x.document.id", "retrieval.documents.1..document.id",
+    "retrieval.documents..document.content", "retrieval.documents.2.document.", "retrieval.documents.2document.id",
+    "retrieval.documents.2.documentid", "retrieval.documents.0.document.document.id",
 )  # fmt: skip
 CITATION_KEYS = ("rag.citation.document.id", "rag.citation.marker", "rag.citation.answer.start",
                  "rag.citation.answer.end")  # fmt: skip
