@@ -128,6 +128,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def minor_faults(pid: int) -> int:
+    """Minor page faults of a process so far: each first touch of a fresh page (several
+    microseconds apiece on the VMs this runs on, so freshly allocated memory costs CPU)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
+
+
 def thread_cpu(pid: int) -> dict[str, float]:
     """CPU seconds so far per thread name (threads of one name summed; ids of pools stripped)."""
     out: dict[str, float] = {}
@@ -206,6 +212,7 @@ def run_processes(
         cpu0: list[float | None] = [None] * n_procs
         broker0: float | None = None
         threads0: list[dict[str, float]] = [{} for _ in procs]
+        faults0 = [0] * n_procs
         start = None
         anon = [0.0] * n_procs
         while True:
@@ -216,6 +223,7 @@ def run_processes(
                 if urls[k] is not None and cpu0[k] is None:
                     cpu0[k] = cpu_seconds(p.proc.pid)  # type: ignore[union-attr]
                     threads0[k] = thread_cpu(p.proc.pid)  # type: ignore[union-attr]
+                    faults0[k] = minor_faults(p.proc.pid)  # type: ignore[union-attr]
             for k, p in enumerate(procs):
                 anon[k] = max(anon[k], anon_rss_mb(p.proc.pid))  # type: ignore[union-attr]
             if start is None and any(u and _metric(u, "ragpulse_spans_received_total") > 0 for u in urls):
@@ -233,8 +241,10 @@ def run_processes(
             now = thread_cpu(p.proc.pid)  # type: ignore[union-attr]
             spent = {name: sec - threads0[k].get(name, 0.0) for name, sec in now.items()}
             top = sorted(((sec, name) for name, sec in spent.items() if sec >= 0.05), reverse=True)
+            faults = minor_faults(p.proc.pid) - faults0[k]  # type: ignore[union-attr]
             THREAD_CPU.append(
                 f"{n_procs} process(es), #{k + 1}: " + ", ".join(f"{name} {sec:.2f}" for sec, name in top)
+                + f"; {faults} minor page faults"
             )
         for p in procs:
             rc, _ = p.terminate()
