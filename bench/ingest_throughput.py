@@ -243,7 +243,8 @@ def run_processes(
             top = sorted(((sec, name) for name, sec in spent.items() if sec >= 0.05), reverse=True)
             faults = minor_faults(p.proc.pid) - faults0[k]  # type: ignore[union-attr]
             THREAD_CPU.append(
-                f"{n_procs} process(es), #{k + 1}: " + ", ".join(f"{name} {sec:.2f}" for sec, name in top)
+                f"{n_procs} process(es), #{k + 1}: "
+                + ", ".join(f"{name} {sec:.2f}" for sec, name in top)
                 + f"; {faults} minor page faults"
             )
         for p in procs:
