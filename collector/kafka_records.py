@@ -29,10 +29,11 @@ including on corrupted batches and through a real broker.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Iterator
 from typing import Any
+
+from ragpulse.collector.otlp import native_module
 
 __all__ = ["install", "uninstall", "unpacking_description"]
 
@@ -45,19 +46,6 @@ _state: dict[str, Any] = {"stock": None, "description": "kafka-python (not insta
 def unpacking_description() -> str:
     """Which record unpacking the process's consumers use, for the start-up log."""
     return _state["description"]
-
-
-def _native() -> Any:
-    if os.environ.get("RAGPULSE_NATIVE", "1") == "0":
-        return None
-    try:
-        import ragpulse_native
-        from ragpulse.collector.otlp import NATIVE_ABI
-    except ImportError:
-        return None
-    if getattr(ragpulse_native, "ABI", None) != NATIVE_ABI:
-        return None
-    return getattr(ragpulse_native, "unpack_records", None)
 
 
 def _batch_by_record(part: Any, tp: Any, batch: Any, record_cls: Any) -> Iterator[Any]:
@@ -194,7 +182,7 @@ def install() -> str:
         except ImportError:
             return _state["description"]
         version = getattr(kafka, "__version__", "?")
-        unpack = _native()
+        unpack = getattr(native_module(), "unpack_records", None)
         if not version.startswith("3.0."):
             _state["description"] = f"kafka-python (native unpacking is written for 3.0.x, not {version})"
         elif unpack is None:

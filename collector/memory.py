@@ -24,22 +24,24 @@ import ctypes
 import ctypes.util
 import logging
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["keep_freed_memory", "release_free_memory", "release_library_pages"]
 
 
-def _load_malloc_trim() -> Callable[[int], int] | None:
+def _libc_function(name: str, argtypes: list[Any]) -> Callable[..., int] | None:
+    """A C library function returning int, or None where the C library has none (not glibc)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
+        function = getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
     except (OSError, AttributeError):
         return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim
+    function.argtypes = argtypes
+    function.restype = ctypes.c_int
+    return function
 
 
-_malloc_trim = _load_malloc_trim()
+_malloc_trim = _libc_function("malloc_trim", [ctypes.c_size_t])
+_mallopt = _libc_function("mallopt", [ctypes.c_int, ctypes.c_int])
 
 
 _M_TRIM_THRESHOLD = -1
@@ -53,15 +55,10 @@ def keep_freed_memory() -> bool:
     blocks under 32 MiB come from the heap, and up to 64 MiB free at a heap's top stays.
     For the collector's own process only (never inside an application that embeds it).
     True when the C library took both settings."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    if _mallopt is None:
         return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and bool(
-        mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+    return bool(_mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and bool(
+        _mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
     )
 
 

@@ -73,6 +73,12 @@ _native_details = _native.trace_details if _native is not None else None
 DECODER = "native" if _native is not None else "python"
 
 
+def native_module() -> Any:
+    """The ``ragpulse_native`` module when it is in use (imports, ABI matches, not turned off
+    with ``RAGPULSE_NATIVE=0``), else None; :func:`decoder_description` says why."""
+    return _native
+
+
 def decoder_description() -> str:
     """One line saying which protobuf decoder is active and why (for the start-up log)."""
     return f"OTLP protobuf decoder: {_decoder_why}"

@@ -34,14 +34,14 @@ pub struct BatchInfo<'py> {
 /// A byte range `start..end` of the records section.
 type Range = (usize, usize);
 
-/// One record's fields, as positions into the records section.
-struct Parsed {
+/// One record's fields, as positions into the records section (header keys as checked text).
+struct Parsed<'a> {
     size: i64,
     offset: i64,
     timestamp: i64,
     key: Option<Range>,
     value: Option<Range>,
-    headers: Vec<(Range, Option<Range>)>,
+    headers: Vec<(&'a str, Option<Range>)>,
 }
 
 /// A zigzag varint as kafka-python's `decode_varint` reads it, or None where its
@@ -79,7 +79,7 @@ fn field(buf: &[u8], pos: &mut usize, len: i64) -> Result<Option<Range>, ()> {
     Ok(Some(range))
 }
 
-fn parse_record(buf: &[u8], pos: &mut usize, info: &BatchInfo<'_>) -> Option<Parsed> {
+fn parse_record<'a>(buf: &'a [u8], pos: &mut usize, info: &BatchInfo<'_>) -> Option<Parsed<'a>> {
     let length = varint(buf, pos)?;
     let start = *pos;
     varint(buf, pos)?; // attributes: unused in format v2
@@ -104,8 +104,8 @@ fn parse_record(buf: &[u8], pos: &mut usize, info: &BatchInfo<'_>) -> Option<Par
         if key_len < 0 {
             return None;
         }
-        let hkey = field(buf, pos, key_len).ok()??;
-        std::str::from_utf8(&buf[hkey.0..hkey.1]).ok()?;
+        let (start, end) = field(buf, pos, key_len).ok()??;
+        let hkey = std::str::from_utf8(&buf[start..end]).ok()?;
         let value_len = varint(buf, pos)?;
         let hvalue = field(buf, pos, value_len).ok()?;
         headers.push((hkey, hvalue));
@@ -125,7 +125,7 @@ fn parse_record(buf: &[u8], pos: &mut usize, info: &BatchInfo<'_>) -> Option<Par
 }
 
 /// Every record of the section, or None when kafka-python must unpack it (see the module doc).
-fn parse_all(buf: &[u8], pos: usize, info: &BatchInfo<'_>) -> Option<Vec<Parsed>> {
+fn parse_all<'a>(buf: &'a [u8], pos: usize, info: &BatchInfo<'_>) -> Option<Vec<Parsed<'a>>> {
     if info.count < 0 || pos > buf.len() {
         return None;
     }
@@ -159,10 +159,8 @@ pub fn unpack_records<'py>(
     for p in parsed {
         let headers = PyList::empty(py);
         let mut header_size: i64 = 0;
-        for (k, v) in &p.headers {
-            // Checked as UTF-8 while parsing.
-            let key = std::str::from_utf8(&buf[k.0..k.1]).unwrap_or_default();
-            header_size += (k.1 - k.0) as i64 + size_of(*v).max(0);
+        for (key, v) in &p.headers {
+            header_size += key.len() as i64 + size_of(*v).max(0);
             let pair = PyTuple::new(py, [PyString::new(py, key).into_any(), bytes_or_none(*v)])?;
             headers.append(pair)?;
         }
