@@ -14,13 +14,11 @@ string formatting, which the row heads reproduce, is checked on its own.
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 from typing import Any
 
 import orjson
-import pytest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
 from ragpulse.collector import otlp, storage
@@ -29,17 +27,10 @@ from ragpulse.collector.model import RagTrace
 from ragpulse.collector.otlp import Limits, MalformedRecord, decode_record
 from ragpulse.collector.synthetic import make_trace, traces_data
 
+from tests.native_module import require_native
 from tests.test_otlp_native import canon, kv, mutate, random_record, random_value, synthetic_records
 
-try:
-    import ragpulse_native
-except ImportError as exc:  # pragma: no cover - depends on the installation
-    if os.environ.get("RAGPULSE_REQUIRE_NATIVE") == "1":
-        raise RuntimeError(f"RAGPULSE_REQUIRE_NATIVE=1 but ragpulse_native does not import ({exc})") from None
-    pytest.skip("ragpulse_native is not installed (general path only)", allow_module_level=True)
-
-if os.environ.get("RAGPULSE_NATIVE", "").strip() == "0":
-    pytest.skip("RAGPULSE_NATIVE=0 turns the fast path off", allow_module_level=True)
+ragpulse_native = require_native("general path only", disabled="RAGPULSE_NATIVE=0 turns the fast path off")
 
 
 # ---------------------------------------------------------------- comparison

@@ -13,7 +13,6 @@ a seeded fuzz of corrupted batches, and records fetched from a real broker.
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 import uuid
@@ -21,22 +20,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kafka.codec import has_lz4, has_snappy, has_zstd
+from kafka.record.memory_records import MemoryRecordsBuilder
+from kafka.record.util import calc_crc32c
 from ragpulse.collector import kafka_records
 from ragpulse.collector.kafka_records import _unpack_all
 
-try:
-    import ragpulse_native
-except ImportError as exc:  # pragma: no cover - depends on the installation
-    if os.environ.get("RAGPULSE_REQUIRE_NATIVE") == "1":
-        raise RuntimeError(f"RAGPULSE_REQUIRE_NATIVE=1 but ragpulse_native does not import ({exc})") from None
-    pytest.skip("ragpulse_native is not installed (kafka-python unpacking only)", allow_module_level=True)
+from tests.native_module import require_native
 
-if os.environ.get("RAGPULSE_NATIVE", "").strip() == "0":
-    pytest.skip("RAGPULSE_NATIVE=0 keeps kafka-python's unpacking", allow_module_level=True)
-
-from kafka.codec import has_lz4, has_snappy, has_zstd  # noqa: E402
-from kafka.record.memory_records import MemoryRecordsBuilder  # noqa: E402
-from kafka.record.util import calc_crc32c  # noqa: E402
+ragpulse_native = require_native(
+    "kafka-python unpacking only", disabled="RAGPULSE_NATIVE=0 keeps kafka-python's unpacking"
+)
 
 CODECS = [0, 1] + [c for c, ok in ((2, has_snappy()), (3, has_lz4()), (4, has_zstd())) if ok]
 HEADER_SIZE = 61  # a v2 batch header; records (or their compressed block) follow

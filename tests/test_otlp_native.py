@@ -39,15 +39,9 @@ from ragpulse.collector import otlp
 from ragpulse.collector.otlp import Limits, MalformedRecord, decode_otlp_proto_native, decode_otlp_proto_py
 from ragpulse.collector.synthetic import make_trace, traces_data
 
-try:
-    import ragpulse_native
-except ImportError as exc:  # pragma: no cover - depends on the installation
-    if os.environ.get("RAGPULSE_REQUIRE_NATIVE") == "1":
-        raise RuntimeError(
-            "RAGPULSE_REQUIRE_NATIVE=1 but ragpulse_native does not import "
-            f"({exc}); build it with `.venv/bin/python -m pip install ./native`"
-        ) from None
-    pytest.skip("ragpulse_native is not installed (pure-Python decoder only)", allow_module_level=True)
+from tests.native_module import require_native
+
+ragpulse_native = require_native("pure-Python decoder only")
 
 # The active decoder: native unless RAGPULSE_NATIVE=0 (the parity tests call the native one directly).
 needs_active = pytest.mark.skipif(
