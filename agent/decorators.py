@@ -27,6 +27,14 @@ from opentelemetry.trace import format_trace_id
 from opentelemetry.trace.propagation import _SPAN_KEY
 from opentelemetry.trace.status import Status, StatusCode
 
+from .conventions import (
+    EXCEPTION_MESSAGE,
+    RAG_CORPUS_VERSION,
+    RAG_QUERY_TYPE,
+    RAG_RISK_LEVEL,
+    SESSION_ID,
+    USER_ID,
+)
 from .records import GenerationRecord, RagRecord, Record, RetrievalRecord
 from .runtime import STATE, Runtime, get_runtime
 
@@ -118,7 +126,7 @@ def _close(call: _Call, exc: BaseException | None) -> None:
         rt = call.rt
         if exc is not None:
             redactor = rt.materializer.redactor
-            extra = {"exception.message": redactor(str(exc))} if redactor is not None and not rt.own else None
+            extra = {EXCEPTION_MESSAGE: redactor(str(exc))} if redactor is not None and not rt.own else None
             span.record_exception(exc, attributes=extra)
             span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
         if not rt.own and call.record is not None and span.is_recording():
@@ -282,11 +290,11 @@ class _RagSpec(_Spec):
         if self.session_loc is not None:
             session = _arg(self.session_loc, args, kwargs)
             if session is not None:
-                record.set_attr("session.id", str(session))
+                record.set_attr(SESSION_ID, str(session))
         if self.user_loc is not None:
             user = _arg(self.user_loc, args, kwargs)
             if user is not None:
-                record.set_attr("user.id", str(user))
+                record.set_attr(USER_ID, str(user))
         return record
 
     def initial_record(self):
@@ -679,9 +687,9 @@ def _rag_attrs(
 ) -> dict[str, Any] | None:
     attrs = dict(attributes or {})
     for key, value in (
-        ("rag.corpus.version", corpus_version),
-        ("rag.risk_level", risk_level),
-        ("rag.query_type", query_type),
+        (RAG_CORPUS_VERSION, corpus_version),
+        (RAG_RISK_LEVEL, risk_level),
+        (RAG_QUERY_TYPE, query_type),
     ):
         if value is not None:
             attrs[key] = value

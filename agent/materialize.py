@@ -19,6 +19,44 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from .chunks import Chunk, normalize_chunks
 from .citations import Citation, answer_text, citations_from_structured, parse_citations
 from .config import Limits, Settings
+from .conventions import (
+    CITATION_DOCUMENT_ID,
+    CITATION_END,
+    CITATION_EVENT,
+    CITATION_MARKER,
+    CITATION_START,
+    GEN_AI_INPUT_TOKENS,
+    GEN_AI_OPERATION,
+    GEN_AI_OUTPUT_TOKENS,
+    GEN_AI_PROVIDER,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_REQUEST_TOP_K,
+    GEN_AI_RESPONSE_MODEL,
+    INPUT_VALUE,
+    KIND_CHAIN,
+    KIND_LLM,
+    KIND_RERANKER,
+    KIND_RETRIEVER,
+    LLM_MODEL_NAME,
+    LLM_PROVIDER,
+    LLM_TOKEN_COUNT_COMPLETION,
+    LLM_TOKEN_COUNT_PROMPT,
+    OP_CHAT,
+    OP_RETRIEVAL,
+    OUTPUT_VALUE,
+    RAG_CITATION_COUNT,
+    RAG_CORPUS_VERSION,
+    RAG_DOCUMENTS_COUNT,
+    RAG_ROOT,
+    RAG_STREAM,
+    RAG_STREAM_CLOSED_EARLY,
+    RAG_TRUNCATED,
+    RAG_TRUNCATED_FIELDS,
+    RERANKER_OUTPUT_DOCUMENTS,
+    RETRIEVAL_DOCUMENTS,
+    SPAN_KIND,
+    document_key,
+)
 from .records import GenerationRecord, RagRecord, Record, RetrievalRecord
 from .redaction import Redactor
 
@@ -128,7 +166,7 @@ class Materializer:
         if value is None or not self.capture:
             return
         text = value if isinstance(value, str) else _json(value)
-        ctx.attrs["input.value"] = self._text(ctx, text, self.limits.max_query_chars, "query")
+        ctx.attrs[INPUT_VALUE] = self._text(ctx, text, self.limits.max_query_chars, "query")
 
     def _chunks(self, record: RetrievalRecord | RagRecord) -> list[Chunk]:
         raw = record.chunks
@@ -139,41 +177,40 @@ class Materializer:
     # -- per kind --------------------------------------------------------------------------------
     def _retrieval(self, ctx: _Ctx, rec: RetrievalRecord) -> None:
         attrs = ctx.attrs
-        prefix = "reranker.output_documents" if rec.reranker else "retrieval.documents"
-        attrs["openinference.span.kind"] = "RERANKER" if rec.reranker else "RETRIEVER"
+        prefix = RERANKER_OUTPUT_DOCUMENTS if rec.reranker else RETRIEVAL_DOCUMENTS
+        attrs[SPAN_KIND] = KIND_RERANKER if rec.reranker else KIND_RETRIEVER
         if not rec.reranker:
-            attrs["gen_ai.operation.name"] = "retrieval"
+            attrs[GEN_AI_OPERATION] = OP_RETRIEVAL
         self._input(ctx, rec.input)
         if isinstance(rec.top_k, int) and not isinstance(rec.top_k, bool):
-            attrs["gen_ai.request.top_k"] = rec.top_k
+            attrs[GEN_AI_REQUEST_TOP_K] = rec.top_k
         chunks = self._chunks(rec)
         if rec.root is not None and rec.root.chunks is rec.chunks and rec.chunks is not None:
             rec.root.chunk_ids_cache = [c.id for c in chunks]  # the chunks the answer's markers refer to
-        attrs["rag.retrieval.documents.count"] = len(chunks)
+        attrs[RAG_DOCUMENTS_COUNT] = len(chunks)
         limits = self.limits
         if len(chunks) > limits.max_chunks:
             chunks = chunks[: limits.max_chunks]
             ctx.truncated.append("chunks")
         for i, chunk in enumerate(chunks):
-            key = f"{prefix}.{i}.document."
-            attrs[key + "id"] = chunk.id
+            attrs[document_key(prefix, i, "id")] = chunk.id
             if self.capture:
-                attrs[key + "content"] = self._text(
+                attrs[document_key(prefix, i, "content")] = self._text(
                     ctx, chunk.content, limits.max_chunk_chars, "chunk.content"
                 )
             if chunk.score is not None:
-                attrs[key + "score"] = chunk.score
+                attrs[document_key(prefix, i, "score")] = chunk.score
             if chunk.metadata:
-                attrs[key + "metadata"] = self._text(
+                attrs[document_key(prefix, i, "metadata")] = self._text(
                     ctx, _json(chunk.metadata), limits.max_metadata_chars, "chunk.metadata"
                 )
 
     def _rag(self, ctx: _Ctx, rec: RagRecord, end_time: int | None, events: list[Event]) -> None:
         attrs = ctx.attrs
-        attrs["openinference.span.kind"] = "CHAIN"
-        attrs["rag.root"] = True
-        if self.corpus_version and "rag.corpus.version" not in attrs:
-            attrs["rag.corpus.version"] = self.corpus_version
+        attrs[SPAN_KIND] = KIND_CHAIN
+        attrs[RAG_ROOT] = True
+        if self.corpus_version and RAG_CORPUS_VERSION not in attrs:
+            attrs[RAG_CORPUS_VERSION] = self.corpus_version
         self._input(ctx, rec.input)
         chunk_ids = rec.chunk_ids_cache
         if chunk_ids is None and rec.chunks is not None:
@@ -181,7 +218,7 @@ class Materializer:
         result = rec.answer
         if rec.parts is not None:
             result = "".join(t for t in (output_text(p) for p in rec.parts) if t)
-            attrs["rag.stream"] = True
+            attrs[RAG_STREAM] = True
         text = answer_text(result)
         if text is None and result is not None:
             text = output_text(result)
@@ -191,7 +228,7 @@ class Materializer:
         if text is not None:
             final = self._text(ctx, text, self.limits.max_answer_chars, "answer")
             if self.capture:
-                attrs["output.value"] = final
+                attrs[OUTPUT_VALUE] = final
         citations: list[Citation] = []
         structured = citations_from_structured(rec.answer, chunk_ids) if rec.parts is None else None
         if structured:
@@ -200,15 +237,15 @@ class Materializer:
             citations.extend(parse_citations(final, chunk_ids))
         for doc, start, end, marker in rec.citations or ():
             citations.append(self._explicit(doc, start, end, marker, text, final, chunk_ids))
-        attrs["rag.citation.count"] = len(citations)
+        attrs[RAG_CITATION_COUNT] = len(citations)
         for cit in citations:
-            ev: dict[str, Any] = {"rag.citation.document.id": cit.doc_id}
+            ev: dict[str, Any] = {CITATION_DOCUMENT_ID: cit.doc_id}
             if cit.marker:
-                ev["rag.citation.marker"] = cit.marker
+                ev[CITATION_MARKER] = cit.marker
             if cit.start >= 0 and cit.end >= 0:
-                ev["rag.citation.answer.start"] = cit.start
-                ev["rag.citation.answer.end"] = cit.end
-            events.append(Event("rag.citation", ev, timestamp=end_time))
+                ev[CITATION_START] = cit.start
+                ev[CITATION_END] = cit.end
+            events.append(Event(CITATION_EVENT, ev, timestamp=end_time))
 
     def _explicit(
         self,
@@ -234,25 +271,25 @@ class Materializer:
 
     def _generation(self, ctx: _Ctx, rec: GenerationRecord) -> None:
         attrs = ctx.attrs
-        attrs["openinference.span.kind"] = "LLM"
-        attrs["gen_ai.operation.name"] = "chat"
+        attrs[SPAN_KIND] = KIND_LLM
+        attrs[GEN_AI_OPERATION] = OP_CHAT
         output = rec.output
         model = rec.model
         response_model = _get(output, "model") if output is not None and not isinstance(output, str) else None
         if model is None and isinstance(response_model, str):
             model = response_model
         if model:
-            attrs["gen_ai.request.model"] = model
-            attrs["llm.model_name"] = model
+            attrs[GEN_AI_REQUEST_MODEL] = model
+            attrs[LLM_MODEL_NAME] = model
         if isinstance(response_model, str):
-            attrs["gen_ai.response.model"] = response_model
+            attrs[GEN_AI_RESPONSE_MODEL] = response_model
         if rec.provider:
-            attrs["gen_ai.provider.name"] = rec.provider
-            attrs["llm.provider"] = rec.provider
+            attrs[GEN_AI_PROVIDER] = rec.provider
+            attrs[LLM_PROVIDER] = rec.provider
         self._input(ctx, rec.input)
         if rec.parts is not None:
             text = "".join(t for t in (output_text(p) for p in rec.parts) if t)
-            attrs["rag.stream"] = True
+            attrs[RAG_STREAM] = True
             usage_src = rec.usage
             if usage_src is None:
                 for part in reversed(rec.parts):
@@ -264,13 +301,13 @@ class Materializer:
             usage_src = rec.usage if rec.usage is not None else output
         inp, out = usage_tokens(usage_src)
         if inp is not None:
-            attrs["gen_ai.usage.input_tokens"] = inp
-            attrs["llm.token_count.prompt"] = inp
+            attrs[GEN_AI_INPUT_TOKENS] = inp
+            attrs[LLM_TOKEN_COUNT_PROMPT] = inp
         if out is not None:
-            attrs["gen_ai.usage.output_tokens"] = out
-            attrs["llm.token_count.completion"] = out
+            attrs[GEN_AI_OUTPUT_TOKENS] = out
+            attrs[LLM_TOKEN_COUNT_COMPLETION] = out
         if text is not None and self.capture:
-            attrs["output.value"] = self._text(ctx, text, self.limits.max_answer_chars, "output")
+            attrs[OUTPUT_VALUE] = self._text(ctx, text, self.limits.max_answer_chars, "output")
 
     # -- entry points ----------------------------------------------------------------------------
     def expand(
@@ -292,15 +329,15 @@ class Materializer:
                     value = _json(value)
                 attrs[key] = self._scrub_value(ctx, value)
         if record.stream_closed:
-            attrs["rag.stream.closed_early"] = True
+            attrs[RAG_STREAM_CLOSED_EARLY] = True
         self._flag(ctx)
         return attrs, events
 
     @staticmethod
     def _flag(ctx: _Ctx) -> None:
         if ctx.truncated:
-            ctx.attrs["rag.truncated"] = True
-            ctx.attrs["rag.truncated.fields"] = tuple(ctx.truncated)
+            ctx.attrs[RAG_TRUNCATED] = True
+            ctx.attrs[RAG_TRUNCATED_FIELDS] = tuple(ctx.truncated)
 
     def _scrub_value(self, ctx: _Ctx, value: Any) -> Any:
         """Limit and redact one attribute value set by the application (or another instrumentation)."""
@@ -322,8 +359,8 @@ class Materializer:
         merged = self._scrub(ctx, span.attributes)
         if record is not None:
             attrs, new_events = self.expand(record, None, span.end_time)
-            if ctx.truncated and attrs.get("rag.truncated"):
-                ctx.truncated.extend(f for f in attrs["rag.truncated.fields"] if f not in ctx.truncated)
+            if ctx.truncated and attrs.get(RAG_TRUNCATED):
+                ctx.truncated.extend(f for f in attrs[RAG_TRUNCATED_FIELDS] if f not in ctx.truncated)
             merged.update(attrs)
             events.extend(new_events)
         if self.redactor is not None:

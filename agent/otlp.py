@@ -18,6 +18,10 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import format_trace_id
 
+from .conventions import (
+    RAG_TRUNCATED,
+    RAG_TRUNCATED_FIELDS,
+)
 from .materialize import copy_span
 from .otlp_wire import encode_traces_data_fast
 
@@ -61,10 +65,10 @@ def _shrink(span: ReadableSpan, max_chars: int) -> ReadableSpan:
                 cut = True
         events.append(Event(event.name, ev_attrs, event.timestamp))
     if cut:
-        attrs["rag.truncated"] = True
-        fields = tuple(attrs.get("rag.truncated.fields") or ())
+        attrs[RAG_TRUNCATED] = True
+        fields = tuple(attrs.get(RAG_TRUNCATED_FIELDS) or ())
         if "record_size" not in fields:
-            attrs["rag.truncated.fields"] = (*fields, "record_size")
+            attrs[RAG_TRUNCATED_FIELDS] = (*fields, "record_size")
     return copy_span(span, attrs, events)
 
 

@@ -15,6 +15,9 @@ from dataclasses import fields, replace
 from typing import Any
 
 from .config import Limits, Settings, settings_from_env
+from .conventions import (
+    SERVICE_NAME,
+)
 from .stats import Stats
 
 __all__ = ["Runtime", "STATE", "configure", "flush", "shutdown", "stats", "get_runtime", "is_configured"]
@@ -64,7 +67,7 @@ class Runtime:
         self.own = True
         exporter = _make_exporter(settings, stats_)
         resource = Resource.create(
-            {"service.name": settings.service_name, **dict(settings.resource_attributes)}
+            {SERVICE_NAME: settings.service_name, **dict(settings.resource_attributes)}
         )
         # ALWAYS_ON, not parent-based: ragpulse samples in its own layer (sample_rate) and in the
         # collector, independently of whether the application's tracing sampled this request.

@@ -39,7 +39,8 @@ STAGES = ("decode", "assemble", "build", "sample", "encode")
 _CHILD = """
 import random, sys
 sys.path.insert(0, {root!r})
-from ragpulse.collector.ingest.assemble import Assembler, build_trace
+from ragpulse.collector.ingest.assemble import Assembler
+from ragpulse.collector.ingest.build import build_trace
 from ragpulse.collector.config import load_config
 from ragpulse.collector.ingest.otlp import Limits, decode_record
 from ragpulse.collector.ingest.sampling import Sampler, SamplingPolicy

@@ -166,48 +166,8 @@ class LangfusePeer:
 # ---------------------------------------------------------------------------------------------
 # In-process variants
 # ---------------------------------------------------------------------------------------------
-def build_variants():
-    from opentelemetry import context as context_api
-    from opentelemetry import trace as trace_api
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-
-    class NoopExporter(SpanExporter):
-        def export(self, spans):
-            return SpanExportResult.SUCCESS
-
-    deferred = 10 * CALLS_PER_ROUND * 3
-    provider = TracerProvider()
-    bsp = BatchSpanProcessor(
-        NoopExporter(),
-        max_queue_size=deferred,
-        max_export_batch_size=deferred,
-        schedule_delay_millis=3_600_000,
-    )
-    provider.add_span_processor(bsp)
-    tracer = provider.get_tracer("bench")
-
-    def floor():
-        with tracer.start_as_current_span("rag"):
-            with tracer.start_as_current_span("retrieval"):
-                pass
-            with tracer.start_as_current_span("generation"):
-                pass
-
-    set_span = trace_api.set_span_in_context
-    attach, detach = context_api.attach, context_api.detach
-
-    def floor_direct():
-        root = tracer.start_span("rag")
-        token = attach(set_span(root))
-        for name in ("retrieval", "generation"):
-            child = tracer.start_span(name)
-            inner = attach(set_span(child))
-            detach(inner)
-            child.end()
-        detach(token)
-        root.end()
-
+def _otel_manual(tracer):
+    """The same three spans instrumented by hand with the OTel API: what ragpulse's decorators replace."""
     marker = re.compile(r"\[(\d+)\]")
 
     def otel_manual():
@@ -252,14 +212,12 @@ def build_variants():
                 count += 1
             root.set_attribute("rag.citation.count", count)
 
-    from ragpulse.agent import configure, flush, generation, retrieval, trace_rag
+    return otel_manual
 
-    configure(
-        exporter=NoopExporter(),
-        max_queue_spans=deferred,
-        export_batch_spans=deferred,
-        schedule_delay_ms=3_600_000,
-    )
+
+def _ragpulse_app():
+    """The benchmark's RAG call instrumented with the agent's decorators (after configure())."""
+    from ragpulse.agent import generation, retrieval, trace_rag
 
     @retrieval
     def search(query: str, top_k: int = 10):
@@ -273,6 +231,64 @@ def build_variants():
     def rag(query: str):
         search(query)
         return complete(query)
+
+    return rag
+
+
+def build_variants():
+    from opentelemetry import context as context_api
+    from opentelemetry import trace as trace_api
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class NoopExporter(SpanExporter):
+        def export(self, spans):
+            return SpanExportResult.SUCCESS
+
+    deferred = 10 * CALLS_PER_ROUND * 3
+    provider = TracerProvider()
+    bsp = BatchSpanProcessor(
+        NoopExporter(),
+        max_queue_size=deferred,
+        max_export_batch_size=deferred,
+        schedule_delay_millis=3_600_000,
+    )
+    provider.add_span_processor(bsp)
+    tracer = provider.get_tracer("bench")
+
+    def floor():
+        with tracer.start_as_current_span("rag"):
+            with tracer.start_as_current_span("retrieval"):
+                pass
+            with tracer.start_as_current_span("generation"):
+                pass
+
+    set_span = trace_api.set_span_in_context
+    attach, detach = context_api.attach, context_api.detach
+
+    def floor_direct():
+        root = tracer.start_span("rag")
+        token = attach(set_span(root))
+        for name in ("retrieval", "generation"):
+            child = tracer.start_span(name)
+            inner = attach(set_span(child))
+            detach(inner)
+            child.end()
+        detach(token)
+        root.end()
+
+    otel_manual = _otel_manual(tracer)
+
+    from ragpulse.agent import configure, flush
+
+    configure(
+        exporter=NoopExporter(),
+        max_queue_spans=deferred,
+        export_batch_spans=deferred,
+        schedule_delay_ms=3_600_000,
+    )
+
+    rag = _ragpulse_app()
 
     def ragpulse_call():
         rag(QUERY)
@@ -303,23 +319,12 @@ def run_round(fn, flush_fn, n: int) -> tuple[float, float]:
 def check_captured() -> None:
     """Prove the ragpulse variant captures everything (chunks, answer, citations) before timing it."""
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from ragpulse.agent import configure, flush, generation, retrieval, shutdown, trace_rag
+    from ragpulse.agent import configure, flush, shutdown
 
     mem = InMemorySpanExporter()
     configure(exporter=mem)
 
-    @retrieval
-    def search(query: str, top_k: int = 10):
-        return CHUNKS
-
-    @generation(model="gpt-bench", provider="openai")
-    def complete(prompt: str):
-        return ANSWER
-
-    @trace_rag
-    def rag(query: str):
-        search(query)
-        return complete(query)
+    rag = _ragpulse_app()
 
     rag(QUERY)
     flush()

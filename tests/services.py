@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -155,7 +156,23 @@ class ManagedProcess:
         self.proc = None
 
 
-class KafkaBroker:
+class _Service:
+    """A service run as one :class:`ManagedProcess` in its own work directory."""
+
+    workdir: Path
+    process: ManagedProcess | None
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+    def cleanup(self) -> None:
+        """Stop it and remove its work directory."""
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class KafkaBroker(_Service):
     """A single-node Apache Kafka 4.x broker in KRaft mode on loopback.
 
     ``start()`` formats a fresh log directory with ``kafka.tools.StorageTool``
@@ -326,13 +343,34 @@ class KafkaBroker:
         finally:
             admin.close()
 
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
 
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+class ChdbHolder:
+    """A child process that holds the chDB database at ``path`` open, so no other process
+    can open it, until :meth:`release`; use it as a context manager (it is killed on exit)."""
+
+    def __init__(self, path: Path) -> None:
+        code = (
+            f"import clickhouse_connect,sys; c=clickhouse_connect.get_client(dsn='chdb://{path}'); "
+            "c.command('SELECT 1'); print('held', flush=True); sys.stdin.read()"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def __enter__(self) -> ChdbHolder:
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "held"
+        return self
+
+    def release(self) -> None:
+        """Close the database and wait for the process to exit."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
 
 
 def promtool_binary() -> str:
@@ -355,7 +393,7 @@ def helm_binary() -> str:
     return str(path)
 
 
-class Prometheus:
+class Prometheus(_Service):
     """A real Prometheus server on loopback with a config the caller writes."""
 
     def __init__(self, config_text: str, workdir: Path | None = None, rule_files: list[Path] | None = None):
@@ -403,14 +441,6 @@ class Prometheus:
         raise ServiceError(
             f"prometheus not ready after {timeout:.0f}s:\n{_tail(self.workdir / 'prometheus.log')}"
         )
-
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def main() -> None:

@@ -23,19 +23,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from ragpulse.collector.contract import SCORE_NAMES
 
 from tests.services import free_port
 
 RAGPULSE = [str(Path(sys.executable).parent / "ragpulse")]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
-SCORES = (
-    "faithfulness",
-    "citation_correctness",
-    "citation_completeness",
-    "answer_relevance",
-    "context_precision",
-    "context_utilization",
-)
+
 
 _QUERY_SCRIPT = r"""
 import json, sys
@@ -91,7 +85,7 @@ def db_figures(db: Path) -> dict:
         ),
         "truth_rows": "SELECT count() FROM ragpulse.demo_injections FINAL",
     }
-    for s in SCORES:
+    for s in SCORE_NAMES:
         stmts[f"score_{s}"] = f"SELECT count({s}), avg({s}) FROM {j}"
         stmts[f"hist_{s}"] = (
             f"SELECT least(toUInt8(floor({s} * 10)), 9) b, count() FROM {j} AND {s} IS NOT NULL GROUP BY b"
@@ -127,7 +121,7 @@ def test_report_numbers_equal_the_database(demo_db: dict) -> None:
     assert _num(r"^\s+claims judged\s+(\d+)", out) == f["claims"][0][0]
     assert 0 < judged == sampled  # everything sampled was judged before the report
     assert f["judge"][0][0] in out
-    for s in SCORES:
+    for s in SCORE_NAMES:
         n, mean = f[f"score_{s}"][0]
         m = re.search(rf"^\s+{s}\s+(\d+)\s+(\S+)", out, re.M)
         assert m, s
@@ -156,7 +150,7 @@ def test_html_report_holds_the_chart_data(demo_db: dict) -> None:
     )
     assert data["traces"] == f["traces"][0][0] and data["judged"] == f["judged"][0][0]
     assert data["failure_modes"] == {m: n for m, n in f["modes"]}
-    for s in SCORES:
+    for s in SCORE_NAMES:
         expected = [0] * 10
         for b, c in f[f"hist_{s}"]:
             expected[int(b)] = c

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CliError
+from .jsonl import parse_object
 
 __all__ = ["register", "run"]
 
@@ -45,12 +46,9 @@ def _read(path: str) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CliError(f"{path}: line {n}: invalid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise CliError(f"{path}: line {n}: expected a JSON object")
-            rows.append(obj)
+                rows.append(parse_object(line, n))
+            except ValueError as exc:
+                raise CliError(f"{path}: {exc}") from None
     return rows
 
 

@@ -16,6 +16,7 @@ import time
 from typing import Any, BinaryIO, TextIO
 
 from .errors import CliError
+from .jsonl import parse_object
 
 __all__ = ["register", "run"]
 
@@ -67,12 +68,7 @@ def _parse(raw: bytes, lineno: int) -> dict[str, Any]:
         line = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"line {lineno}: not UTF-8 text") from None
-    try:
-        rec = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"line {lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
-    if not isinstance(rec, dict):
-        raise ValueError(f"line {lineno}: expected a JSON object")
+    rec = parse_object(line, lineno)
     if not isinstance(rec.get("answer"), str):
         raise ValueError(f"line {lineno}: missing string field 'answer'")
     if "chunks" in rec and not isinstance(rec["chunks"], list):

@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ..contract import SCORE_NAMES
+
 __all__ = [
-    "SCORES",
     "THRESHOLDS",
     "Threshold",
     "ScoreSummary",
@@ -33,15 +34,6 @@ __all__ = [
     "report_json",
 ]
 
-#: The per-trace scores of a judgment, in display order.
-SCORES: tuple[str, ...] = (
-    "faithfulness",
-    "citation_correctness",
-    "citation_completeness",
-    "answer_relevance",
-    "context_precision",
-    "context_utilization",
-)
 
 #: Runs a SQL statement and returns its rows.
 QueryFn = Callable[[str], Sequence[Sequence[Any]]]
@@ -183,25 +175,19 @@ def build_report(
     (total, complete, sampled, t0, t1) = query(
         f"SELECT count(), countIf(complete = 1), countIf(sampled = 1), min(time), max(time) FROM {traces_t} FINAL"
     )[0]
-    sampled_by_reason = {
-        str(r): int(n)
-        for r, n in query(
-            f"SELECT sampled_reason, count() FROM {traces_t} FINAL WHERE sampled = 1 "
-            "GROUP BY sampled_reason ORDER BY count() DESC, sampled_reason"
-        )
-    }
-    services = {
-        str(s): int(n)
-        for s, n in query(
-            f"SELECT service, count() FROM {traces_t} FINAL GROUP BY service ORDER BY count() DESC, service"
-        )
-    }
-    judge_ids = {
-        str(j): int(n)
-        for j, n in query(
-            f"SELECT judge_id, count() FROM {judg_t} FINAL GROUP BY judge_id ORDER BY count() DESC, judge_id"
-        )
-    }
+    sampled_by_reason = _counts(
+        query,
+        f"SELECT sampled_reason, count() FROM {traces_t} FINAL WHERE sampled = 1 "
+        "GROUP BY sampled_reason ORDER BY count() DESC, sampled_reason",
+    )
+    services = _counts(
+        query,
+        f"SELECT service, count() FROM {traces_t} FINAL GROUP BY service ORDER BY count() DESC, service",
+    )
+    judge_ids = _counts(
+        query,
+        f"SELECT judge_id, count() FROM {judg_t} FINAL GROUP BY judge_id ORDER BY count() DESC, judge_id",
+    )
     if judge_id is None and judge_ids:
         judge_id = next(iter(judge_ids))
     jfilter = f"judge_id = {_q(judge_id or '')}"
@@ -212,62 +198,14 @@ def build_report(
     )[0]
     judged, errors = int(judged), int(errors)
 
-    scores: dict[str, ScoreSummary] = {}
-    for name in SCORES:
-        (n, mean, p10, med, mn) = query(
-            f"SELECT count({name}), avg({name}), quantileExact(0.1)({name}), quantileExact(0.5)({name}), "
-            f"min({name}) FROM {judg_t} FINAL WHERE {ok}"
-        )[0]
-        hist = [0] * 10
-        for b, c in query(
-            f"SELECT least(toUInt8(floor({name} * 10)), 9) AS b, count() FROM {judg_t} FINAL "
-            f"WHERE {ok} AND {name} IS NOT NULL GROUP BY b ORDER BY b"
-        ):
-            hist[int(b)] = int(c)
-        n = int(n)
-        scores[name] = ScoreSummary(
-            n,
-            _float(mean) if n else None,
-            _float(p10) if n else None,
-            _float(med) if n else None,
-            _float(mn) if n else None,
-            hist,
-        )
+    scores = {name: _score_summary(query, judg_t, ok, name) for name in SCORE_NAMES}
 
-    failure_modes = {
-        str(m): int(c)
-        for m, c in query(
-            f"SELECT failure_mode, count() FROM {judg_t} FINAL WHERE {ok} GROUP BY failure_mode "
-            "ORDER BY count() DESC, failure_mode"
-        )
-    }
-    abstentions = {
-        str(k): int(c)
-        for k, c in query(
-            f"SELECT abstention_kind, count() FROM {judg_t} FINAL WHERE {ok} AND abstained = 1 "
-            "GROUP BY abstention_kind ORDER BY count() DESC, abstention_kind"
-        )
-    }
-    claims_by_verdict = {
-        str(v): int(c)
-        for v, c in query(
-            f"SELECT verdict, count() FROM {claims_t} FINAL WHERE {jfilter} GROUP BY verdict ORDER BY count() DESC, verdict"
-        )
-    }
+    failure_modes, abstentions, claims_by_verdict = _verdict_counts(query, judg_t, claims_t, ok, jfilter)
 
     over_time, bucket_s = _over_time(query, judg_t, ok, bucket_count)
     worst_cases = _worst(query, traces_t, judg_t, claims_t, ok, jfilter, worst)
 
-    rates = {
-        "retrieval_failure_rate": failure_modes.get("retrieval", 0) + failure_modes.get("both", 0),
-        "generation_failure_rate": failure_modes.get("generation", 0) + failure_modes.get("both", 0),
-        "false_refusal_rate": abstentions.get("false_refusal", 0),
-    }
-    values: dict[str, float | None] = {name: scores[name].mean for name in SCORES}
-    for key, count in rates.items():
-        values[key] = round(count / judged, 6) if judged else None
-    values["judge_error_rate"] = round(errors / (judged + errors), 6) if judged + errors else None
-    checked = [Threshold(t.name, t.description, t.op, t.limit, values.get(t.name)) for t in thresholds]
+    checked = _check(thresholds, scores, failure_modes, abstentions, judged, errors)
 
     return Report(
         database=db,
@@ -295,6 +233,71 @@ def build_report(
     )
 
 
+def _verdict_counts(
+    query: QueryFn, judg_t: str, claims_t: str, ok: str, jfilter: str
+) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """Judged traces by failure mode, abstentions by kind, claims by verdict."""
+    failure_modes = _counts(
+        query,
+        f"SELECT failure_mode, count() FROM {judg_t} FINAL WHERE {ok} GROUP BY failure_mode "
+        "ORDER BY count() DESC, failure_mode",
+    )
+    abstentions = _counts(
+        query,
+        f"SELECT abstention_kind, count() FROM {judg_t} FINAL WHERE {ok} AND abstained = 1 "
+        "GROUP BY abstention_kind ORDER BY count() DESC, abstention_kind",
+    )
+    claims_by_verdict = _counts(
+        query,
+        f"SELECT verdict, count() FROM {claims_t} FINAL WHERE {jfilter} GROUP BY verdict ORDER BY count() DESC, verdict",
+    )
+    return failure_modes, abstentions, claims_by_verdict
+
+
+def _counts(query: QueryFn, sql: str) -> dict[str, int]:
+    """``{key: count}`` from a query returning (key, count) rows, in its order."""
+    return {str(k): int(n) for k, n in query(sql)}
+
+
+def _score_summary(query: QueryFn, judg_t: str, ok: str, name: str) -> ScoreSummary:
+    """Count, mean, p10, median, minimum and a 10-bucket histogram of one score."""
+    (n, mean, p10, med, mn) = query(
+        f"SELECT count({name}), avg({name}), quantileExact(0.1)({name}), quantileExact(0.5)({name}), "
+        f"min({name}) FROM {judg_t} FINAL WHERE {ok}"
+    )[0]
+    hist = [0] * 10
+    for b, c in query(
+        f"SELECT least(toUInt8(floor({name} * 10)), 9) AS b, count() FROM {judg_t} FINAL "
+        f"WHERE {ok} AND {name} IS NOT NULL GROUP BY b ORDER BY b"
+    ):
+        hist[int(b)] = int(c)
+    n = int(n)
+    if not n:
+        return ScoreSummary(0, None, None, None, None, hist)
+    return ScoreSummary(n, _float(mean), _float(p10), _float(med), _float(mn), hist)
+
+
+def _check(
+    thresholds: Sequence[Threshold],
+    scores: dict[str, ScoreSummary],
+    failure_modes: dict[str, int],
+    abstentions: dict[str, int],
+    judged: int,
+    errors: int,
+) -> list[Threshold]:
+    """The thresholds with the report's values filled in (None where nothing was judged)."""
+    rates = {
+        "retrieval_failure_rate": failure_modes.get("retrieval", 0) + failure_modes.get("both", 0),
+        "generation_failure_rate": failure_modes.get("generation", 0) + failure_modes.get("both", 0),
+        "false_refusal_rate": abstentions.get("false_refusal", 0),
+    }
+    values: dict[str, float | None] = {name: scores[name].mean for name in SCORE_NAMES}
+    for key, count in rates.items():
+        values[key] = round(count / judged, 6) if judged else None
+    values["judge_error_rate"] = round(errors / (judged + errors), 6) if judged + errors else None
+    return [Threshold(t.name, t.description, t.op, t.limit, values.get(t.name)) for t in thresholds]
+
+
 def _over_time(query: QueryFn, judg_t: str, ok: str, bucket_count: int) -> tuple[list[dict[str, Any]], float]:
     """Mean scores per time bucket of trace time (``bucket_count`` equal buckets over the judged range)."""
     lo, hi = query(
@@ -303,7 +306,7 @@ def _over_time(query: QueryFn, judg_t: str, ok: str, bucket_count: int) -> tuple
     if lo is None or hi is None or (lo == 0 and hi == 0):
         return [], 0.0
     width = max(1, -(-(int(hi) - int(lo) + 1) // bucket_count))  # ms, ceil division
-    cols = ", ".join(f"avg({s})" for s in SCORES)
+    cols = ", ".join(f"avg({s})" for s in SCORE_NAMES)
     rows = query(
         f"SELECT intDiv(toUnixTimestamp64Milli(time) - {int(lo)}, {width}) AS b, count(), {cols} "
         f"FROM {judg_t} FINAL WHERE {ok} GROUP BY b ORDER BY b"
@@ -315,7 +318,7 @@ def _over_time(query: QueryFn, judg_t: str, ok: str, bucket_count: int) -> tuple
             {
                 "start": datetime.fromtimestamp(start, timezone.utc).isoformat(timespec="milliseconds"),
                 "judged": int(n),
-                "means": {s: _float(m) for s, m in zip(SCORES, means, strict=True)},
+                "means": {s: _float(m) for s, m in zip(SCORE_NAMES, means, strict=True)},
             }
         )
     return out, width / 1000.0

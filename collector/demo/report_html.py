@@ -13,7 +13,8 @@ import json
 from collections.abc import Sequence
 from html import escape
 
-from .report import SCORES, Report
+from ..contract import SCORE_NAMES
+from .report import Report
 from .report_text import fmt_score
 
 __all__ = ["render_html"]
@@ -87,7 +88,7 @@ def _over_time(r: Report) -> str:
     for v in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" stroke="#eee"/>')
         parts.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" class="n" text-anchor="end">{v:.2f}</text>')
-    for k, name in reversed(list(enumerate(SCORES[:4]))):  # faithfulness drawn last, on top
+    for k, name in reversed(list(enumerate(SCORE_NAMES[:4]))):  # faithfulness drawn last, on top
         pts = [
             (x(i), y(p["means"][name]), p) for i, p in enumerate(points) if p["means"].get(name) is not None
         ]
@@ -203,24 +204,7 @@ def render_html(r: Report, extra_sections: Sequence[tuple[str, str]] = ()) -> st
             for t in r.thresholds
         ],
     )
-    cases = []
-    for c in r.worst:
-        items = "".join(
-            f"<li>{escape(cl['verdict'])}{(' (' + escape(cl['source']) + ')') if cl.get('source') else ''}: "
-            f"{escape(cl['text'])}</li>"
-            for cl in c.unsupported_claims
-        ) + "".join(
-            f"<li>invalid citation {escape(', '.join(ci['cited']) or '-')} (support in "
-            f"{escape(', '.join(ci['supported_by']) or 'no chunk')}): {escape(ci['text'])}</li>"
-            for ci in c.invalid_citations
-        )
-        cases.append(
-            f'<div class="case" data-trace-id="{escape(c.trace_id)}"><b>{escape(c.failure_mode)}</b> '
-            f"· faithfulness {fmt_score(c.faithfulness)} · citation correctness {fmt_score(c.citation_correctness)} "
-            f'<span class="muted">trace <code>{escape(c.trace_id)}</code> {escape(c.time)}</span>'
-            f"<p><b>Q:</b> {escape(c.query)}<br><b>A:</b> {escape(c.answer)}</p><ul>{items}</ul></div>"
-        )
-    hists = "".join(_histogram(name, r.scores[name].histogram) for name in SCORES)
+    hists = "".join(_histogram(name, r.scores[name].histogram) for name in SCORE_NAMES)
     breached = r.breached
     summary = (
         f'<p class="breached">{len(breached)} quality threshold(s) breached: '
@@ -243,8 +227,30 @@ traces {escape(r.first_time or "-")} to {escape(r.last_time or "-")} · generate
 <h2>Failure modes</h2>{_failure_modes(r)}
 <p class="muted">abstentions: {escape(", ".join(f"{k} {n}" for k, n in r.abstentions.items()) or "none")}</p>
 <h2>Quality thresholds</h2>{thresholds}
-<h2>Worst cases</h2>{"".join(cases) or "<p>None.</p>"}
+<h2>Worst cases</h2>{_worst_cases(r)}
 {"".join(f"<h2>{escape(title)}</h2><pre>{escape(text)}</pre>" for title, text in extra_sections)}
 <script type="application/json" id="ragpulse-report-data">{data}</script>
 </body></html>
 """
+
+
+def _worst_cases(r: Report) -> str:
+    """One block per worst case: the verdict, the question and answer, what was wrong."""
+    cases = []
+    for c in r.worst:
+        items = "".join(
+            f"<li>{escape(cl['verdict'])}{(' (' + escape(cl['source']) + ')') if cl.get('source') else ''}: "
+            f"{escape(cl['text'])}</li>"
+            for cl in c.unsupported_claims
+        ) + "".join(
+            f"<li>invalid citation {escape(', '.join(ci['cited']) or '-')} (support in "
+            f"{escape(', '.join(ci['supported_by']) or 'no chunk')}): {escape(ci['text'])}</li>"
+            for ci in c.invalid_citations
+        )
+        cases.append(
+            f'<div class="case" data-trace-id="{escape(c.trace_id)}"><b>{escape(c.failure_mode)}</b> '
+            f"· faithfulness {fmt_score(c.faithfulness)} · citation correctness {fmt_score(c.citation_correctness)} "
+            f'<span class="muted">trace <code>{escape(c.trace_id)}</code> {escape(c.time)}</span>'
+            f"<p><b>Q:</b> {escape(c.query)}<br><b>A:</b> {escape(c.answer)}</p><ul>{items}</ul></div>"
+        )
+    return "".join(cases) or "<p>None.</p>"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import textwrap
 
-from .report import SCORES, Report
+from ..contract import SCORE_NAMES
+from .report import Report
 
 __all__ = ["render_text", "fmt_score"]
 
@@ -61,7 +62,7 @@ def render_text(r: Report, *, color: bool = False) -> str:
     add("")
     add("Scores (judged traces where the score applies)")
     add(f"  {'score':<24}{'n':>6}{'mean':>8}{'p10':>8}{'median':>8}{'min':>8}")
-    for name in SCORES:
+    for name in SCORE_NAMES:
         s = r.scores[name]
         add(
             f"  {name:<24}{s.count:>6}{fmt_score(s.mean):>8}{fmt_score(s.p10):>8}"

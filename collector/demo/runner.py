@@ -131,6 +131,12 @@ def _open_collector(args: argparse.Namespace, db: Path) -> tuple[Any, str | None
     return collector, note
 
 
+def _show(progress: _Progress, registry: Any, served: int, **final: Any) -> None:
+    """The progress line: questions served, traces stored, traces judged."""
+    stored = _counter_total(registry, "ragpulse_traces_stored_total")
+    progress.show(served, stored, _counter_total(registry, "ragpulse_traces_judged_total"), **final)
+
+
 def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, bool]:
     """Serve ``args.queries`` questions; returns (served, interrupted)."""
     from opentelemetry import trace
@@ -187,11 +193,7 @@ def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, 
             assistant.answer(req.question)
             served += 1
             if served % 10 == 0:
-                progress.show(
-                    served,
-                    _counter_total(registry, "ragpulse_traces_stored_total"),
-                    _counter_total(registry, "ragpulse_traces_judged_total"),
-                )
+                _show(progress, registry, served)
     except KeyboardInterrupt:
         interrupted = True
         if progress.tty:
@@ -203,13 +205,7 @@ def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, 
         print(
             "warning: the collector did not finish judging within 120 s; the report may be partial", file=out
         )
-    progress.show(
-        served,
-        _counter_total(registry, "ragpulse_traces_stored_total"),
-        _counter_total(registry, "ragpulse_traces_judged_total"),
-        final=True,
-        elapsed=serve_s,
-    )
+    _show(progress, registry, served, final=True, elapsed=serve_s)
     storage.insert_rows(TRUTH_TABLE, TRUTH_COLUMNS, truth_rows(ledger))
     return served, interrupted
 

@@ -20,6 +20,8 @@ from typing import Any
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status, TracesData
 
+from ...agent import conventions as sc
+
 __all__ = ["BASE_TIME_NS", "trace_id_for", "make_trace", "traces_data", "SynthTrace", "WORDS"]
 
 # Default trace time: the start of the previous hour, fixed per process, so traces are recent
@@ -124,31 +126,29 @@ def make_trace(
     ret = Span(trace_id=tid, span_id=next(sid), parent_span_id=root_id, name="retrieve",
                start_time_unix_nano=base + 1_000_000, end_time_unix_nano=base + 21_000_000, kind=Span.SPAN_KIND_INTERNAL)  # fmt: skip
     ret.attributes.extend([
-        _kv("openinference.span.kind", "RETRIEVER"), _kv("gen_ai.operation.name", "retrieval"),
-        _kv("input.value", t.query), _kv("gen_ai.request.top_k", n_chunks),
+        _kv(sc.SPAN_KIND, sc.KIND_RETRIEVER), _kv(sc.GEN_AI_OPERATION, sc.OP_RETRIEVAL),
+        _kv(sc.INPUT_VALUE, t.query), _kv(sc.GEN_AI_REQUEST_TOP_K, n_chunks),
     ])  # fmt: skip
     for k, (cid, text, score) in enumerate(chunks):
-        p = f"retrieval.documents.{k}.document."
-        ret.attributes.extend([
-            _kv(p + "id", cid), _kv(p + "content", text), _kv(p + "score", score),
-            _kv(p + "metadata", json.dumps({"status": "current", "authoritative": True})),
-        ])  # fmt: skip
+        meta = json.dumps({"status": "current", "authoritative": True})
+        ret.attributes.extend(_kv(sc.document_key(sc.RETRIEVAL_DOCUMENTS, k, field), value)
+                              for field, value in zip(sc.DOCUMENT_FIELDS, (cid, text, score, meta), strict=True))  # fmt: skip
     t.spans.append(ret)
     if rerank:
         rr = Span(trace_id=tid, span_id=next(sid), parent_span_id=root_id, name="rerank",
                   start_time_unix_nano=base + 22_000_000, end_time_unix_nano=base + 30_000_000)  # fmt: skip
-        rr.attributes.append(_kv("openinference.span.kind", "RERANKER"))
+        rr.attributes.append(_kv(sc.SPAN_KIND, sc.KIND_RERANKER))
         for k, (cid, text, score) in enumerate(chunks[: max(1, n_chunks // 2)]):
-            p = f"reranker.output_documents.{k}.document."
-            rr.attributes.extend([_kv(p + "id", cid), _kv(p + "content", text), _kv(p + "score", score)])
+            rr.attributes.extend(_kv(sc.document_key(sc.RERANKER_OUTPUT_DOCUMENTS, k, field), value)
+                                 for field, value in zip(sc.DOCUMENT_FIELDS[:3], (cid, text, score), strict=True))  # fmt: skip
         t.spans.append(rr)
     gen = Span(trace_id=tid, span_id=next(sid), parent_span_id=root_id, name="generate",
                start_time_unix_nano=base + 31_000_000, end_time_unix_nano=base + 331_000_000)  # fmt: skip
     gen.attributes.extend([
-        _kv("openinference.span.kind", "LLM"), _kv("gen_ai.operation.name", "chat"),
-        _kv("gen_ai.request.model", "gpt-x"), _kv("gen_ai.provider.name", "openai"),
-        _kv("gen_ai.usage.input_tokens", 800 + n_chunks * 60), _kv("gen_ai.usage.output_tokens", 60),
-        _kv("output.value", t.answer),
+        _kv(sc.SPAN_KIND, sc.KIND_LLM), _kv(sc.GEN_AI_OPERATION, sc.OP_CHAT),
+        _kv(sc.GEN_AI_REQUEST_MODEL, "gpt-x"), _kv(sc.GEN_AI_PROVIDER, "openai"),
+        _kv(sc.GEN_AI_INPUT_TOKENS, 800 + n_chunks * 60), _kv(sc.GEN_AI_OUTPUT_TOKENS, 60),
+        _kv(sc.OUTPUT_VALUE, t.answer),
     ])  # fmt: skip
     if error:
         gen.status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message="upstream timeout"))
@@ -156,30 +156,35 @@ def make_trace(
     root = Span(trace_id=tid, span_id=root_id, name="rag.answer",
                 start_time_unix_nano=base, end_time_unix_nano=base + 340_000_000)  # fmt: skip
     root.attributes.extend([
-        _kv("openinference.span.kind", "CHAIN"), _kv("rag.root", True), _kv("input.value", t.query),
-        _kv("output.value", t.answer), _kv("rag.corpus.version", "v3"), _kv("rag.risk_level", risk),
-        _kv("rag.query_type", "policy"), _kv("session.id", f"s{i % 97}"), _kv("user.id", f"u{i % 31}"),
-        _kv("rag.citation.count", 0 if refusal else 3),
+        _kv(sc.SPAN_KIND, sc.KIND_CHAIN), _kv(sc.RAG_ROOT, True), _kv(sc.INPUT_VALUE, t.query),
+        _kv(sc.OUTPUT_VALUE, t.answer), _kv(sc.RAG_CORPUS_VERSION, "v3"), _kv(sc.RAG_RISK_LEVEL, risk),
+        _kv(sc.RAG_QUERY_TYPE, "policy"), _kv(sc.SESSION_ID, f"s{i % 97}"), _kv(sc.USER_ID, f"u{i % 31}"),
+        _kv(sc.RAG_CITATION_COUNT, 0 if refusal else 3),
     ])  # fmt: skip
     if feedback:
-        root.attributes.append(_kv("rag.feedback", feedback))
+        root.attributes.append(_kv(sc.RAG_FEEDBACK, feedback))
     if error:
         root.status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message="generation failed"))
     if not refusal:
-        pos = 0
-        for k in range(3):
-            marker = f"[{k % n_chunks + 1}]"
-            end = t.answer.index(marker, pos)
-            ev = root.events.add()
-            ev.name = "rag.citation"
-            ev.time_unix_nano = base + 335_000_000
-            ev.attributes.extend([
-                _kv("rag.citation.document.id", chunks[k % n_chunks][0]), _kv("rag.citation.marker", marker),
-                _kv("rag.citation.answer.start", pos), _kv("rag.citation.answer.end", end),
-            ])  # fmt: skip
-            pos = end + len(marker)
+        _add_citations(root, t.answer, [c[0] for c in chunks], base + 335_000_000)
     t.spans.append(root)
     return t
+
+
+def _add_citations(root: Span, answer: str, chunk_ids: list[str], at_ns: int) -> None:
+    """Three citation events on the root span, one per "[n]" marker of the answer."""
+    pos = 0
+    for k in range(3):
+        marker = f"[{k % len(chunk_ids) + 1}]"
+        end = answer.index(marker, pos)
+        ev = root.events.add()
+        ev.name = sc.CITATION_EVENT
+        ev.time_unix_nano = at_ns
+        ev.attributes.extend([
+            _kv(sc.CITATION_DOCUMENT_ID, chunk_ids[k % len(chunk_ids)]), _kv(sc.CITATION_MARKER, marker),
+            _kv(sc.CITATION_START, pos), _kv(sc.CITATION_END, end),
+        ])  # fmt: skip
+        pos = end + len(marker)
 
 
 def traces_data(groups: Iterable[tuple[str, Sequence[Span]]], shared_resource: bool = False) -> bytes:
@@ -195,7 +200,7 @@ def traces_data(groups: Iterable[tuple[str, Sequence[Span]]], shared_resource: b
         rs = by_service.get(service) if shared_resource else None
         if rs is None:
             rs = td.resource_spans.add()
-            rs.resource.attributes.append(_kv("service.name", service))
+            rs.resource.attributes.append(_kv(sc.SERVICE_NAME, service))
             rs.scope_spans.add().scope.name = "ragpulse"
             if shared_resource:
                 by_service[service] = rs

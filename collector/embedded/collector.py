@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from ..config import load_config
+from ..contract import Judge
 from ..ingest.assemble import Assembler
 from ..ingest.model import Span
-from ..ingest.otlp import Limits, spans_from_readable
+from ..ingest.otlp import Limits
 from ..ingest.pipeline import Ingestor
+from ..ingest.readable import spans_from_readable
 from ..ingest.sampling import SamplingPolicy
-from ..judge.worker import JudgeLike, JudgeWorker, load_judge
+from ..judge.worker import JudgeWorker, load_judge
 from ..serve.metrics import Metrics, MetricsServer
 from ..storage.clickhouse import Storage
 from ..storage.retry import Backoff, retry_storage
@@ -56,7 +58,7 @@ class EmbeddedCollector:
         db_path: str | Path,
         config: Mapping[str, Any] | str | Path | None = None,
         metrics_port: int | None = 0,
-        judge: str | JudgeLike | None = "local",
+        judge: str | Judge | None = "local",
         receiver_port: int | None = None,
         install_sink: bool = True,
         metrics_host: str = "127.0.0.1",
@@ -87,7 +89,7 @@ class EmbeddedCollector:
         self._threads: list[threading.Thread] = []
         self._server: MetricsServer | None = None
         self.receiver: Any = None
-        self.judge: JudgeLike | None = None
+        self.judge: Judge | None = None
         self.dropped_batches = 0
         self._started = False
         self._stopping = threading.Event()

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..contract import JSON, TRACE_FIELDS
+
 __all__ = ["Span", "Chunk", "Citation", "RagTrace", "STATUS_ERROR"]
 
 STATUS_ERROR = 2  # OTLP Status.code for ERROR
@@ -61,7 +63,7 @@ class Span:
         self.service = service
         self.attrs = attrs
         self.events = events
-        self.role: str | None = None  # RAG role, worked out once by the assembler (assemble.span_role)
+        self.role: str | None = None  # RAG role, worked out once by the assembler (build.span_role)
 
     def __repr__(self) -> str:
         return f"Span({self.trace_id[:8]}/{self.span_id} {self.name!r})"
@@ -104,125 +106,25 @@ class Citation:
 
 
 class RagTrace:
-    """One assembled RAG call: what ``rag_traces`` stores and the judge reads."""
+    """One assembled RAG call: what ``rag_traces`` stores and the judge reads.
 
-    __slots__ = (
-        "trace_id",
-        "service",
-        "time",
-        "end_time",
-        "query",
-        "answer",
-        "_chunks",
-        "_citations",
-        "_deferred",
-        "corpus_version",
-        "model",
-        "provider",
-        "latency_ms",
-        "retrieval_ms",
-        "rerank_ms",
-        "generation_ms",
-        "input_tokens",
-        "output_tokens",
-        "risk_level",
-        "query_type",
-        "session_id",
-        "user_id",
-        "route",
-        "status",
-        "source",
-        "span_count",
-        "attributes",
-        "complete",
-        "sampled",
-        "sampled_reason",
-        "src_partition",
-        "src_offset",
-        "row_head",
-    )
+    Its fields are the scalar columns of the contract (:data:`~..contract.TRACE_FIELDS`);
+    ``chunks`` and ``citations`` fill the array columns. ``RagTrace(trace_id)`` sets every
+    field to the contract's default (``__init__`` is made from it below).
+    """
 
-    def __init__(self, trace_id: str) -> None:
-        self.trace_id = trace_id
-        self.service = ""
-        self.time = 0
-        self.end_time = 0
-        self.query = ""
-        self.answer = ""
-        self._chunks: list[Chunk] | None = []
-        self._citations: list[Citation] | None = []
-        # Set by the native fast path instead of the two lists, which only sampled traces need
-        # (for their judge message): (build, args, chunk count, top score); `build(*args)`
-        # returns (chunks, citations), made on first use.
-        self._deferred: tuple[Any, tuple[Any, ...], int, float | None] | None = None
-        self.corpus_version = ""
-        self.model = ""
-        self.provider = ""
-        self.latency_ms = 0.0
-        self.retrieval_ms = 0.0
-        self.rerank_ms = 0.0
-        self.generation_ms = 0.0
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.risk_level = ""
-        self.query_type = ""
-        self.session_id = ""
-        self.user_id = ""
-        self.route = ""
-        self.status = "ok"
-        self.source = "ragpulse"
-        self.span_count = 0
-        self.attributes: dict[str, Any] = {}
-        self.complete = False
-        self.sampled = False
-        self.sampled_reason = ""
-        self.src_partition = -1  # Kafka partition / offset of the last record that fed this trace
-        self.src_offset = -1
-        # The encoded rag_traces row up to `attributes` (storage._row_head), when the native
-        # fast path built the trace; those fields must not change afterwards.
-        self.row_head: bytes | None = None
-
-    @property
-    def chunks(self) -> list[Chunk]:
-        """The retrieved (or reranked) chunks, in order."""
-        if self._chunks is None:
-            self._make_deferred()
-        return self._chunks  # type: ignore[return-value]
-
-    @chunks.setter
-    def chunks(self, value: list[Chunk]) -> None:
-        self._chunks = value
-
-    @property
-    def citations(self) -> list[Citation]:
-        """The root span's ``rag.citation`` events, in order."""
-        if self._citations is None:
-            self._make_deferred()
-        return self._citations  # type: ignore[return-value]
-
-    @citations.setter
-    def citations(self, value: list[Citation]) -> None:
-        self._citations = value
-
-    def _make_deferred(self) -> None:
-        build, args, _, _ = self._deferred  # type: ignore[misc]
-        self._chunks, self._citations = build(*args)
-        self._deferred = None
+    __slots__ = (*(c.name for c in TRACE_FIELDS), "chunks", "citations")
 
     @property
     def chunk_count(self) -> int:
-        """How many chunks the trace has (without making deferred chunk objects)."""
-        if self._chunks is None:
-            return self._deferred[2]  # type: ignore[index]
-        return len(self._chunks)
+        """How many chunks the trace has."""
+        return len(self.chunks)
 
     @property
     def top_score(self) -> float | None:
         """The highest retrieval score, or None when no chunk carries a score."""
-        if self._chunks is None:
-            return self._deferred[3]  # type: ignore[index]
         best = None
-        for c in self._chunks:
+        for c in self.chunks:
             if c.score is not None and (best is None or c.score > best):
                 best = c.score
         return best
@@ -245,3 +147,21 @@ class RagTrace:
             "span_count": self.span_count,
             "attributes": self.attributes,
         }
+
+
+def _init_source() -> str:
+    """The source of ``RagTrace.__init__``: one assignment per field of the contract (made once
+    at import, as dataclasses makes its methods; a loop of setattr calls costs several times
+    as many instructions, once per trace)."""
+    lines = ["def __init__(self, trace_id):"]
+    for c in TRACE_FIELDS:
+        value = "trace_id" if c.name == "trace_id" else "{}" if c.kind == JSON else repr(c.default)
+        lines.append(f"    self.{c.name} = {value}")
+    lines += ["    self.chunks = []", "    self.citations = []"]
+    return "\n".join(lines) + "\n"
+
+
+_namespace: dict[str, Any] = {}
+exec(_init_source(), _namespace)  # noqa: S102 - source made above from the contract, no input
+_namespace["__init__"].__qualname__ = "RagTrace.__init__"
+RagTrace.__init__ = _namespace["__init__"]  # type: ignore[method-assign]

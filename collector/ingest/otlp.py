@@ -1,4 +1,4 @@
-"""Decode OTLP traces (protobuf, JSON, SDK ``ReadableSpan``) into :class:`~ragpulse.collector.model.Span`.
+"""Decode OTLP traces (protobuf or JSON) into :class:`~.model.Span` objects.
 
 Kafka records hold an OTLP ``TracesData`` protobuf (what the OTel Collector's
 kafkaexporter writes with ``otlp_proto``) or its JSON form (``otlp_json``:
@@ -22,13 +22,15 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
-from .model import Chunk, Citation, RagTrace, Span
+from ...agent.conventions import (
+    SERVICE_NAME,
+)
+from .model import Span
 
 __all__ = [
     "MalformedRecord",
@@ -38,19 +40,17 @@ __all__ = [
     "decode_otlp_proto",
     "decode_otlp_proto_py",
     "decode_otlp_proto_native",
-    "decode_complete_traces",
     "DECODER",
     "NATIVE_ABI",
     "decoder_description",
     "decode_otlp_json",
-    "spans_from_readable",
     "split_by_trace",
 ]
 
 _ZERO_TRACE = b"\x00" * 16
 _ZERO_SPAN = b"\x00" * 8
 
-NATIVE_ABI = 4  # the ``ragpulse_native.ABI`` this module's calls are written for
+NATIVE_ABI = 5  # the ``ragpulse_native.ABI`` this module's calls are written for
 
 
 def _load_native() -> tuple[Any, str]:
@@ -69,8 +69,6 @@ def _load_native() -> tuple[Any, str]:
 
 _native, _decoder_why = _load_native()
 _native_decode = _native.decode_traces if _native is not None else None
-_native_complete = _native.complete_traces if _native is not None else None
-_native_details = _native.trace_details if _native is not None else None
 DECODER = "native" if _native is not None else "python"
 
 
@@ -140,34 +138,6 @@ def decode_record(data: bytes, limits: Limits) -> DecodeResult:
         if head == b"\n" and data.lstrip()[:1] == b"{":
             return decode_otlp_json(data, limits)
         raise
-
-
-def decode_complete_traces(data: bytes, limits: Limits) -> list[RagTrace] | None:
-    """The native fast path: a record that holds only complete RAG traces, built.
-
-    Returns the record's traces (in order of first appearance, each with
-    ``row_head`` set; their chunk and citation objects are made when first
-    read, which only sampled traces' judge messages do) exactly as decoding,
-    assembling and
-    :func:`~ragpulse.collector.assemble.build_trace` would build them, or None
-    when the record must take that general path: it is not protobuf, is
-    over a limit, holds a span the decoder rejects or a trace that is not
-    complete (root, retriever and LLM span), or anything the fast path does not
-    reproduce (native/src/fast.rs). Always None without the native module.
-    """
-    native = _native_complete
-    if native is None or data is None or type(data) is not bytes:
-        return None
-    cap = limits.max_attribute_chars
-    nmax = limits.max_attributes
-    if type(cap) is not int or type(nmax) is not int or len(data) > limits.max_record_bytes:
-        return None
-    if data[:1] in _JSON_HEADS:
-        return None
-    try:
-        return native(data, RagTrace, Chunk, Citation, _native_details, cap, nmax)
-    except OverflowError:  # limits beyond 64 bits
-        return None
 
 
 # ---------------------------------------------------------------- protobuf
@@ -273,7 +243,7 @@ def decode_otlp_proto_py(data: bytes, limits: Limits) -> DecodeResult:
         nres += 1
         service = ""
         for kv in rs.resource.attributes:
-            if kv.key == "service.name":
+            if kv.key == SERVICE_NAME:
                 service = kv.value.string_value
                 break
         for ss in rs.scope_spans:
@@ -461,7 +431,7 @@ def decode_otlp_json(data: bytes, limits: Limits) -> DecodeResult:
         except (MalformedRecord, ValueError, TypeError, AttributeError) as exc:
             errors.append(f"resource: {exc}")
             continue
-        service = res_attrs.get("service.name") or ""
+        service = res_attrs.get(SERVICE_NAME) or ""
         for ss in _get(rs, "scopeSpans", "scope_spans", []) or []:
             for s in (ss or {}).get("spans", []) or []:
                 try:
@@ -507,46 +477,3 @@ def decode_otlp_json(data: bytes, limits: Limits) -> DecodeResult:
     if not spans and not errors:
         raise MalformedRecord("no spans in OTLP JSON record")
     return DecodeResult(spans, errors)
-
-
-# ---------------------------------------------------------------- SDK spans
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return list(value)
-    return value
-
-
-def spans_from_readable(spans: Sequence[Any] | Iterable[Any]) -> list[Span]:
-    """Convert OTel SDK ``ReadableSpan`` objects directly (the embedded path; no OTLP round trip)."""
-    out: list[Span] = []
-    for s in spans:
-        ctx = s.context
-        if ctx is None or not ctx.trace_id or not ctx.span_id:
-            continue
-        parent = s.parent
-        res = s.resource
-        service = res.attributes.get("service.name", "") if res is not None else ""
-        attrs = {k: _plain(v) for k, v in (s.attributes or {}).items()}
-        events = [
-            (e.name, e.timestamp or 0, {k: _plain(v) for k, v in (e.attributes or {}).items()})
-            for e in s.events
-        ]
-        start = s.start_time or 0
-        end = s.end_time or start
-        out.append(
-            Span(
-                format(ctx.trace_id, "032x"),
-                format(ctx.span_id, "016x"),
-                format(parent.span_id, "016x") if parent is not None and parent.span_id else "",
-                s.name,
-                start,
-                end,
-                int(s.status.status_code.value) if s.status is not None else 0,
-                str(service),
-                attrs,
-                events,
-            )
-        )
-    return out

@@ -15,7 +15,8 @@ from typing import Any
 from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage, encode_traces
 from ..storage.retry import default_backoff, retry_storage, sleep
-from .assemble import Assembled, build_trace
+from .assemble import Assembled
+from .build import build_trace
 from .model import RagTrace
 from .sampling import Sampler, SamplingPolicy
 

@@ -9,17 +9,11 @@ returns the DESIGN.md output record and never raises for a bad judgment.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
+
+from ..contract import Judge
 
 __all__ = ["Judge", "get_judge"]
-
-
-class Judge(Protocol):
-    """What the collector and the CLI rely on."""
-
-    judge_id: str
-
-    def judge(self, record: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def get_judge(spec: str = "local", **settings: Any) -> Judge:

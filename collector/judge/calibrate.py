@@ -21,6 +21,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from ..contract import SCORE_NAMES
+
 __all__ = [
     "accuracy",
     "cohen_kappa",
@@ -33,14 +35,7 @@ __all__ = [
 ]
 
 CATEGORICAL: tuple[str, ...] = ("faithful", "failure_mode", "abstained", "abstention_kind")
-NUMERIC: tuple[str, ...] = (
-    "faithfulness",
-    "citation_correctness",
-    "citation_completeness",
-    "answer_relevance",
-    "context_precision",
-    "context_utilization",
-)
+NUMERIC: tuple[str, ...] = SCORE_NAMES
 _Z95 = 1.959963984540054
 
 

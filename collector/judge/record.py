@@ -11,16 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..contract import SCORE_NAMES
+
 __all__ = ["InvalidRecord", "SCORE_KEYS", "normalise_input", "error_record"]
 
-SCORE_KEYS: tuple[str, ...] = (
-    "faithfulness",
-    "citation_correctness",
-    "citation_completeness",
-    "answer_relevance",
-    "context_precision",
-    "context_utilization",
-)
+SCORE_KEYS = SCORE_NAMES  # the judge output's score keys: the contract's names
 
 
 class InvalidRecord(ValueError):

@@ -18,12 +18,13 @@ import threading
 import time
 from typing import Any
 
+from ..contract import Judge
 from ..kafka.group_join import keep_join_going
 from ..kafka.liveness import rebalance_allowance_s, rebalancing
 from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage
 from ..storage.retry import Backoff, retry_storage
-from .worker import JudgeLike, JudgeWorker
+from .worker import JudgeWorker
 
 __all__ = ["KafkaJudgeService"]
 
@@ -35,7 +36,7 @@ class KafkaJudgeService:
 
     _instances = itertools.count()
 
-    def __init__(self, config: dict[str, Any], judge: JudgeLike, storage: Storage, metrics: Metrics) -> None:
+    def __init__(self, config: dict[str, Any], judge: Judge, storage: Storage, metrics: Metrics) -> None:
         self.config = config
         self.worker = JudgeWorker(judge, storage, metrics)
         self.metrics = metrics

@@ -20,12 +20,13 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from ..serve.metrics import SCORE_NAMES, Metrics
+from ..contract import SCORE_NAMES, Judge
+from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage
 
-__all__ = ["JudgeLike", "JudgeWorker", "load_judge", "judgment_rows"]
+__all__ = ["Judge", "JudgeWorker", "load_judge", "judgment_rows"]
 
 log = logging.getLogger("ragpulse.judge_worker")
 
@@ -35,15 +36,7 @@ _KNOWN = set(SCORE_NAMES) | {
 }  # fmt: skip
 
 
-class JudgeLike(Protocol):
-    """The judge library's contract (docs/contracts.md)."""
-
-    judge_id: str
-
-    def judge(self, record: dict[str, Any]) -> dict[str, Any]: ...
-
-
-def load_judge(spec: str = "local", settings: dict[str, Any] | None = None) -> JudgeLike:
+def load_judge(spec: str = "local", settings: dict[str, Any] | None = None) -> Judge:
     """``ragpulse.collector.judge.get_judge(spec, **settings)``, imported only when judging is on."""
     from . import get_judge  # type: ignore[attr-defined]
 
@@ -131,7 +124,7 @@ def judgment_rows(
 class JudgeWorker:
     """Judges messages with one judge and stores the results idempotently."""
 
-    def __init__(self, judge: JudgeLike, storage: Storage, metrics: Metrics, seen: int = 100_000) -> None:
+    def __init__(self, judge: Judge, storage: Storage, metrics: Metrics, seen: int = 100_000) -> None:
         self.judge = judge
         self.storage = storage
         self.metrics = metrics

@@ -42,7 +42,6 @@ from ..ingest.assemble import Assembler
 from ..ingest.otlp import (
     Limits,
     MalformedRecord,
-    decode_complete_traces,
     decode_record,
     decoder_description,
 )
@@ -125,7 +124,6 @@ class KafkaCollector:
         self._stop = threading.Event()
         self._stop_deadline: float | None = None
         self._ready: list[Any] = []
-        self._first_ready = 0.0
         self._caught_up = True  # the last poll returned nothing
         self._dead: list[tuple[Any, str, str]] = []
         self._seen: dict[int, int] = {}
@@ -212,11 +210,7 @@ class KafkaCollector:
         if self._want_signals:
             # Our own process (ragpulse collect): the batch in flight holds ~10^5 small objects,
             # and the default cyclic-GC thresholds rescan them many times per batch. Freeze
-            # start-up objects and collect young ones less often. (Turning automatic GC off and
-            # collecting every 10 s saved ~8 us per span more. It was reverted when the suite's
-            # kafka-python group-join stall hit twice with it; the stall then recurred with GC
-            # on, so GC was not its cause (kafka/group_join.py has the cause) and the change can come
-            # back, measured.)
+            # start-up objects and collect young ones less often.
             gc.freeze()
             gc.set_threshold(20_000, 20, 100)
             keep_freed_memory()  # re-faulting freed pages every batch cost ~0.8 CPU-s per bench drain
@@ -226,7 +220,7 @@ class KafkaCollector:
                 self.metrics, m["host"], m["port"], ready=self._ready_check, stall_s=m["stall_s"]
             ).start()
             log.info("metrics on %s", self._server.url)
-        log.info("OTLP protobuf decoder: %s", decoder_description())
+        log.info("%s", decoder_description())
         log.info("Kafka record unpacking: %s", install_record_unpacking())
         try:
             retry_storage(self.storage.apply_schema, self.metrics, self._backoff(), self._wait_plain)
@@ -320,8 +314,6 @@ class KafkaCollector:
             got = self.assembler.pop_ready(now)
             if got:
                 self.ingestor.build(got)
-                if not self._ready:
-                    self._first_ready = now
                 self._ready.extend(got)
             self.metrics.assembly_buffer.set(len(self.assembler))
             if self._batch is not None and self._batch.done():
@@ -367,12 +359,6 @@ class KafkaCollector:
         """Decode one record into the assembler; returns its span count, or -1 when it is
         dead-lettered whole. A record with some invalid spans is dead-lettered *and* its
         valid spans are used."""
-        built = decode_complete_traces(rec.value, self.limits)
-        if built is not None and self.assembler.add_built(built, (partition, rec.offset)):
-            spans = 0
-            for t in built:
-                spans += t.span_count
-            return spans
         try:
             result = decode_record(rec.value, self.limits)
         except MalformedRecord as exc:

@@ -16,19 +16,12 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from ..contract import SCORE_NAMES
 from ..kafka.liveness import DEFAULT_STALL_S, PollWatch
 from .http_server import BackgroundHTTPServer
 
-__all__ = ["Metrics", "MetricsServer", "SCORE_NAMES"]
+__all__ = ["Metrics", "MetricsServer"]
 
-SCORE_NAMES = (
-    "faithfulness",
-    "citation_correctness",
-    "citation_completeness",
-    "answer_relevance",
-    "context_precision",
-    "context_utilization",
-)
 _SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _LAG_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)

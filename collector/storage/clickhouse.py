@@ -3,9 +3,11 @@
 ``Storage(dsn)`` takes ``chdb:///abs/path`` (in-process chDB; one process may
 own a path at a time) or ``http(s)://user:password@host:port[/db]``. Both go
 through clickhouse-connect, so inserts, DDL and queries are the same code.
-Inserts are batched and columnar; the schema (sql/schema.sql, documented in
-docs/schema.md) uses ReplacingMergeTree, and every read helper here uses FINAL
-so replays never double-count.
+Inserts are batched; the schema (sql/schema.sql, documented in docs/schema.md)
+uses ReplacingMergeTree, so a replayed trace may sit in two parts until they
+merge. Reads that count rows use FINAL (:meth:`Storage.budget_spent`); the
+others aggregate so that a duplicate cannot change the answer (the highest
+offset, any of a trace's identical decisions).
 
 Connection problems raise :class:`StorageUnavailable`; the caller decides how
 to retry (the collector retries with backoff and pauses consumption).
@@ -13,17 +15,29 @@ to retry (the collector retries with backoff and pauses consumption).
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import orjson
 
+from ..contract import (
+    CHUNKS,
+    CITATIONS,
+    COLUMNS,
+    FLAG,
+    FLOAT,
+    INT,
+    JSON,
+    SCORE_NAMES,
+    TEXT,
+    TIME,
+    TOPIC,
+    TRACE_COLUMNS,
+)
 from ..ingest.model import RagTrace
 
 __all__ = [
@@ -32,16 +46,13 @@ __all__ = [
     "encode_traces",
     "json_bytes",
     "schema_statements",
-    "TRACE_COLUMNS",
-    "ROW_COLUMNS",
     "JUDGMENT_COLUMNS",
     "CLAIM_COLUMNS",
 ]
 
 JUDGMENT_COLUMNS = (
     "trace_id", "judge_id", "service", "time", "judged_at",
-    "faithfulness", "citation_correctness", "citation_completeness", "answer_relevance",
-    "context_precision", "context_utilization", "abstained", "abstention_kind", "failure_mode",
+    *SCORE_NAMES, "abstained", "abstention_kind", "failure_mode",
     "claims_total", "claims_supported", "claims_unsupported", "claims_contradicted",
     "unsupported_hallucination", "unsupported_noise", "unsupported_claims", "tier",
     "judge_latency_ms", "judge_cost_usd", "error", "sampled_reason", "version", "extra",
@@ -119,70 +130,54 @@ def _nanos_text(ns: int) -> str:
     return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
 
 
-# The order of columns in an encoded row: the columns a trace's content fixes first (the
-# native fast path encodes them when it builds the trace: RagTrace.row_head), then the ones
-# decided later (sampling, completeness, the Kafka position).
-_HEAD_COLUMNS = (
-    "trace_id", "time", "end_time", "service", "route", "query", "answer",
-    "chunk_ids", "chunk_contents", "chunk_scores", "chunk_metadata",
-    "citation_doc_ids", "citation_markers", "citation_starts", "citation_ends",
-    "corpus_version", "model", "provider", "latency_ms", "retrieval_ms", "rerank_ms", "generation_ms",
-    "input_tokens", "output_tokens", "risk_level", "query_type", "session_id", "user_id",
-    "status", "source", "span_count", "attributes",
-)  # fmt: skip
-_TAIL_COLUMNS = ("src_topic", "complete", "sampled", "sampled_reason", "src_partition", "src_offset")
-ROW_COLUMNS = _HEAD_COLUMNS + _TAIL_COLUMNS
-# The rag_traces columns the collector writes (all but ingested_at, which defaults to now).
-TRACE_COLUMNS = ROW_COLUMNS
-
-
 def encode_traces(traces: Sequence[RagTrace], src_topic: str = "") -> list[bytes]:
-    """``rag_traces`` rows in :data:`ROW_COLUMNS` order, each a JSONCompactEachRow line.
+    """``rag_traces`` rows, each a JSONCompactEachRow line of the contract's columns in their
+    order (:data:`~..contract.COLUMNS`).
 
     orjson encodes them: measured about 3x cheaper in Python CPU than
     clickhouse-connect's Native serialization for these wide rows with string
     arrays, and 5x cheaper than the stdlib encoder. A NaN score is written as
-    null (the column is nullable). A trace the native fast path built brings its
-    head already encoded. Join the rows before handing them to another thread
-    for the insert (:meth:`Storage.insert_encoded_traces`).
+    null (the column is nullable). Join the rows before handing them to another
+    thread for the insert (:meth:`Storage.insert_encoded_traces`).
     """
-    return [(t.row_head or _row_head(t)) + _row_tail(t, src_topic) for t in traces]
+    encode = _encode_row
+    return [encode(t, src_topic) for t in traces]
 
 
-def _row_head(t: RagTrace) -> bytes:
-    """The row's :data:`_HEAD_COLUMNS`, JSON-encoded, without the closing bracket."""
-    ch = t.chunks
-    ci = t.citations
-    return json_bytes(
-        [
-            t.trace_id, _nanos_text(t.time), _nanos_text(t.end_time), t.service, t.route, t.query, t.answer,
-            [c.id for c in ch], [c.content for c in ch], [c.score for c in ch], [c.metadata for c in ch],
-            [c.doc_id for c in ci], [c.marker for c in ci], [c.start for c in ci], [c.end for c in ci],
-            t.corpus_version, t.model, t.provider, t.latency_ms, t.retrieval_ms, t.rerank_ms,
-            t.generation_ms, t.input_tokens, t.output_tokens, t.risk_level, t.query_type, t.session_id,
-            t.user_id, t.status, t.source, t.span_count,
-            json_bytes(t.attributes).decode() if t.attributes else "{}",
-        ]
-    )[:-1]  # fmt: skip
-
-
-def _row_tail(t: RagTrace, src_topic: str) -> bytes:
-    """The row's :data:`_TAIL_COLUMNS`: a comma, the values, the closing bracket and newline
-    (what json_bytes gives for them, with the few distinct texts encoded once)."""
-    return b",%s,%d,%d,%s,%d,%d]\n" % (
-        _json_text(src_topic),
-        1 if t.complete else 0,
-        1 if t.sampled else 0,
-        _json_text(t.sampled_reason),
-        t.src_partition,
-        t.src_offset,
+def _row_source() -> str:
+    """The source of ``_encode_row``: one expression per column of the contract, in order (made
+    once at import, as dataclasses makes its methods: a loop over readers would cost twice
+    the instructions of this straight-line code)."""
+    exprs = []
+    for c in COLUMNS:
+        if c.kind == TOPIC:
+            exprs.append("topic")
+        elif c.kind == CHUNKS:
+            exprs.append(f"[x.{c.item} for x in chunks]")
+        elif c.kind == CITATIONS:
+            exprs.append(f"[x.{c.item} for x in citations]")
+        elif c.kind == TIME:
+            exprs.append(f"_nanos_text(t.{c.name})")
+        elif c.kind == JSON:
+            exprs.append(f'(json_bytes(t.{c.name}).decode() if t.{c.name} else "{{}}")')
+        elif c.kind == FLAG:
+            exprs.append(f"(1 if t.{c.name} else 0)")
+        elif c.kind in (TEXT, INT, FLOAT):
+            exprs.append(f"t.{c.name}")
+        else:
+            raise ValueError(f"no row encoding for column {c}")
+    values = ",\n        ".join(exprs)
+    return (
+        "def _encode_row(t, topic):\n"
+        "    chunks = t.chunks\n"
+        "    citations = t.citations\n"
+        f"    return json_bytes([\n        {values},\n    ], line=True)\n"
     )
 
 
-@functools.lru_cache(maxsize=1024)
-def _json_text(text: str) -> bytes:
-    """A JSON string literal; for the topic and the sampling reasons, a handful of values."""
-    return json_bytes(text)
+_namespace: dict[str, Any] = {"json_bytes": json_bytes, "_nanos_text": _nanos_text}
+exec(_row_source(), _namespace)  # noqa: S102 - source made above from the contract, no input
+_encode_row: Callable[[RagTrace, str], bytes] = _namespace["_encode_row"]
 
 
 # In-process chDB parses an insert on one thread: parallel parsing (several threads, each
@@ -314,7 +309,7 @@ class Storage:
         self._call(
             "raw_insert",
             f"{self.database}.rag_traces",
-            list(ROW_COLUMNS),
+            list(TRACE_COLUMNS),
             insert_block=rows if isinstance(rows, bytes) else b"".join(rows),
             fmt="JSONCompactEachRow",
             settings=_IN_PROCESS_INSERT if self._in_process else None,
@@ -400,13 +395,3 @@ class Storage:
 
     def command(self, sql: str) -> Any:
         return self._call("command", sql.replace("{db}", self.database))
-
-    def wait_available(self, timeout: float, interval: float = 0.5) -> bool:
-        """Poll :meth:`ping` until it answers or ``timeout`` passes."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.ping():
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(interval)

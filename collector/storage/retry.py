@@ -22,7 +22,9 @@ log = logging.getLogger("ragpulse.collector")
 
 
 class Backoff:
-    """Exponential backoff with full jitter between ``initial`` and ``maximum`` seconds."""
+    """Exponential backoff: attempt n waits a uniform random time between half and all of
+    ``min(maximum, initial * 2**n)`` seconds (half jitter: retries spread out, yet each
+    waits at least half the step)."""
 
     def __init__(self, initial: float = 0.5, maximum: float = 10.0) -> None:
         self.initial = initial

@@ -9,8 +9,6 @@
 //! differentially, including on fuzzed input.
 
 mod build;
-mod fast;
-mod json;
 mod keys;
 mod records;
 mod schema;
@@ -21,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 /// Bumped whenever a function's contract changes (or one is added); otlp.py refuses a mismatch.
-const ABI: u32 = 4;
+const ABI: u32 = 5;
 
 /// Decode an OTLP `TracesData` protobuf into `span_cls` objects.
 ///
@@ -56,61 +54,6 @@ fn decode_traces<'py>(
             "not an OTLP TracesData protobuf: native decoder failure",
         )),
     }
-}
-
-/// The fast path (fast.rs): a record holding only complete RAG traces, as `trace_cls`
-/// objects with `row_head` set and their chunk and citation objects deferred (made by
-/// `details_fn`, i.e. `trace_details`, when first read); None when the record must take
-/// the general path.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn complete_traces<'py>(
-    py: Python<'py>,
-    data: Bound<'py, PyBytes>,
-    trace_cls: Bound<'py, PyAny>,
-    chunk_cls: Bound<'py, PyAny>,
-    citation_cls: Bound<'py, PyAny>,
-    details_fn: Bound<'py, PyAny>,
-    max_attribute_chars: i64,
-    max_attributes: i64,
-) -> PyResult<Option<Bound<'py, PyList>>> {
-    let caps = build::Caps {
-        max_attribute_chars,
-        max_attributes,
-    };
-    let classes = fast::Classes {
-        trace: trace_cls,
-        chunk: chunk_cls,
-        citation: citation_cls,
-        details: details_fn,
-    };
-    let run = std::panic::AssertUnwindSafe(|| fast::complete_traces(py, &data, &classes, caps));
-    // A panic here is a bug, never the input's fault: the general path still handles the record.
-    std::panic::catch_unwind(run).unwrap_or(Ok(None))
-}
-
-/// The `(chunks, citations)` lists of trace `index` of a record `complete_traces` took.
-#[pyfunction]
-fn trace_details<'py>(
-    py: Python<'py>,
-    data: &[u8],
-    index: usize,
-    chunk_cls: Bound<'py, PyAny>,
-    citation_cls: Bound<'py, PyAny>,
-    max_attribute_chars: i64,
-    max_attributes: i64,
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
-    let caps = build::Caps {
-        max_attribute_chars,
-        max_attributes,
-    };
-    let classes = fast::Classes {
-        trace: py.None().into_bound(py),
-        chunk: chunk_cls,
-        citation: citation_cls,
-        details: py.None().into_bound(py),
-    };
-    fast::trace_details(py, data, index, &classes, caps)
 }
 
 /// The `ConsumerRecord`s of one Kafka record batch (format v2) and each record's size,
@@ -153,31 +96,11 @@ fn unpack_records<'py>(
     }
 }
 
-/// orjson's text for a float (tests compare it with orjson).
-#[pyfunction]
-fn json_float(f: f64) -> String {
-    let mut out = Vec::new();
-    json::float(&mut out, f);
-    String::from_utf8(out).unwrap_or_default()
-}
-
-/// orjson's text for a string (tests compare it with orjson).
-#[pyfunction]
-fn json_string(s: &str) -> String {
-    let mut out = Vec::new();
-    json::string(&mut out, s);
-    String::from_utf8(out).unwrap_or_default()
-}
-
 #[pymodule]
 fn ragpulse_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ABI", ABI)?;
     m.add_function(wrap_pyfunction!(decode_traces, m)?)?;
-    m.add_function(wrap_pyfunction!(complete_traces, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_details, m)?)?;
     m.add_function(wrap_pyfunction!(unpack_records, m)?)?;
-    m.add_function(wrap_pyfunction!(json_float, m)?)?;
-    m.add_function(wrap_pyfunction!(json_string, m)?)?;
     Ok(())
 }

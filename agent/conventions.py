@@ -1,0 +1,119 @@
+"""The span conventions: every attribute key and event name the agent writes and the collector reads.
+
+One definition for the agent (``materialize.py`` writes them) and the
+collector (``ingest/assemble.py`` reads them; ``demo/synthetic.py`` writes
+synthetic traces with them). It lives in the agent because the agent must
+stay light (it depends on OpenTelemetry only) and the collector already
+depends on the agent's package; the collector's own contract is
+``collector/contract.py``. ``tests/test_contract.py`` fails when a key is
+spelled as a literal anywhere else in ``agent/`` or ``collector/``.
+
+Three vocabularies meet here, and assembly understands all three:
+
+* OpenInference (``openinference.span.kind``, ``input.value``,
+  ``retrieval.documents.<i>.document.*``, ``llm.*``): what LangChain and
+  LlamaIndex instrumentors write;
+* the OpenTelemetry GenAI conventions and OpenLLMetry (``gen_ai.*``);
+* ragpulse's own ``rag.*`` keys: the root span of an answer, its citation
+  events and what the agent records about truncation and streaming.
+
+Plain constants only: the agent imports this module, and it must stay light.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SPAN_KIND", "KIND_RETRIEVER", "KIND_RERANKER", "KIND_LLM", "KIND_CHAIN", "KIND_AGENT",
+    "INPUT_VALUE", "OUTPUT_VALUE",
+    "RETRIEVAL_DOCUMENTS", "RERANKER_OUTPUT_DOCUMENTS", "DOCUMENT_FIELDS", "document_key",
+    "LLM_MODEL_NAME", "LLM_PROVIDER", "LLM_TOKEN_COUNT_PROMPT", "LLM_TOKEN_COUNT_COMPLETION",
+    "LLM_INPUT_MESSAGES", "LLM_OUTPUT_MESSAGE_CONTENT", "MESSAGE_ROLE", "MESSAGE_CONTENT",
+    "GEN_AI_OPERATION", "GEN_AI_SYSTEM", "GEN_AI_PROVIDER", "GEN_AI_REQUEST_MODEL", "GEN_AI_RESPONSE_MODEL",
+    "GEN_AI_REQUEST_TOP_K", "GEN_AI_INPUT_TOKENS", "GEN_AI_OUTPUT_TOKENS", "GEN_AI_PROMPT",
+    "GEN_AI_COMPLETION_CONTENT", "GEN_AI_ROLE", "GEN_AI_CONTENT",
+    "OP_RETRIEVAL", "OP_CHAT", "OP_RERANK", "RETRIEVAL_OPS", "LLM_OPS",
+    "RAG_ROOT", "RAG_CORPUS_VERSION", "RAG_RISK_LEVEL", "RAG_QUERY_TYPE", "RAG_FEEDBACK",
+    "RAG_DOCUMENTS_COUNT", "RAG_CITATION_COUNT", "RAG_STREAM", "RAG_STREAM_CLOSED_EARLY",
+    "RAG_TRUNCATED", "RAG_TRUNCATED_FIELDS",
+    "CITATION_EVENT", "CITATION_DOCUMENT_ID", "CITATION_MARKER", "CITATION_START", "CITATION_END",
+    "SESSION_ID", "USER_ID", "HTTP_ROUTE", "SERVICE_NAME", "EXCEPTION_MESSAGE",
+]  # fmt: skip
+
+# -- OpenInference ---------------------------------------------------------------------------
+SPAN_KIND = "openinference.span.kind"
+KIND_RETRIEVER = "RETRIEVER"
+KIND_RERANKER = "RERANKER"
+KIND_LLM = "LLM"
+KIND_CHAIN = "CHAIN"
+KIND_AGENT = "AGENT"
+
+INPUT_VALUE = "input.value"  # the question (root and retrieval spans), the prompt (LLM spans)
+OUTPUT_VALUE = "output.value"  # the answer
+
+# Documents are flattened: f"{prefix}{i}.document.{field}" for i = 0, 1, ...
+RETRIEVAL_DOCUMENTS = "retrieval.documents."
+RERANKER_OUTPUT_DOCUMENTS = "reranker.output_documents."
+DOCUMENT_FIELDS = ("id", "content", "score", "metadata")
+
+LLM_MODEL_NAME = "llm.model_name"
+LLM_PROVIDER = "llm.provider"
+LLM_TOKEN_COUNT_PROMPT = "llm.token_count.prompt"
+LLM_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
+# Chat messages are flattened too: f"{LLM_INPUT_MESSAGES}{i}.{MESSAGE_ROLE}" and so on.
+LLM_INPUT_MESSAGES = "llm.input_messages."
+LLM_OUTPUT_MESSAGE_CONTENT = "llm.output_messages.0.message.content"
+MESSAGE_ROLE = "message.role"
+MESSAGE_CONTENT = "message.content"
+
+# -- OpenTelemetry GenAI / OpenLLMetry -------------------------------------------------------
+GEN_AI_OPERATION = "gen_ai.operation.name"
+GEN_AI_SYSTEM = "gen_ai.system"
+GEN_AI_PROVIDER = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_REQUEST_TOP_K = "gen_ai.request.top_k"
+GEN_AI_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+# OpenLLMetry's flattened prompt: f"{GEN_AI_PROMPT}{i}.{GEN_AI_ROLE}" / ".{GEN_AI_CONTENT}".
+GEN_AI_PROMPT = "gen_ai.prompt."
+GEN_AI_COMPLETION_CONTENT = "gen_ai.completion.0.content"
+GEN_AI_ROLE = "role"
+GEN_AI_CONTENT = "content"
+
+OP_RETRIEVAL = "retrieval"
+OP_CHAT = "chat"
+OP_RERANK = "rerank"
+RETRIEVAL_OPS = ("retrieval", "retrieve", "search")  # gen_ai.operation.name of a retrieval span
+LLM_OPS = ("chat", "text_completion", "generate_content", "completion")  # ... of an LLM span
+
+# -- ragpulse --------------------------------------------------------------------------------
+RAG_ROOT = "rag.root"  # True on the span of one answered question: the trace's root for assembly
+RAG_CORPUS_VERSION = "rag.corpus.version"
+RAG_RISK_LEVEL = "rag.risk_level"
+RAG_QUERY_TYPE = "rag.query_type"
+RAG_FEEDBACK = "rag.feedback"
+RAG_DOCUMENTS_COUNT = "rag.retrieval.documents.count"  # before the agent's max_chunks cut
+RAG_CITATION_COUNT = "rag.citation.count"
+RAG_STREAM = "rag.stream"
+RAG_STREAM_CLOSED_EARLY = "rag.stream.closed_early"
+RAG_TRUNCATED = "rag.truncated"
+RAG_TRUNCATED_FIELDS = "rag.truncated.fields"
+
+# One event per citation on the root span, at the answer's end time.
+CITATION_EVENT = "rag.citation"
+CITATION_DOCUMENT_ID = "rag.citation.document.id"
+CITATION_MARKER = "rag.citation.marker"
+CITATION_START = "rag.citation.answer.start"  # character offsets into the answer
+CITATION_END = "rag.citation.answer.end"
+
+# -- general OpenTelemetry -------------------------------------------------------------------
+SESSION_ID = "session.id"
+USER_ID = "user.id"
+HTTP_ROUTE = "http.route"
+SERVICE_NAME = "service.name"  # a resource attribute
+EXCEPTION_MESSAGE = "exception.message"
+
+
+def document_key(prefix: str, index: int, field: str) -> str:
+    """The attribute key of one field of document ``index`` under ``prefix``."""
+    return f"{prefix}{index}.document.{field}"

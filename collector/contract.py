@@ -1,0 +1,127 @@
+"""What the collector's stages share: the trace's columns, the score names, the Judge protocol.
+
+One definition each, from which the rest follows:
+
+* :data:`COLUMNS`, the ``rag_traces`` columns the collector writes, in the
+  order of an encoded row. :class:`~.ingest.model.RagTrace` takes its fields
+  and their defaults from them, ``storage/clickhouse.py`` builds its row
+  encoder from them, and ``tests/test_contract.py`` checks
+  ``storage/sql/schema.sql`` against them.
+* :data:`SCORE_NAMES`, the six per-trace scores of a judgment (judge output
+  keys, ``rag_judgments`` columns, metrics, the report).
+* :class:`Judge`, what a judge is to the collector and the CLI.
+
+The span attribute keys the agent writes and assembly reads are the agent's
+side of the wire: ``agent/conventions.py`` (the agent imports nothing from
+the collector).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol
+
+__all__ = [
+    "Column",
+    "COLUMNS",
+    "TRACE_COLUMNS",
+    "TRACE_FIELDS",
+    "SERVER_COLUMNS",
+    "SCORE_NAMES",
+    "Judge",
+]
+
+# How a value becomes its JSON value in an encoded row (JSONCompactEachRow).
+TEXT = "text"  # a str attribute
+INT = "int"
+FLOAT = "float"
+TIME = "time"  # integer nanoseconds since the epoch, written as "<seconds>.<9 digits>"
+JSON = "json"  # a dict, written as its JSON text ("{}" when empty)
+FLAG = "flag"  # a bool, written as 0 or 1
+CHUNKS = "chunks"  # one attribute of every Chunk of RagTrace.chunks, as an array
+CITATIONS = "citations"  # one attribute of every Citation of RagTrace.citations, as an array
+TOPIC = "topic"  # not a trace field: the Kafka topic the encoder is given
+
+_ARRAYS = (CHUNKS, CITATIONS)
+
+
+class Column(NamedTuple):
+    """One ``rag_traces`` column the collector writes."""
+
+    name: str  # the column, and the RagTrace attribute for a scalar
+    type: str  # its ClickHouse type, as schema.sql writes it
+    kind: str  # how the row encoder writes it (the constants above)
+    default: Any = None  # RagTrace's value before assembly sets it (scalars)
+    item: str = ""  # for CHUNKS / CITATIONS: the attribute of each Chunk / Citation
+
+
+_STR = "String"
+_LC = "LowCardinality(String)"
+_TIME = "DateTime64(9, 'UTC')"
+
+COLUMNS: tuple[Column, ...] = (
+    Column("trace_id", _STR, TEXT, ""),
+    Column("time", _TIME, TIME, 0),
+    Column("end_time", _TIME, TIME, 0),
+    Column("service", _LC, TEXT, ""),
+    Column("route", _LC, TEXT, ""),
+    Column("query", _STR, TEXT, ""),
+    Column("answer", _STR, TEXT, ""),
+    Column("chunk_ids", "Array(String)", CHUNKS, item="id"),
+    Column("chunk_contents", "Array(String)", CHUNKS, item="content"),
+    Column("chunk_scores", "Array(Nullable(Float64))", CHUNKS, item="score"),
+    Column("chunk_metadata", "Array(String)", CHUNKS, item="metadata"),
+    Column("citation_doc_ids", "Array(String)", CITATIONS, item="doc_id"),
+    Column("citation_markers", "Array(String)", CITATIONS, item="marker"),
+    Column("citation_starts", "Array(Int32)", CITATIONS, item="start"),
+    Column("citation_ends", "Array(Int32)", CITATIONS, item="end"),
+    Column("corpus_version", _LC, TEXT, ""),
+    Column("model", _LC, TEXT, ""),
+    Column("provider", _LC, TEXT, ""),
+    Column("latency_ms", "Float64", FLOAT, 0.0),
+    Column("retrieval_ms", "Float64", FLOAT, 0.0),
+    Column("rerank_ms", "Float64", FLOAT, 0.0),
+    Column("generation_ms", "Float64", FLOAT, 0.0),
+    Column("input_tokens", "UInt32", INT, 0),
+    Column("output_tokens", "UInt32", INT, 0),
+    Column("risk_level", _LC, TEXT, ""),
+    Column("query_type", _LC, TEXT, ""),
+    Column("session_id", _STR, TEXT, ""),
+    Column("user_id", _STR, TEXT, ""),
+    Column("status", _LC, TEXT, "ok"),
+    Column("source", _LC, TEXT, "ragpulse"),
+    Column("span_count", "UInt32", INT, 0),
+    Column("attributes", _STR, JSON),
+    # Decided after assembly: completeness, sampling, the Kafka position (-1: not from Kafka).
+    Column("src_topic", _LC, TOPIC),
+    Column("complete", "UInt8", FLAG, False),
+    Column("sampled", "UInt8", FLAG, False),
+    Column("sampled_reason", _LC, TEXT, ""),
+    Column("src_partition", "Int32", INT, -1),
+    Column("src_offset", "Int64", INT, -1),
+)
+
+TRACE_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+
+# The RagTrace attributes the columns name (all but the arrays and the topic), in row order.
+TRACE_FIELDS: tuple[Column, ...] = tuple(c for c in COLUMNS if c.kind not in (*_ARRAYS, TOPIC))
+
+# rag_traces columns ClickHouse fills itself (a DEFAULT in schema.sql).
+SERVER_COLUMNS: tuple[str, ...] = ("ingested_at",)
+
+SCORE_NAMES: tuple[str, ...] = (
+    "faithfulness",
+    "citation_correctness",
+    "citation_completeness",
+    "answer_relevance",
+    "context_precision",
+    "context_utilization",
+)
+
+
+class Judge(Protocol):
+    """A judge: ``judge(record)`` returns the output record of docs/contracts.md (the
+    :data:`SCORE_NAMES` among its keys) and never raises for a bad judgment."""
+
+    judge_id: str
+
+    def judge(self, record: dict[str, Any]) -> dict[str, Any]: ...
