@@ -16,18 +16,20 @@ import re
 import time
 from typing import Any
 
+from .claim_features import CLAIM_FEATURES, ChunkIndex, ClaimEvidence, claim_evidence
+from .claim_model import ClaimModel, load_claim_model, response_verdict
 from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, split_head, starts_with_verb
 from .evidence import ChunkEvidence, build_evidence
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
 from .support import SupportModel, claim_view, load_model
-from .text import profile
+from .text import TextProfile, profile
 
-__all__ = ["LocalJudge", "LOCAL_VERSION", "attach_citations", "lexical_utilization"]
+__all__ = ["LocalJudge", "LOCAL_VERSION", "QUESTION_WORDS", "attach_citations", "lexical_utilization"]
 
-LOCAL_VERSION = "1.0"
+LOCAL_VERSION = "2.0"
 
-_QUESTION_WORDS = frozenset(
+QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
     "please give list kind type mean".split()
 )
@@ -49,12 +51,14 @@ class LocalJudge:
         self,
         *,
         weights: str | None = None,
+        claim_weights: str | None = None,
         threshold: float | None = None,
         answerable_coverage: float = 0.34,
         require_citations: bool = False,
     ) -> None:
         self.model: SupportModel = load_model(weights)
-        self.threshold = self.model.threshold if threshold is None else float(threshold)
+        self.claim_model: ClaimModel = load_claim_model(claim_weights)
+        self.threshold = self.claim_model.threshold if threshold is None else float(threshold)
         self.answerable_coverage = float(answerable_coverage)
         self.require_citations = bool(require_citations)
         settings = {
@@ -62,6 +66,7 @@ class LocalJudge:
             "answerable_coverage": self.answerable_coverage,
             "require_citations": self.require_citations,
             "weights": self.model.digest,
+            "claim_weights": self.claim_model.digest,
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
         self.judge_id = f"local-{LOCAL_VERSION}:{digest}"
@@ -95,35 +100,32 @@ class LocalJudge:
         if rec["citations"]:
             attach_citations(claims, rec["citations"], answer, ids)
         qprof = profile(rec["query"])
-        qstems = frozenset(s for s in qprof.stem_set if s not in _QUESTION_WORDS)
+        qstems = frozenset(s for s in qprof.stem_set if s not in QUESTION_WORDS)
         chunk_qcov = {c.id: (len(qstems & c.whole.stem_set) / len(qstems) if qstems else 0.0) for c in chunks}
 
         judged: list[ClaimJudgment] = []
         evidence_stems: set[str] = set()
         answer_stems: set[str] = set()
         thr = self.threshold
-        support_all = self.model.support_all
+        index = ChunkIndex(chunks)
         claim_profiles = [profile(c.text) for c in claims]
         answer_all = frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset()
         for claim, cp in zip(claims, claim_profiles, strict=True):
             answer_stems |= cp.stem_set
             view = claim_view(cp, qstems)
-            scored = support_all(view, chunks)
-            probs = [p for p, _ in scored]
-            supporting = [ids[i] for i, p in enumerate(probs) if p >= thr]
-            prob_of = dict(zip(ids, probs, strict=True))
+            ce = claim_evidence(view, cp, index, self.model)
+            p = round(self.claim_model.probability(ce.features), 4)
+            supporting = _supporting(ce, ids, p >= thr) if chunks else []
             cits = claim.citations
-            cit_ok = [cid in prob_of and prob_of[cid] >= thr for cid in cits]
-            on_topic = (
-                (not qstems) or bool(cp.stem_set & qstems) or any(chunk_qcov[s] > 0 for s in supporting)
-            )
+            cit_ok = [cid in supporting for cid in cits]
+            on_topic = _on_topic(cp, qstems, supporting, by_id)
             verdict = "supported" if supporting else "unsupported"
             source = None
             contradicting: list[str] = []
             omitted = None
             if supporting:
                 rel = [s for s in supporting if usable[s]] or supporting
-                best = max(rel, key=lambda s: prob_of[s])
+                best = max(rel, key=lambda s: ce.pair_probs[ids.index(s)])
                 sent_i, _ = _best_sentence(cp, by_id[best])
                 if usable[best]:
                     evidence_stems |= by_id[best].sentence_stems[sent_i]
@@ -132,7 +134,7 @@ class LocalJudge:
                 contradicting = _contradicting(cp, chunks)
                 if contradicting:
                     verdict = "contradicted"
-                best_cov = max((cov for _, cov in scored), default=0.0)
+                best_cov = max(ce.pair_covs, default=0.0)
                 source = "noise" if best_cov >= 0.5 or contradicting else "hallucination"
             judged.append(
                 ClaimJudgment(
@@ -145,7 +147,8 @@ class LocalJudge:
                     source=source,
                     contradicting=contradicting,
                     omitted=omitted,
-                    confidence=round(max(probs, default=0.0), 4),
+                    confidence=p,
+                    support_probability=p,
                 )
             )
         usable_chunks = [c for c in chunks if c.usable]
@@ -168,6 +171,9 @@ class LocalJudge:
             utilization=utilization,
         )
         extra = {
+            "response_verdict": None
+            if extracted.abstained and not judged
+            else response_verdict([j.support_probability for j in judged], thr, self.claim_model.weak),
             "abstention_statements": extracted.abstention_sentences,
             "unusable_chunk_ids": [c.id for c in chunks if not c.usable],
         }
@@ -179,6 +185,41 @@ class LocalJudge:
             require_citations=self.require_citations,
             extra=extra,
         )
+
+
+def _supporting(ce: ClaimEvidence, ids: list[str], supported: bool) -> list[str]:
+    """The chunks a supported claim rests on, in chunk order: every chunk whose pair
+    probability reaches 0.5; else the best chunk, joined by the next-best-covering one
+    when the two together cover more of the claim (joint support)."""
+    if not supported:
+        return []
+    strong = [ids[i] for i, p in enumerate(ce.pair_probs) if p >= 0.5]
+    if strong:
+        return strong
+    chosen = {ce.ranked[0]}
+    by_cov = sorted(range(len(ids)), key=lambda i: -ce.pair_covs[i])
+    if len(by_cov) > 1 and ce.features[CLAIM_FEATURES.index("two_chunk_cov")] > ce.pair_covs[by_cov[0]]:
+        chosen |= {by_cov[0], by_cov[1]}
+    return [ids[i] for i in sorted(chosen)]
+
+
+def _on_topic(
+    cp: TextProfile, qstems: frozenset[str], supporting: list[str], by_id: dict[str, ChunkEvidence]
+) -> bool:
+    """Whether a claim addresses the query's subject: it shares a content word with the
+    query, or the chunk sentence it rests on (or a neighbouring sentence) does. Resting
+    on a chunk that mentions the query somewhere else is not enough: a faithful answer
+    about another part of an on-topic page is off topic."""
+    if not qstems or cp.stem_set & qstems:
+        return True
+    for cid in supporting:
+        chunk = by_id[cid]
+        i, _ = _best_sentence(cp, chunk)
+        ss = chunk.sentence_stems
+        near = ss[i] | (ss[i - 1] if i > 0 else frozenset()) | (ss[i + 1] if i + 1 < len(ss) else frozenset())
+        if near & qstems:
+            return True
+    return False
 
 
 def lexical_utilization(
