@@ -12,6 +12,8 @@ whole by bench/judge_quality.py). Each labelled claim becomes one item with:
 - ``x``: the local judge's claim features (:mod:`ragpulse.collector.judge.claim_features`);
 - ``v1``: the current (v1) judge's claim confidence, the max pair probability
   with its number veto, computed by the packaged v1 pair model;
+- ``neg``: the judge's negation rule fires on the best chunk (the claim says the opposite of
+  the sentence it rests on);
 - ``overlap``: the lexical-overlap baseline, the share of the claim's content
   stems found anywhere in the chunks.
 
@@ -32,11 +34,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ragpulse.collector.judge import claim_features, evidence, support, text
+from ragpulse.collector.judge import claim_features, claim_model, claims, evidence, local, support, text
 from ragpulse.collector.judge.claim_features import ChunkIndex, claim_evidence
 from ragpulse.collector.judge.claims import normalise_claim
 from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.local import QUESTION_WORDS
+from ragpulse.collector.judge.local import QUESTION_WORDS, negation_conflicts
 from ragpulse.collector.judge.support import claim_view, load_model
 from ragpulse.collector.judge.text import profile
 
@@ -70,7 +72,8 @@ def iter_records(data: Path, source: str) -> Iterator[dict[str, Any]]:
     for r in _read(path):
         if source == "attributionbench":
             chunks = [
-                {"id": str(i), "content": _URL_LINE.sub("", ref) or ref} for i, ref in enumerate(r["references"])
+                {"id": str(i), "content": _URL_LINE.sub("", ref) or ref}
+                for i, ref in enumerate(r["references"])
             ]
             label = 1 if r["attribution_label"] == "attributable" else 0
             yield {
@@ -121,6 +124,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
                 "x": ce.features,
                 "v1": v1_conf,
                 "overlap": overlap,
+                "neg": bool(chunks) and negation_conflicts(cp, chunks[ce.ranked[0]]),
             }
         )
     return out
@@ -128,7 +132,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
 
 def _cache_key(data: Path) -> str:
     h = hashlib.sha256()
-    for mod in (claim_features, evidence, support, text, sys.modules[__name__]):
+    for mod in (claim_features, claim_model, claims, evidence, local, support, text, sys.modules[__name__]):
         h.update(Path(mod.__file__).read_bytes())
     h.update(Path(support.__file__).with_name("weights").joinpath("support-v1.json").read_bytes())
     for name in _FILES.values():
@@ -152,7 +156,10 @@ def load_items(data: Path = DATA, *, use_cache: bool = True, verbose: bool = Tru
         for rec in iter_records(data, source):
             items.extend(_items_of(rec, source, v1, model))
         if verbose:
-            print(f"featurised {source}: {len(items) - n0} claims in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+            print(
+                f"featurised {source}: {len(items) - n0} claims in {time.perf_counter() - t0:.1f}s",
+                file=sys.stderr,
+            )
     CACHE.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(items))
     return items

@@ -63,6 +63,10 @@ class Data:
         self.src = np.array([i["source"] for i in items])
         self.v1 = np.array([i["v1"] for i in items])
         self.overlap = np.array([i["overlap"] for i in items])
+        # One chunk supports the claim on its own (pair model >= 0.5): supported whatever
+        # the claim probability (the judge's verdict rule; see verdict_score).
+        self.strong = self.v1 >= 0.5
+        self.neg = np.array([bool(i.get("neg")) for i in items])
         self.fold = np.array([jm.fold_of(i["group"], folds) for i in items])
         self.weight = np.zeros(len(items))
         for s in dev.SOURCES:
@@ -99,9 +103,31 @@ def _raw(x: np.ndarray, coef: np.ndarray, b: float) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(x @ coef + b, -30, 30)))
 
 
+_NUM_MISS = CLAIM_FEATURES.index("num_miss")
+
+
+def _capped(p: np.ndarray, x: np.ndarray, cap: float, neg: np.ndarray) -> np.ndarray:
+    """The judge's caps: a number the best chunk lacks (ClaimModel.probability) or a negation
+    conflict with the evidence (LocalJudge) holds the probability at ``cap``."""
+    return np.where((x[:, _NUM_MISS] > 0) | neg, np.minimum(p, cap), p)
+
+
+def predict(fit: dict[str, Any], x: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The judge's probability: logistic, isotonic map, caps."""
+    raw = _raw(x, fit["coef"], fit["intercept"])
+    return _capped(_apply_iso(raw, *fit["knots"]), x, fit["number_cap"], neg)
+
+
 def _mean_ba(score: np.ndarray, y: np.ndarray, src: np.ndarray, t: float) -> float:
     vals = [jm.balanced_accuracy(score[src == s] >= t, y[src == s]) for s in dev.SOURCES if (src == s).any()]
     return float(np.nanmean(vals))
+
+
+def verdict_score(p: np.ndarray, strong: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The score the verdict threshold applies to (``score >= threshold`` is the judge's verdict
+    rule): the claim probability; 1 where one chunk alone supports the claim; 0 where the
+    claim negates the sentence it rests on (the negation rule)."""
+    return np.where(neg, 0.0, np.where(strong, 1.0, p))
 
 
 def best_threshold(score: np.ndarray, y: np.ndarray, src: np.ndarray) -> float:
@@ -138,14 +164,26 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
         c, bb = jm.fit_logistic(x[tr], y[tr], w[tr], l2=L2)
         oof[~tr] = _raw(x[~tr], c, bb)
     xs, ys = isotonic(oof, y, w)
-    cal = _apply_iso(oof, xs, ys)
-    thr = best_threshold(cal, y, data.src[rows])
+    miss = x[:, _NUM_MISS] > 0
+    cap = float(np.sum(w[miss] * y[miss]) / np.sum(w[miss])) if miss.any() else 1.0
+    cal = _capped(_apply_iso(oof, xs, ys), x, cap, data.neg[rows])
+    score = verdict_score(cal, data.strong[rows], data.neg[rows])
+    thr = best_threshold(score, y, data.src[rows])
     full = np.zeros(len(data.y))
-    full[rows] = cal
+    full[rows] = score
     weak = max(
-        (t for t in THRESHOLDS if t <= thr), key=lambda t: _response_ba(data, rows, full, thr, float(t)), default=thr
+        (t for t in THRESHOLDS if t <= thr),
+        key=lambda t: _response_ba(data, rows, full, thr, float(t)),
+        default=thr,
     )
-    return {"coef": coef, "intercept": b, "knots": (xs, ys), "threshold": thr, "weak": float(weak)}
+    return {
+        "coef": coef,
+        "intercept": b,
+        "knots": (xs, ys),
+        "threshold": thr,
+        "weak": float(weak),
+        "number_cap": round(cap, 4),
+    }
 
 
 def cross_validate(data: Data, folds: int) -> dict[str, Any]:
@@ -157,7 +195,7 @@ def cross_validate(data: Data, folds: int) -> dict[str, Any]:
     for k in range(folds):
         test = data.fold == k
         fit = fit_model(data, ~test)
-        p[test] = _apply_iso(_raw(data.x[test], fit["coef"], fit["intercept"]), *fit["knots"])
+        p[test] = predict(fit, data.x[test], data.neg[test])
         thr[test], weak[test] = fit["threshold"], fit["weak"]
         lex_thr[test] = best_threshold(data.overlap[~test], data.y[~test], data.src[~test])
     return {"p": p, "thr": thr, "weak": weak, "lex_thr": lex_thr}
@@ -175,7 +213,8 @@ def _response_preds(data: Data, cv: dict[str, Any]) -> dict[str, np.ndarray]:
     for r in data.responses:
         out["lexical"].append(int((data.overlap[r] < cv["lex_thr"][r]).any()))
         out["v1"].append(int((data.v1[r] < 0.5).any()))
-        verdict = response_verdict(list(cv["p"][r]), float(cv["thr"][r[0]]), float(cv["weak"][r[0]]))
+        score = verdict_score(cv["p"][r], data.strong[r], data.neg[r])
+        verdict = response_verdict(list(score), float(cv["thr"][r[0]]), float(cv["weak"][r[0]]))
         out["v2"].append(int(verdict == "hallucinated"))
         out["v2_unsure"].append(int(verdict == "unsure"))
     return {k: np.array(v) for k, v in out.items()}
@@ -194,7 +233,7 @@ def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
         rows = {
             "lexical": (data.overlap[m], data.overlap[m] >= cv["lex_thr"][m]),
             "v1": (data.v1[m], data.v1[m] >= 0.5),
-            "v2": (p[m], p[m] >= cv["thr"][m]),
+            "v2": (p[m], verdict_score(p[m], data.strong[m], data.neg[m]) >= cv["thr"][m]),
         }
         results[s] = {"claim": {}, "response": {}}
         for name, (score, pred) in rows.items():
@@ -211,11 +250,16 @@ def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
     for s in dev.SOURCES:
         m = data.resp_src == s
         g = data.resp_gold[m]
-        print(f"{s}  responses={m.sum()}  hallucinated={g.mean():.2f}  v2 unsure={resp['v2_unsure'][m].mean():.2f}")
+        print(
+            f"{s}  responses={m.sum()}  hallucinated={g.mean():.2f}  v2 unsure={resp['v2_unsure'][m].mean():.2f}"
+        )
         for name in ("lexical", "v1", "v2"):
             pr = resp[name][m]
             print(f"  {name:<8}{jm.f1(pr, g):>8.3f}{jm.balanced_accuracy(pr, g):>10.3f}")
-            results[s]["response"][name] = {"f1": jm.f1(pr, g), "balanced_accuracy": jm.balanced_accuracy(pr, g)}
+            results[s]["response"][name] = {
+                "f1": jm.f1(pr, g),
+                "balanced_accuracy": jm.balanced_accuracy(pr, g),
+            }
     print("v2 reliability (bin: mean probability -> observed supported rate, count)")
     for s in dev.SOURCES:
         cells = "  ".join(f"{pm:.2f}->{obs:.2f} ({c})" for _, pm, obs, c in results[s]["reliability"])
@@ -242,6 +286,7 @@ def write_weights(data: Data) -> None:
                 "calibration": {"x": [round(v, 5) for v in xs], "y": [round(v, 5) for v in ys]},
                 "threshold": fit["threshold"],
                 "weak": fit["weak"],
+                "number_cap": fit["number_cap"],
             },
             indent=1,
         )
@@ -264,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.perf_counter()
     data = Data(dev.load_items(args.data, use_cache=not args.no_cache), args.folds)
-    print(f"{len(data.y)} claims, {len(data.responses)} responses ({time.perf_counter() - t0:.1f}s to featurise)")
+    print(
+        f"{len(data.y)} claims, {len(data.responses)} responses ({time.perf_counter() - t0:.1f}s to featurise)"
+    )
     cv = cross_validate(data, args.folds)
     results = report(data, cv)
     if not args.no_halueval:

@@ -12,6 +12,8 @@ judge uses, all fit on the development data by ``bench/judge_quality.py
 
 - ``threshold``: the claim verdict (``supported`` when ``p >= threshold``), chosen to
   maximise the mean balanced accuracy over the data sets;
+- ``number_cap``: the ceiling on the probability of a claim whose best chunk lacks one of
+  its numbers;
 - ``weak``: below ``threshold`` but at or above ``weak`` a claim is weakly supported: one
   such claim among well-supported ones makes the response ``unsure``, not
   ``hallucinated`` (see :func:`response_verdict`).
@@ -29,6 +31,8 @@ from pathlib import Path
 
 from .claim_features import CLAIM_FEATURES
 
+_NUM_MISS = CLAIM_FEATURES.index("num_miss")
+
 __all__ = ["ClaimModel", "load_claim_model", "response_verdict", "RESPONSE_VERDICTS"]
 
 RESPONSE_VERDICTS: tuple[str, ...] = ("faithful", "unsure", "hallucinated")
@@ -45,6 +49,7 @@ class ClaimModel:
     knots_y: tuple[float, ...]  # calibrated probabilities, non-decreasing
     threshold: float
     weak: float
+    number_cap: float  # the probability ceiling of a claim whose number the best chunk lacks
     digest: str
 
     def raw(self, feats: list[float]) -> float:
@@ -72,8 +77,12 @@ class ClaimModel:
         return y0 if x1 == x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
 
     def probability(self, feats: list[float]) -> float:
-        """Calibrated probability that the chunks support the claim."""
-        return self.calibrate(self.raw(feats))
+        """Calibrated probability that the chunks support the claim. A number of the claim
+        that its best chunk lacks caps the probability at ``number_cap`` (the supported
+        rate of such claims on the dev data): a changed number is the classic
+        hallucination, and lexical overlap elsewhere in the claim cannot outweigh it."""
+        p = self.calibrate(self.raw(feats))
+        return min(p, self.number_cap) if feats[_NUM_MISS] > 0 else p
 
 
 def response_verdict(probs: list[float], threshold: float, weak: float) -> str | None:
@@ -116,5 +125,6 @@ def load_claim_model(path: str | Path | None = None) -> ClaimModel:
         knots_y=tuple(float(v) for v in ky),
         threshold=float(data["threshold"]),
         weak=float(data["weak"]),
+        number_cap=float(data["number_cap"]),
         digest=hashlib.sha256(raw).hexdigest()[:8],
     )

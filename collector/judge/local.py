@@ -16,16 +16,23 @@ import re
 import time
 from typing import Any
 
-from .claim_features import CLAIM_FEATURES, ChunkIndex, ClaimEvidence, claim_evidence
+from .claim_features import ChunkIndex, ClaimEvidence, claim_evidence
 from .claim_model import ClaimModel, load_claim_model, response_verdict
 from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, split_head, starts_with_verb
 from .evidence import ChunkEvidence, build_evidence
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
-from .support import SupportModel, claim_view, load_model
+from .support import ClaimView, SupportModel, claim_view, load_model
 from .text import TextProfile, profile
 
-__all__ = ["LocalJudge", "LOCAL_VERSION", "QUESTION_WORDS", "attach_citations", "lexical_utilization"]
+__all__ = [
+    "LocalJudge",
+    "LOCAL_VERSION",
+    "QUESTION_WORDS",
+    "negation_conflicts",
+    "attach_citations",
+    "lexical_utilization",
+]
 
 LOCAL_VERSION = "2.0"
 
@@ -108,6 +115,7 @@ class LocalJudge:
         answer_stems: set[str] = set()
         thr = self.threshold
         index = ChunkIndex(chunks)
+        verdict_scores: list[float] = []
         claim_profiles = [profile(c.text) for c in claims]
         answer_all = frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset()
         for claim, cp in zip(claims, claim_profiles, strict=True):
@@ -115,7 +123,14 @@ class LocalJudge:
             view = claim_view(cp, qstems)
             ce = claim_evidence(view, cp, index, self.model)
             p = round(self.claim_model.probability(ce.features), 4)
-            supporting = _supporting(ce, ids, p >= thr) if chunks else []
+            # Supported when the calibrated probability reaches the threshold, or when one
+            # chunk supports the claim on its own by the pair model (its number veto included).
+            strong = max(ce.pair_probs, default=0.0) >= 0.5
+            supporting = _supporting(ce, view, chunks, strong or p >= thr) if chunks else []
+            kept = [cid for cid in supporting if not negation_conflicts(cp, by_id[cid])]
+            if supporting and not kept:  # the evidence says the opposite: as a conflicting number
+                p = min(p, self.claim_model.number_cap)
+            supporting = kept
             cits = claim.citations
             cit_ok = [cid in supporting for cid in cits]
             on_topic = _on_topic(cp, qstems, supporting, by_id)
@@ -136,6 +151,9 @@ class LocalJudge:
                     verdict = "contradicted"
                 best_cov = max(ce.pair_covs, default=0.0)
                 source = "noise" if best_cov >= 0.5 or contradicting else "hallucination"
+            # Response verdict: a supported claim counts as at least the threshold, a
+            # contradicted one as clearly wrong.
+            verdict_scores.append(max(p, thr) if supporting else 0.0 if contradicting or p >= thr else p)
             judged.append(
                 ClaimJudgment(
                     text=claim.text,
@@ -173,7 +191,7 @@ class LocalJudge:
         extra = {
             "response_verdict": None
             if extracted.abstained and not judged
-            else response_verdict([j.support_probability for j in judged], thr, self.claim_model.weak),
+            else response_verdict(verdict_scores, thr, self.claim_model.weak),
             "abstention_statements": extracted.abstention_sentences,
             "unusable_chunk_ids": [c.id for c in chunks if not c.usable],
         }
@@ -187,20 +205,37 @@ class LocalJudge:
         )
 
 
-def _supporting(ce: ClaimEvidence, ids: list[str], supported: bool) -> list[str]:
+def _supporting(ce: ClaimEvidence, cv: ClaimView, chunks: list[ChunkEvidence], supported: bool) -> list[str]:
     """The chunks a supported claim rests on, in chunk order: every chunk whose pair
-    probability reaches 0.5; else the best chunk, joined by the next-best-covering one
-    when the two together cover more of the claim (joint support)."""
+    probability reaches 0.5, else the best-ranked chunk; joined by the chunk that best covers
+    the claim words those lack, when it covers at least half of them (joint support: "kept
+    for five years [1] in the Frankfurt archive [2]")."""
     if not supported:
         return []
-    strong = [ids[i] for i, p in enumerate(ce.pair_probs) if p >= 0.5]
-    if strong:
-        return strong
-    chosen = {ce.ranked[0]}
-    by_cov = sorted(range(len(ids)), key=lambda i: -ce.pair_covs[i])
-    if len(by_cov) > 1 and ce.features[CLAIM_FEATURES.index("two_chunk_cov")] > ce.pair_covs[by_cov[0]]:
-        chosen |= {by_cov[0], by_cov[1]}
-    return [ids[i] for i in sorted(chosen)]
+    chosen = {i for i, p in enumerate(ce.pair_probs) if p >= 0.5} or {ce.ranked[0]}
+    have = frozenset().union(*(chunks[i].whole.keys for i in chosen))
+    missing = cv.keys - have
+    if missing:
+        gain = [len(missing & c.whole.keys) if i not in chosen else 0 for i, c in enumerate(chunks)]
+        extra = max(range(len(chunks)), key=gain.__getitem__)
+        if gain[extra] and 2 * gain[extra] >= len(missing):
+            chosen.add(extra)
+    return [chunks[i].id for i in sorted(chosen)]
+
+
+def negation_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
+    """The chunk sentence the claim rests on says the same words with the opposite polarity
+    ("logs are not retained" against "logs are retained"): a contradiction, not support.
+    A negated sentence much longer than the claim usually negates something else ("... not
+    only ...", a second clause), so it counts only when it has at most half again as many
+    content words as the claim."""
+    i, shared = _best_sentence(cp, chunk)
+    if shared < 0.75:
+        return False
+    sp = chunk.sentence_profile(i)
+    if cp.negated == sp.negated:
+        return False
+    return cp.negated or len(chunk.sentence_stems[i]) <= 1.5 * len(cp.stem_set)
 
 
 def _on_topic(
