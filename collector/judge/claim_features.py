@@ -9,7 +9,9 @@ is about:
   bigram coverage (a claim copied from one sentence beats words scattered over a page);
 - joint support: coverage by the union of the two best chunks and by all chunks
   (a claim supported by two chunks together is not unsupported);
-- numbers and names missing from the best chunk and from every chunk;
+- numbers missing from the best chunk or from the chunk that covers most of the claim
+  (a changed number must not hide behind another chunk that happens to hold it), and
+  from every chunk; names missing from the best chunk and from every chunk;
 - a negation that the best-aligned sentence does not share (or the reverse);
 - the claim's length and the number of chunks (more chunks make a high maximum
   cheaper, so the same coverage means less).
@@ -178,7 +180,7 @@ def claim_evidence(cv: ClaimView, cp: TextProfile, index: ChunkIndex, model: Sup
         sent_bigram,
         _coverage(cv.keys, nk, two),
         _coverage(cv.keys, nk, index.all_keys),
-        bf[4],
+        max(bf[4], _number_miss(cv, chunks[c1])),
         num_miss_all,
         bf[5],
         ent_miss_all,
@@ -195,6 +197,11 @@ def claim_evidence(cv: ClaimView, cp: TextProfile, index: ChunkIndex, model: Sup
         _window_bigram(cv, chunks, where),
     ]
     return ClaimEvidence(feats, probs, covs, order, where)
+
+
+def _number_miss(cv: ClaimView, chunk: ChunkEvidence) -> float:
+    """Share of the claim's numbers that ``chunk`` lacks."""
+    return len(cv.numbers - chunk.whole.numbers) / len(cv.numbers) if cv.numbers else 0.0
 
 
 def _rare_coverage(cv: ClaimView, index: ChunkIndex, b: int) -> float:

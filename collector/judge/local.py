@@ -169,6 +169,9 @@ class LocalJudge:
                     support_probability=p,
                 )
             )
+        if judged and asks_quantity(rec["query"]) and not any(answers_quantity(cp) for cp in claim_profiles):
+            for j in judged:  # asked how long / how many / how often, and no claim says
+                j.on_topic = False
         usable_chunks = [c for c in chunks if c.usable]
         union_cov = (
             len(qstems & frozenset().union(*(c.whole.stem_set for c in usable_chunks))) / len(qstems)
@@ -236,6 +239,28 @@ def negation_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     if cp.negated == sp.negated:
         return False
     return cp.negated or len(chunk.sentence_stems[i]) <= 1.5 * len(cp.stem_set)
+
+
+_QUANTITY_Q_RE = re.compile(
+    r"\bhow (?:many|much|long|often|old|far|big|large|soon)\b|\bwhat (?:year|percentage|share|proportion)\b"
+    r"|\bin what year\b|\bhow frequently\b",
+    re.I,
+)
+_QUANTITY_WORDS = frozenset(
+    "daily weekly monthly quarterly annually yearly hourly nightly biweekly immediately never always "
+    "indefinitely permanently once twice few several some none all half one single dozen dozens "
+    "hundreds thousands millions".split()
+)
+
+
+def asks_quantity(query: str) -> bool:
+    """The query asks for a quantity, a duration or a frequency ("How long ...", "How many ...")."""
+    return bool(_QUANTITY_Q_RE.search(query))
+
+
+def answers_quantity(cp: TextProfile) -> bool:
+    """A claim gives a number or a frequency/duration word."""
+    return bool(cp.numbers) or not _QUANTITY_WORDS.isdisjoint(w.lower() for w in cp.tokens)
 
 
 def _on_topic(
