@@ -111,7 +111,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
     for claim_text, label in rec["claims"]:
         cp = profile(normalise_claim(claim_text))
         view = claim_view(cp, qstems)
-        ce = claim_evidence(view, cp, index, model)
+        ce = claim_evidence(view, index, model)
         v1_conf = max((p for p, _ in v1.support_all(view, chunks)), default=0.0)
         overlap = len(cp.stem_set & all_stems) / max(1, len(cp.stem_set))
         out.append(
@@ -124,7 +124,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
                 "x": ce.features,
                 "v1": v1_conf,
                 "overlap": overlap,
-                "neg": bool(chunks) and negation_conflicts(cp, chunks[ce.ranked[0]]),
+                "neg": bool(chunks) and negation_conflicts(cp, chunks[ce.best]),
             }
         )
     return out

@@ -20,7 +20,6 @@ from typing import Any
 
 import judge_metrics as jm
 import numpy as np
-
 from ragpulse.collector.judge.claims import extract_claims
 from ragpulse.collector.judge.evidence import build_evidence
 from ragpulse.collector.judge.local import QUESTION_WORDS, LocalJudge
@@ -66,7 +65,9 @@ def halueval_report(data: Path) -> dict[str, Any]:
             pred["lexical"].append(int(lex_bad))
             unsure += verdict == "unsure"
     g = np.array(gold)
-    print(f"halueval-qa (sanity; judged whole)  responses={len(g)}  hallucinated={g.mean():.2f}  v2 unsure={unsure}")
+    print(
+        f"halueval-qa (sanity; judged whole)  responses={len(g)}  hallucinated={g.mean():.2f}  v2 unsure={unsure}"
+    )
     print(f"  {'judge':<8}{'F1':>8}{'bal.acc':>10}")
     out: dict[str, Any] = {}
     for name, p in pred.items():

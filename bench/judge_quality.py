@@ -314,12 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     cv = cross_validate(data, args.folds)
     results = report(data, cv)
+    if args.write_weights:  # before HaluEval, which runs the packaged judge
+        write_weights(data)
     if not args.no_halueval:
         from judge_halueval import halueval_report
 
         results["halueval-qa"] = halueval_report(args.data)
-    if args.write_weights:
-        write_weights(data)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=float) + "\n")
     return 0

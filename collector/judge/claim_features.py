@@ -12,7 +12,6 @@ is about:
 - numbers missing from the best chunk or from the chunk that covers most of the claim
   (a changed number must not hide behind another chunk that happens to hold it), and
   from every chunk; names missing from the best chunk and from every chunk;
-- a negation that the best-aligned sentence does not share (or the reverse);
 - the claim's length and the number of chunks (more chunks make a high maximum
   cheaper, so the same coverage means less).
 
@@ -27,7 +26,6 @@ from dataclasses import dataclass
 
 from .evidence import ChunkEvidence
 from .support import ClaimView, SupportModel, view_features
-from .text import TextProfile
 
 __all__ = ["CLAIM_FEATURES", "ChunkIndex", "ClaimEvidence", "claim_evidence"]
 
@@ -46,7 +44,6 @@ CLAIM_FEATURES: tuple[str, ...] = (
     "num_miss_all",
     "ent_miss",
     "ent_miss_all",
-    "neg_mismatch",
     "short",
     "length",
     "n_chunks",
@@ -55,7 +52,6 @@ CLAIM_FEATURES: tuple[str, ...] = (
     "sent_sq",
     "sent_num_miss",
     "sent_ent_miss",
-    "rare_cov",
     "window_bigram",
 )
 
@@ -70,7 +66,7 @@ class ClaimEvidence:
     features: list[float]
     pair_probs: list[float]  # the pair model's probability per chunk (numbers veto), in chunk order
     pair_covs: list[float]  # ``cov`` per chunk, in chunk order
-    ranked: list[int]  # chunk indices, best first (by pair logit)
+    best: int  # index of the best chunk (pair probability, then coverage); -1 without chunks
     best_sentence: tuple[int, int] | None  # (chunk index, sentence index) of the best-aligned sentence
 
 
@@ -86,87 +82,104 @@ def _coverage(keys: frozenset[str], n: int, have: frozenset[str] | set[str]) -> 
 
 
 def _best_sentence(
-    cv: ClaimView, chunks: list[ChunkEvidence], order: list[int]
+    cv: ClaimView, chunks: list[ChunkEvidence], candidates: list[int]
 ) -> tuple[float, tuple[int, int] | None]:
-    """Best single-sentence coverage of the claim's keys, over the best chunks (at most 4)."""
+    """Best single-sentence coverage of the claim's keys over the candidate chunks, and where."""
     n = len(cv.keys)
-    best, where = 0.0, None
+    best, where = 0, None
     if not n:
-        return best, where
-    for ci in order[:4]:
-        for si, sk in enumerate(chunks[ci].sentence_keys):
-            c = len(cv.keys & sk)
-            if c > best * n:
-                best, where = c / n, (ci, si)
-    return best, where
+        return 0.0, where
+    inter = cv.keys.intersection
+    for ci in candidates:
+        counts = list(map(len, map(inter, chunks[ci].sentence_keys)))
+        m = max(counts, default=0)
+        if m > best:
+            best, where = m, (ci, counts.index(m))
+    return best / n, where
 
 
 class ChunkIndex:
-    """What every claim of a trace needs from the chunk set, built once per trace:
-    the union of the chunks' match keys, stems and numbers, and each key's chunk count."""
+    """What every claim of a trace needs from the chunk set, built once per trace and each
+    part on first use: the union of the chunks' match keys, stems and numbers."""
 
-    __slots__ = ("chunks", "all_keys", "all_stems", "all_numbers", "key_df")
+    __slots__ = ("chunks", "_all_keys", "_all_stems", "_all_numbers")
 
     def __init__(self, chunks: list[ChunkEvidence]) -> None:
         self.chunks = chunks
-        self.all_keys: frozenset[str] = frozenset().union(*(c.whole.keys for c in chunks))
-        self.all_stems: frozenset[str] = frozenset().union(*(c.whole.stem_set for c in chunks))
-        self.all_numbers: frozenset[str] = frozenset().union(*(c.whole.numbers for c in chunks))
-        df: dict[str, int] = {}
-        for c in chunks:
-            for k in c.whole.keys:
-                df[k] = df.get(k, 0) + 1
-        self.key_df = df
+        self._all_keys: frozenset[str] | None = None
+        self._all_stems: frozenset[str] | None = None
+        self._all_numbers: frozenset[str] | None = None
+
+    @property
+    def all_keys(self) -> frozenset[str]:
+        if self._all_keys is None:
+            self._all_keys = frozenset().union(*(c.whole.keys for c in self.chunks))
+        return self._all_keys
+
+    @property
+    def all_stems(self) -> frozenset[str]:
+        if self._all_stems is None:
+            self._all_stems = frozenset().union(*(c.whole.stem_set for c in self.chunks))
+        return self._all_stems
+
+    @property
+    def all_numbers(self) -> frozenset[str]:
+        if self._all_numbers is None:
+            self._all_numbers = frozenset().union(*(c.whole.numbers for c in self.chunks))
+        return self._all_numbers
 
 
 def _empty_features(cv: ClaimView) -> list[float]:
-    nk = len(cv.keys)
+    """The features of a claim when there are no chunks: nothing covered, everything missing."""
     has_num, has_ent = (1.0 if cv.numbers else 0.0), (1.0 if cv.entities else 0.0)
-    return [-1.0, *([0.0] * 9), has_num, has_num, has_ent, has_ent, 0.0, 1.0 if nk <= 2 else 0.0] + [
-        math.log1p(nk) / _LOG_LEN,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        has_num,
-        has_ent,
-        0.0,
-        0.0,
-    ]
+    values = dict.fromkeys(CLAIM_FEATURES, 0.0)
+    values["pair_logit"] = -1.0
+    for name in ("num_miss", "num_miss_all", "sent_num_miss"):
+        values[name] = has_num
+    for name in ("ent_miss", "ent_miss_all", "sent_ent_miss"):
+        values[name] = has_ent
+    values["short"] = 1.0 if len(cv.keys) <= 2 else 0.0
+    values["length"] = math.log1p(len(cv.keys)) / _LOG_LEN
+    return [values[name] for name in CLAIM_FEATURES]
 
 
-def claim_evidence(cv: ClaimView, cp: TextProfile, index: ChunkIndex, model: SupportModel) -> ClaimEvidence:
+def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> ClaimEvidence:
     """Score a prepared claim (:func:`.support.claim_view`) against every chunk of ``index``."""
     chunks = index.chunks
     if not chunks:
-        return ClaimEvidence(_empty_features(cv), [], [], [], None)
+        return ClaimEvidence(_empty_features(cv), [], [], -1, None)
     scored = model.support_all(cv, chunks)
     probs = [p for p, _ in scored]
     covs = [c for _, c in scored]
     n_chunks = len(chunks)
-    # Best first by pair probability (a missing number vetoes it), then by coverage.
-    order = sorted(range(n_chunks), key=lambda i: (-probs[i], -covs[i]))
-    b = order[0]
+    # The best chunk by pair probability (a missing number vetoes it), then by coverage; and
+    # the two chunks that cover most of the claim.
+    b = max(range(n_chunks), key=lambda i: (probs[i], covs[i]))
     bf = view_features(cv, chunks[b])
     nk = len(cv.keys)
     c1 = max(range(n_chunks), key=covs.__getitem__)
     two = chunks[c1].whole.keys
+    cands = [b] if b == c1 else [b, c1]
     if n_chunks > 1:
         c2 = max((i for i in range(n_chunks) if i != c1), key=covs.__getitem__)
         two = two | chunks[c2].whole.keys
-    sent_cov, where = _best_sentence(cv, chunks, order)
-    sent_bigram = neg_mismatch = 0.0
+        if c2 != b:
+            cands.append(c2)
+    sent_cov, where = _best_sentence(cv, chunks, cands)
+    sent_bigram = 0.0
     sent_num_miss = 1.0 if cv.numbers else 0.0
     sent_ent_miss = 1.0 if cv.entities else 0.0
     if where is not None:
-        sp = chunks[where[0]].sentence_profile(where[1])
-        sent_bigram = len(cv.bigrams & sp.bigrams) / len(cv.bigrams) if cv.bigrams else sent_cov
-        if sent_cov >= 0.5 and sp.negated != cp.negated:
-            neg_mismatch = 1.0
+        chunk, si = chunks[where[0]], where[1]
+        seq = chunk.sentence_stem_lists[si]
+        if cv.bigrams:
+            sent_bigram = len(cv.bigrams & frozenset(zip(seq, seq[1:], strict=False))) / len(cv.bigrams)
+        else:
+            sent_bigram = sent_cov
         if cv.numbers:
-            sent_num_miss = len(cv.numbers - sp.numbers) / len(cv.numbers)
+            sent_num_miss = len(cv.numbers - chunk.sentence_profile(si).numbers) / len(cv.numbers)
         if cv.entities:
-            sent_ent_miss = len(cv.entities - sp.stem_set) / len(cv.entities)
+            sent_ent_miss = len(cv.entities - chunk.sentence_stems[si]) / len(cv.entities)
     num_miss_all = len(cv.numbers - index.all_numbers) / len(cv.numbers) if cv.numbers else 0.0
     ent_miss_all = len(cv.entities - index.all_stems) / len(cv.entities) if cv.entities else 0.0
     feats = [
@@ -184,7 +197,6 @@ def claim_evidence(cv: ClaimView, cp: TextProfile, index: ChunkIndex, model: Sup
         num_miss_all,
         bf[5],
         ent_miss_all,
-        neg_mismatch,
         bf[6],
         math.log1p(nk) / _LOG_LEN,
         math.log1p(n_chunks) / _LOG_CHUNKS,
@@ -193,31 +205,14 @@ def claim_evidence(cv: ClaimView, cp: TextProfile, index: ChunkIndex, model: Sup
         sent_cov * sent_cov,
         sent_num_miss,
         sent_ent_miss,
-        _rare_coverage(cv, index, b),
         _window_bigram(cv, chunks, where),
     ]
-    return ClaimEvidence(feats, probs, covs, order, where)
+    return ClaimEvidence(feats, probs, covs, b, where)
 
 
 def _number_miss(cv: ClaimView, chunk: ChunkEvidence) -> float:
     """Share of the claim's numbers that ``chunk`` lacks."""
     return len(cv.numbers - chunk.whole.numbers) / len(cv.numbers) if cv.numbers else 0.0
-
-
-def _rare_coverage(cv: ClaimView, index: ChunkIndex, b: int) -> float:
-    """Coverage of the claim's keys by chunk ``b``, each key weighted by its rarity among
-    the chunks (``log((N + 1) / (df + 0.5))``): a name found in one chunk of many says more
-    than a word found in all of them."""
-    n = len(index.chunks)
-    df = index.key_df
-    have = index.chunks[b].whole.keys
-    total = hit = 0.0
-    for k in cv.keys:
-        w = math.log((n + 1) / (df.get(k, 0) + 0.5))
-        total += w
-        if k in have:
-            hit += w
-    return hit / total if total > 0 else 0.0
 
 
 def _window_bigram(cv: ClaimView, chunks: list[ChunkEvidence], where: tuple[int, int] | None) -> float:

@@ -121,7 +121,7 @@ class LocalJudge:
         for claim, cp in zip(claims, claim_profiles, strict=True):
             answer_stems |= cp.stem_set
             view = claim_view(cp, qstems)
-            ce = claim_evidence(view, cp, index, self.model)
+            ce = claim_evidence(view, index, self.model)
             p = round(self.claim_model.probability(ce.features), 4)
             # Supported when the calibrated probability reaches the threshold, or when one
             # chunk supports the claim on its own by the pair model (its number veto included).
@@ -215,7 +215,7 @@ def _supporting(ce: ClaimEvidence, cv: ClaimView, chunks: list[ChunkEvidence], s
     for five years [1] in the Frankfurt archive [2]")."""
     if not supported:
         return []
-    chosen = {i for i, p in enumerate(ce.pair_probs) if p >= 0.5} or {ce.ranked[0]}
+    chosen = {i for i, p in enumerate(ce.pair_probs) if p >= 0.5} or {ce.best}
     have = frozenset().union(*(chunks[i].whole.keys for i in chosen))
     missing = cv.keys - have
     if missing:
@@ -232,6 +232,8 @@ def negation_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     A negated sentence much longer than the claim usually negates something else ("... not
     only ...", a second clause), so it counts only when it has at most half again as many
     content words as the claim."""
+    if not (cp.negated or chunk.whole.negated):
+        return False
     i, shared = _best_sentence(cp, chunk)
     if shared < 0.75:
         return False
@@ -267,17 +269,15 @@ def _on_topic(
     cp: TextProfile, qstems: frozenset[str], supporting: list[str], by_id: dict[str, ChunkEvidence]
 ) -> bool:
     """Whether a claim addresses the query's subject: it shares a content word with the
-    query, or the chunk sentence it rests on (or a neighbouring sentence) does. Resting
-    on a chunk that mentions the query somewhere else is not enough: a faithful answer
-    about another part of an on-topic page is off topic."""
+    query, or the chunk sentence it rests on does. Resting on a chunk that mentions the
+    query somewhere else is not enough: a faithful answer about another part of an
+    on-topic page is off topic."""
     if not qstems or cp.stem_set & qstems:
         return True
     for cid in supporting:
         chunk = by_id[cid]
         i, _ = _best_sentence(cp, chunk)
-        ss = chunk.sentence_stems
-        near = ss[i] | (ss[i - 1] if i > 0 else frozenset()) | (ss[i + 1] if i + 1 < len(ss) else frozenset())
-        if near & qstems:
+        if chunk.sentence_stems[i] & qstems:
             return True
     return False
 
