@@ -29,7 +29,9 @@ def anchor(alert: str) -> str:
     return alert.lower()
 
 
-def alert_annotations(config: Mapping[str, Any], alert: str, summary: str, description: str) -> dict[str, str]:
+def alert_annotations(
+    config: Mapping[str, Any], alert: str, summary: str, description: str
+) -> dict[str, str]:
     """The four annotations every alert carries (DESIGN.md "Alerts")."""
     grafana = str(config["links"]["grafana"]).rstrip("/")
     return {

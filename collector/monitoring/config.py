@@ -27,7 +27,15 @@ __all__ = [
 
 _DURATION = re.compile(r"^(\d+)(ms|s|m|h|d|w|y)$")
 _UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-_REQUIRED = ("links", "collector_selector", "record_windows", "burn_windows", "objectives", "score_drop", "pipeline")
+_REQUIRED = (
+    "links",
+    "collector_selector",
+    "record_windows",
+    "burn_windows",
+    "objectives",
+    "score_drop",
+    "pipeline",
+)
 
 
 class ObjectivesError(ValueError):

@@ -18,7 +18,9 @@ def _up(*segments: tuple[float | None, int]) -> tuple[str, str]:
 
 
 def _received(*segments: tuple[float, int]) -> tuple[str, str]:
-    return series("ragpulse_traces_received_total", {"service": SERVICE, "source": "ragpulse", **SCRAPE}), counter(*segments)
+    return series(
+        "ragpulse_traces_received_total", {"service": SERVICE, "source": "ragpulse", **SCRAPE}
+    ), counter(*segments)
 
 
 def _per_judge(metric: str, *segments: tuple[float, int]) -> tuple[str, str]:
@@ -30,7 +32,9 @@ def _collector_cases(a: str) -> list[Case]:
     return [
         Case(f"{a} fires", "1m", [_up((1, 3), (0, 20))], [("10m", a, [Expect(_CRIT, kept)])]),
         Case(f"{a} healthy", "1m", [_up((1, 30))], [("10m", a, [])]),
-        Case(f"{a} resolves", "1m", [_up((0, 10), (1, 20))], [("7m", a, [Expect(_CRIT, kept)]), ("15m", a, [])]),
+        Case(
+            f"{a} resolves", "1m", [_up((0, 10), (1, 20))], [("7m", a, [Expect(_CRIT, kept)]), ("15m", a, [])]
+        ),
     ]
 
 
@@ -76,7 +80,9 @@ def _judge_error_cases(a: str) -> list[Case]:
 
 def _budget_cases(a: str) -> list[Case]:
     def paused(*segs: tuple[float, int]) -> tuple[str, str]:
-        return series("ragpulse_judge_budget_paused_seconds_total", {"judge": JUDGE, **SCRAPE}), counter(*segs)
+        return series("ragpulse_judge_budget_paused_seconds_total", {"judge": JUDGE, **SCRAPE}), counter(
+            *segs
+        )
 
     j = {"judge": JUDGE}
     return [
@@ -88,7 +94,9 @@ def _budget_cases(a: str) -> list[Case]:
 
 def _consumer_lag_cases(a: str, limit: int) -> list[Case]:
     def lag(*segs: tuple[float, int]) -> tuple[str, str]:
-        return series("ragpulse_consumer_lag", {"topic": "ragpulse.spans", "partition": "0", **SCRAPE}), gauge(*segs)
+        return series(
+            "ragpulse_consumer_lag", {"topic": "ragpulse.spans", "partition": "0", **SCRAPE}
+        ), gauge(*segs)
 
     t = {"topic": "ragpulse.spans"}
     high = 2 * limit
@@ -105,7 +113,10 @@ def _pipeline_lag_cases(a: str) -> list[Case]:
     def hist(slow: list[tuple[float, int]], fast: list[tuple[float, int]]) -> list[tuple[str, str]]:
         base = {"service": SERVICE, **SCRAPE}
         both = [(s + f, k) for (s, k), (f, _) in zip(slow, fast, strict=True)]
-        out = [(series("ragpulse_pipeline_lag_seconds_bucket", {**base, "le": le}), counter(*fast)) for le in ("60", "300", "600")]
+        out = [
+            (series("ragpulse_pipeline_lag_seconds_bucket", {**base, "le": le}), counter(*fast))
+            for le in ("60", "300", "600")
+        ]
         out.append((series("ragpulse_pipeline_lag_seconds_bucket", {**base, "le": "+Inf"}), counter(*both)))
         out.append((series("ragpulse_pipeline_lag_seconds_count", base), counter(*both)))
         return out

@@ -109,7 +109,7 @@ def _texts(config: Mapping[str, Any]) -> dict[str, tuple[str, str, str]]:
         ),
         "pipeline_lag": (
             "warning",
-            f"ragpulse pipeline lag of {{{{ $labels.service }}}} is above its objective",
+            "ragpulse pipeline lag of {{ $labels.service }} is above its objective",
             f"The {q} time from span end to stored judgment of service {{{{ $labels.service }}}} is "
             f"{{{{ $value | humanizeDuration }}}} over the last {pl['window']} (objective: {num(pl['max_seconds'])}s).",
         ),

@@ -19,7 +19,18 @@ from .config import duration_seconds, error_budget
 from .templates import expand
 from .yamlout import dump_yaml
 
-__all__ = ["Case", "Expect", "TEST_FILES", "render_rule_tests", "counter", "gauge", "series", "SERVICE", "JUDGE", "SCRAPE"]
+__all__ = [
+    "Case",
+    "Expect",
+    "TEST_FILES",
+    "render_rule_tests",
+    "counter",
+    "gauge",
+    "series",
+    "SERVICE",
+    "JUDGE",
+    "SCRAPE",
+]
 
 SERVICE = "policy-assistant"
 JUDGE = "local-1.0:test"
@@ -106,7 +117,9 @@ def _group(case: Case, docs: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _test_file(rule_files: Sequence[str], interval: str, cases: Sequence[Case], docs: Mapping[str, Any]) -> str:
+def _test_file(
+    rule_files: Sequence[str], interval: str, cases: Sequence[Case], docs: Mapping[str, Any]
+) -> str:
     return dump_yaml(
         {
             "rule_files": [f"../{f}" for f in rule_files],
@@ -156,17 +169,26 @@ OBJECTIVE_SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
 QUALITY = {"service": SERVICE, "judge": JUDGE}
 
 
-def _slo_series(objective: str, phases: Sequence[tuple[float, float, int]], step_min: float) -> list[tuple[str, str]]:
+def _slo_series(
+    objective: str, phases: Sequence[tuple[float, float, int]], step_min: float
+) -> list[tuple[str, str]]:
     """Input series for ``phases`` of (bad share, events per minute, steps)."""
     spec = OBJECTIVE_SERIES[objective]
     out = []
     for metric, labels, role in spec:
         share = {"bad": lambda r: r, "good": lambda r: 1 - r, "outside": lambda r: 1.0}[role]
         segs = [(share(r) * n * step_min, k) for r, n, k in phases]
-        out.append((series(metric, {**labels, **QUALITY, **SCRAPE}), counter(*[(round(i, 6), k) for i, k in segs])))
+        out.append(
+            (series(metric, {**labels, **QUALITY, **SCRAPE}), counter(*[(round(i, 6), k) for i, k in segs]))
+        )
     if not any(m == "ragpulse_failure_modes_total" for m, _, _ in spec):
         volume = [(n * step_min, k) for _, n, k in phases]  # one judged trace per event
-        out.append((series("ragpulse_failure_modes_total", {"mode": "healthy", **QUALITY, **SCRAPE}), counter(*volume)))
+        out.append(
+            (
+                series("ragpulse_failure_modes_total", {"mode": "healthy", **QUALITY, **SCRAPE}),
+                counter(*volume),
+            )
+        )
     return out
 
 
@@ -231,43 +253,45 @@ def _ticket_cases(config: Mapping[str, Any]) -> list[Case]:
     return cases
 
 
+def _score_inputs(score: str, n: int, lower: float, phases: tuple[int, int, int]) -> list[tuple[str, str]]:
+    """A score's _sum and _count rising by ``n`` scored traces a step: mean 0.9, then ``0.9 - lower``, then 0.9."""
+    labels = {**QUALITY, **SCRAPE}
+    before, during, after = phases
+    mean = [(0.9 * n, before), ((0.9 - lower) * n, during), (0.9 * n, after)]
+    return [
+        (series(f"ragpulse_{score}_sum", labels), counter(*[(round(v, 6), k) for v, k in mean])),
+        (series(f"ragpulse_{score}_count", labels), counter((n, before + during + after))),
+    ]
+
+
 def _drift_cases(config: Mapping[str, Any]) -> list[Case]:
     """Score means of 0.9 for a week, then a drop, then back to 0.9 (hourly samples)."""
     sd = config["score_drop"]
     step = 3600
     week = int(duration_seconds(sd["offset"]) // step)
     win = int(duration_seconds(sd["window"]) // step)
-    drop_at = week + 4  # steps of the same hours last week lie in the first week's mean
+    drop_at = week + 4  # the same hours last week lie in the first week's mean
     fire_at, recover_at = drop_at + 2 * win, drop_at + 6 * win
+    phases = (drop_at, 3 * win, recover_at + 2 - drop_at - 3 * win)
     per = max(30, 2 * int(sd["min_judged"]) // win + 1)
     few = max(1, int(sd["min_judged"]) // (2 * win))
     drop = round(float(sd["min_drop"]) * 2, 3)
     small = round(float(sd["min_drop"]) * 0.6, 3)
+    alert = sd["alert"]
 
-    def h(steps: int) -> str:
-        return f"{steps * step // 3600}h" if steps * step % 3600 == 0 else f"{steps * step // 60}m"
+    def at(steps: int) -> str:
+        return f"{steps * step // 3600}h"
 
     cases = []
     for score in sd["scores"]:
-        labels = {**QUALITY, **SCRAPE}
-
-        def inputs(n: int, lower: float, total_steps: int) -> list[tuple[str, str]]:
-            tail = total_steps - drop_at
-            mean = [(0.9 * n, drop_at), ((0.9 - lower) * n, 3 * win), (0.9 * n, tail - 3 * win)]
-            return [
-                (series(f"ragpulse_{score}_sum", labels), counter(*[(round(v, 6), k) for v, k in mean])),
-                (series(f"ragpulse_{score}_count", labels), counter((n, total_steps))),
-            ]
-
         fired = Expect({"severity": sd["severity"], "score": score}, QUALITY, round(0.9 - drop, 6))
-        total = recover_at + 2
         cases += [
-            Case(f"{sd['alert']} {score} drop fires and resolves", "1h", inputs(per, drop, total),
-                 [(h(fire_at), sd["alert"], [fired]), (h(recover_at), sd["alert"], [])]),
-            Case(f"{sd['alert']} {score} small drop does not fire", "1h", inputs(per, small, total),
-                 [(h(fire_at), sd["alert"], [])]),
-            Case(f"{sd['alert']} {score} volume guard", "1h", inputs(few, drop, total),
-                 [(h(fire_at), sd["alert"], [])]),
+            Case(f"{alert} {score} drop fires and resolves", "1h", _score_inputs(score, per, drop, phases),
+                 [(at(fire_at), alert, [fired]), (at(recover_at), alert, [])]),
+            Case(f"{alert} {score} small drop does not fire", "1h", _score_inputs(score, per, small, phases),
+                 [(at(fire_at), alert, [])]),
+            Case(f"{alert} {score} volume guard", "1h", _score_inputs(score, few, drop, phases),
+                 [(at(fire_at), alert, [])]),
         ]  # fmt: skip
     return cases
 
@@ -291,4 +315,6 @@ def render_rule_tests(config: Mapping[str, Any], docs: Mapping[str, Any]) -> dic
         "drift_test.yaml": _drift_cases(config),
         "pipeline_test.yaml": pipeline_cases(config),
     }
-    return {name: _test_file(files, interval, cases[name], docs) for name, (files, interval) in TEST_FILES.items()}
+    return {
+        name: _test_file(files, interval, cases[name], docs) for name, (files, interval) in TEST_FILES.items()
+    }

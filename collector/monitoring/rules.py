@@ -60,14 +60,20 @@ def _recording(config: Mapping[str, Any]) -> dict[str, Any]:
         )
         groups.append({"name": f"ragpulse-sli-{w}", "rules": rules})
     budgets = [
-        {"record": "ragpulse:sli_error_budget", "expr": f"vector({num(error_budget(obj))})", "labels": {"objective": name}}
+        {
+            "record": "ragpulse:sli_error_budget",
+            "expr": f"vector({num(error_budget(obj))})",
+            "labels": {"objective": name},
+        }
         for name, obj in config["objectives"].items()
     ]
     groups.append({"name": "ragpulse-sli-budgets", "rules": budgets})
     return {"groups": groups}
 
 
-def _burn_rule(config: Mapping[str, Any], name: str, obj: Mapping[str, Any], bw: Mapping[str, Any]) -> dict[str, Any]:
+def _burn_rule(
+    config: Mapping[str, Any], name: str, obj: Mapping[str, Any], bw: Mapping[str, Any]
+) -> dict[str, Any]:
     budget = error_budget(obj)
     threshold = num(budget * float(bw["factor"]))
     sel = f'{{objective="{name}"}}'

@@ -27,5 +27,7 @@ _Dumper.add_representer(str, _str)
 
 def dump_yaml(data: Any) -> str:
     """``data`` as YAML text with the rendered-file header."""
-    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True, default_flow_style=False)
+    body = yaml.dump(
+        data, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True, default_flow_style=False
+    )
     return HEADER + body
