@@ -149,7 +149,12 @@ def test_install_steps_build_a_working_ragpulse(
     ragpulse = prefix / "bin" / "ragpulse"
     for argv in ([], ["collect"], ["schema", "apply"]):
         out = subprocess.run(
-            [str(ragpulse), *argv, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+            [str(ragpulse), *argv, "--help"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert out.returncode == 0 and "usage: ragpulse" in out.stdout, out.stderr
     probe = (
