@@ -158,7 +158,7 @@ def test_install_steps_build_a_working_ragpulse(
         )
         assert out.returncode == 0 and "usage: ragpulse" in out.stdout, out.stderr
     probe = (
-        "import ragpulse.collector, ragpulse_native; from ragpulse.collector import otlp; "
+        "import ragpulse.collector, ragpulse_native; from ragpulse.collector.ingest import otlp; "
         "print(otlp.DECODER, ragpulse.collector.__file__)"
     )
     out = subprocess.run(

@@ -260,7 +260,7 @@ def test_collector_accepts_the_rendered_config(name: str, tmp_path: Path) -> Non
 
 def test_rendered_commands_parse_with_the_real_cli() -> None:
     """Every container's args are accepted by the `ragpulse` argument parser."""
-    from ragpulse.collector.cli import build_parser
+    from ragpulse.collector.cli.main import build_parser
 
     docs = render_set("production")
     for doc in of_kind(docs, "Deployment") + of_kind(docs, "Job"):
