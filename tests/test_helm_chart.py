@@ -471,7 +471,12 @@ def test_kafka_security_settings() -> None:
     }
     env = {e["name"]: e for e in _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))["env"]}
     ref = env["RAGPULSE_KAFKA__SECURITY__SASL_PLAIN_PASSWORD"]["valueFrom"]["secretKeyRef"]
-    assert ref == {"name": "ragpulse-kafka-user", "key": "password"}
+    assert ref == {"name": "ragpulse", "key": "password"}
+    # Strimzi's user Secret holds no user name: it comes from the values.
+    assert env["RAGPULSE_KAFKA__SECURITY__SASL_PLAIN_USERNAME"] == {
+        "name": "RAGPULSE_KAFKA__SECURITY__SASL_PLAIN_USERNAME",
+        "value": "ragpulse",
+    }
     docs = render_set("minimal", *VARIANTS["mtls"])
     security = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])["kafka"]
     assert security["security"]["ssl_certfile"] == "/etc/ragpulse/kafka-tls/user.crt"
