@@ -30,6 +30,7 @@ COMMAND_MODULES: list[str] = [
     "ragpulse.collector.commands.collect",
     "ragpulse.collector.commands.schema",
     "ragpulse.collector.demo",
+    "ragpulse.collector.eval.cli",
 ]
 
 
