@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import CliError
-from .cache import CachedJudge, JudgmentStore
-from .evaluate import evaluate
-from .files import EvalInputError, load_evalset, load_run, write_jsonl
-from .gate import check_gates, load_gates
+from ..eval.cache import CachedJudge, JudgmentStore
+from ..eval.evaluate import evaluate
+from ..eval.files import EvalInputError, load_evalset, load_run, write_jsonl
+from ..eval.gate import check_gates, load_gates
+from .errors import CliError
 
 __all__ = ["register", "run", "default_cache_path"]
 
@@ -87,7 +87,7 @@ def _progress(msg: str) -> None:
 
 
 def _replay(args: argparse.Namespace, cases: list[dict[str, Any]]) -> tuple[Any, dict[str, dict[str, Any]]]:
-    from .replay import Replayer, load_app
+    from ..eval.replay import Replayer, load_app
 
     replayer = Replayer(load_app(args.app), corpus_from_snapshot=args.corpus_from_snapshot)
     run = replayer.run(cases, progress=_progress)
@@ -115,7 +115,7 @@ def _evaluate(args: argparse.Namespace, judge: CachedJudge) -> dict[str, Any]:
             n_resamples=args.resamples, progress=_progress,
         )  # fmt: skip
         if args.sweep_position:
-            from .position import position_sweep
+            from ..eval.position import position_sweep
 
             doc["position_sweep"] = position_sweep(
                 replayer, judge, cases, doc["settings"]["slices"], _progress
@@ -128,8 +128,8 @@ def _evaluate(args: argparse.Namespace, judge: CachedJudge) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .report_html import write_html
-    from .report_text import render_text
+    from ..eval.report_html import write_html
+    from ..eval.report_text import render_text
 
     try:
         gates = load_gates(args.gate) if args.gate else []
