@@ -21,12 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["chromium_path", "PageResult", "load_page"]
-
-
-def chromium_path() -> str | None:
-    """The Debian chromium binary (scripts/provision.sh chromium installs it), if present."""
-    return shutil.which("chromium") or shutil.which("chromium-browser")
+__all__ = ["PageResult", "load_page"]
 
 
 @dataclass
@@ -112,11 +107,9 @@ class _Pipe:
                 self.events.append(msg)
 
 
-def load_page(path: Path, expression: str, *, timeout: float = 60.0) -> PageResult:
-    """Open ``path`` in headless Chromium, evaluate ``expression`` after load, return it with diagnostics."""
-    binary = chromium_path()
-    if binary is None:
-        raise RuntimeError("chromium not installed (scripts/provision.sh chromium)")
+def load_page(binary: str, path: Path, expression: str, *, timeout: float = 60.0) -> PageResult:
+    """Open ``path`` in the headless Chromium ``binary``, evaluate ``expression`` after the load event,
+    and return its value with the page's diagnostics."""
     cmd_r, cmd_w = os.pipe()
     out_r, out_w = os.pipe()
 
