@@ -6,6 +6,7 @@
 #   scripts/provision.sh prometheus  prometheus + promtool from Debian's package (apt) if missing
 #   scripts/provision.sh alertmanager  prometheus-alertmanager from Debian's package (apt) if missing
 #   scripts/provision.sh helm        helm v3.22.0 built from the Go module proxy -> .cache/bin/helm
+#   scripts/provision.sh chromium    headless Chromium from Debian's package (apt) if missing (report checks)
 #   scripts/provision.sh all         all of the above
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -62,6 +63,18 @@ provision_alertmanager() {
     log "alertmanager: $(prometheus-alertmanager --version 2>&1 | head -1)"
 }
 
+provision_chromium() {
+    if command -v chromium >/dev/null; then
+        log "chromium: present ($(chromium --version 2>/dev/null | head -1))"
+        return
+    fi
+    log "chromium: installing Debian's chromium package"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    log "chromium: $(chromium --version 2>/dev/null | head -1)"
+}
+
 provision_helm() {
     local bin="$CACHE/bin/helm"
     if [[ -x "$bin" ]] && "$bin" version --template '{{.Version}}' 2>/dev/null | grep -qx "$HELM_VERSION"; then
@@ -83,6 +96,7 @@ case "${1:-all}" in
     prometheus) provision_prometheus ;;
     alertmanager) provision_alertmanager ;;
     helm) provision_helm ;;
-    all) provision_kafka; provision_prometheus; provision_alertmanager; provision_helm ;;
-    *) echo "usage: $0 [kafka|prometheus|alertmanager|helm|all]" >&2; exit 2 ;;
+    chromium) provision_chromium ;;
+    all) provision_kafka; provision_prometheus; provision_alertmanager; provision_helm; provision_chromium ;;
+    *) echo "usage: $0 [kafka|prometheus|alertmanager|helm|chromium|all]" >&2; exit 2 ;;
 esac
