@@ -115,6 +115,7 @@ class LocalJudge:
         answer_stems: set[str] = set()
         thr = self.threshold
         index = ChunkIndex(chunks)
+        pos = {cid: i for i, cid in enumerate(ids)}
         verdict_scores: list[float] = []
         claim_profiles = [profile(c.text) for c in claims]
         answer_all = frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset()
@@ -140,7 +141,7 @@ class LocalJudge:
             omitted = None
             if supporting:
                 rel = [s for s in supporting if usable[s]] or supporting
-                best = max(rel, key=lambda s: ce.pair_probs[ids.index(s)])
+                best = max(rel, key=lambda s: ce.pair_probs[pos[s]])
                 sent_i, _ = _best_sentence(cp, by_id[best])
                 if usable[best]:
                     evidence_stems |= by_id[best].sentence_stems[sent_i]
