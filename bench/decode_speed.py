@@ -3,7 +3,7 @@
 Decodes the same records with both decoders in one process, alternating
 rounds so that load from other processes on the machine hits both alike, and
 prints CPU microseconds per span, spans per CPU second and the ratio. The
-records are those of bench/ingest_throughput.py: collector/synthetic.py
+records are those of bench/ingest_throughput.py: collector/demo/synthetic.py
 make_trace with 5 chunks of 300 characters, a reranker on every third trace,
 one trace per record (about 3.3 spans and 5 KB per record). The time includes
 creating the Span objects, attribute dicts and event tuples. Without the
@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ragpulse.collector import otlp  # noqa: E402
-from ragpulse.collector.otlp import Limits, decode_otlp_proto, decode_otlp_proto_py  # noqa: E402
-from ragpulse.collector.synthetic import make_trace, traces_data  # noqa: E402
+from ragpulse.collector.demo.synthetic import make_trace, traces_data  # noqa: E402
+from ragpulse.collector.ingest import otlp  # noqa: E402
+from ragpulse.collector.ingest.otlp import Limits, decode_otlp_proto, decode_otlp_proto_py  # noqa: E402
 
 
 def records(n: int) -> tuple[list[bytes], int]:

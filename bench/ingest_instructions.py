@@ -3,7 +3,7 @@
 ``bench/ingest_throughput.py`` measures the real thing (Kafka -> chDB) in
 wall-clock time, which swings widely on a shared machine. This script counts
 the instructions of the collector's own Python work per span, stage by stage,
-on the same records (collector/synthetic.py: root + retrieval with 5 chunks of
+on the same records (collector/demo/synthetic.py: root + retrieval with 5 chunks of
 300 characters + generation, a reranker on every third trace, one trace per
 record): decode (native and, side by side, the pure-Python upb path),
 assemble, build the RagTrace, decide sampling, encode the ClickHouse rows.
@@ -39,12 +39,12 @@ STAGES = ("decode", "assemble", "build", "sample", "encode")
 _CHILD = """
 import random, sys
 sys.path.insert(0, {root!r})
-from ragpulse.collector.assemble import Assembler, build_trace
+from ragpulse.collector.ingest.assemble import Assembler, build_trace
 from ragpulse.collector.config import load_config
-from ragpulse.collector.otlp import Limits, decode_record
-from ragpulse.collector.sampling import Sampler, SamplingPolicy
-from ragpulse.collector.storage import encode_traces
-from ragpulse.collector.synthetic import make_trace, traces_data
+from ragpulse.collector.ingest.otlp import Limits, decode_record
+from ragpulse.collector.ingest.sampling import Sampler, SamplingPolicy
+from ragpulse.collector.storage.clickhouse import encode_traces
+from ragpulse.collector.demo.synthetic import make_trace, traces_data
 
 upto, n = int(sys.argv[1]), int(sys.argv[2])
 def records(lo, hi):
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = [_instructions(k, args.traces, env) for k in range(len(STAGES) + 1)]
     py_env = {**env, "RAGPULSE_NATIVE": "0"}
     py_decode = _instructions(1, args.traces, py_env) - _instructions(0, args.traces, py_env)
-    from ragpulse.collector import otlp
+    from ragpulse.collector.ingest import otlp
 
     print(f"collector CPU work per span (valgrind instructions; {args.traces} traces, {spans} spans,")
     print("  5 chunks x 300 chars, rerank on every third trace; Kafka fetch and chDB insert excluded)")

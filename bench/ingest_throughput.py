@@ -1,7 +1,7 @@
 """Ingest throughput: spans per second from a real Kafka broker into chDB.
 
 Starts a real single-node Kafka broker (tests/services.py), produces a backlog
-of synthetic RAG traces (collector/synthetic.py: root + retrieval with 5 chunks
+of synthetic RAG traces (collector/demo/synthetic.py: root + retrieval with 5 chunks
 of 300 characters + generation, a reranker on every third trace; about 3.3
 spans and 6 KB per trace) into a 2-partition topic, then measures
 ``ragpulse collect --role ingest`` draining it:
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
-from ragpulse.collector.synthetic import make_trace, traces_data  # noqa: E402
+from ragpulse.collector.demo.synthetic import make_trace, traces_data  # noqa: E402
 
 from tests.services import KafkaBroker  # noqa: E402
 from tests.test_collector_kafka import CollectorProcess  # noqa: E402
@@ -259,7 +259,7 @@ def run_processes(
 def profile_in_process(broker: KafkaBroker, topic: str, workdir: Path) -> str:
     from pyinstrument import Profiler
     from ragpulse.collector.config import load_config
-    from ragpulse.collector.service import KafkaCollector
+    from ragpulse.collector.kafka.collector import KafkaCollector
 
     group = f"bench-prof-{uuid.uuid4().hex[:6]}"
     cfg = load_config(None, overrides=config(broker, topic, group, workdir / "prof-chdb"))

@@ -128,7 +128,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"sampling.rate must be between 0 and 1, got {s['rate']}")
     if s.get("budget_per_minute") is not None and s["budget_per_minute"] < 0:
         raise ConfigError("sampling.budget_per_minute must be >= 0 or null")
-    from ragpulse.collector.sampling import SamplingPolicy
+    from .ingest.sampling import SamplingPolicy
 
     try:
         SamplingPolicy.from_config(s)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ragpulse.collector.cli import COMMAND_MODULES, build_parser
+from ragpulse.collector.cli.main import COMMAND_MODULES, build_parser
 
 RAGPULSE = str(Path(sys.executable).with_name("ragpulse"))
 

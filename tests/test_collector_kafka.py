@@ -1,6 +1,6 @@
 """Acceptance tests of ``ragpulse collect`` against a real Kafka broker and chDB.
 
-The collector runs as a real subprocess (``python -m ragpulse.collector.cli
+The collector runs as a real subprocess (``python -m ragpulse.collector.cli.main
 collect``) that the tests SIGKILL, restart and SIGTERM; results are read from
 the chDB database after the collector has exited (a chDB path has one owner).
 """
@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 import yaml
-from ragpulse.collector.sampling import SamplingPolicy, trace_hash
-from ragpulse.collector.storage import Storage
-from ragpulse.collector.synthetic import make_trace, traces_data
+from ragpulse.collector.demo.synthetic import make_trace, traces_data
+from ragpulse.collector.ingest.sampling import SamplingPolicy, trace_hash
+from ragpulse.collector.storage.clickhouse import Storage
 
 from tests.services import KafkaBroker, process_alive
 
@@ -546,7 +546,7 @@ def test_fuzz_malformed_records_are_dead_lettered_and_good_traces_all_stored(set
 
 def _spread_traces(n: int, seed: str) -> list[Any]:
     """``n`` traces over 40 minutes of trace time: 10 busy minutes (1,400/min), 30 quiet ones."""
-    from ragpulse.collector.synthetic import BASE_TIME_NS
+    from ragpulse.collector.demo.synthetic import BASE_TIME_NS
 
     minute = 60_000_000_000
     base = (BASE_TIME_NS // minute - 45) * minute

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ragpulse.collector.assemble import Assembler, build_trace
 from ragpulse.collector.config import ConfigError, load_config
-from ragpulse.collector.metrics import Metrics
-from ragpulse.collector.model import RagTrace
-from ragpulse.collector.otlp import Limits, MalformedRecord, decode_otlp_json, decode_record
-from ragpulse.collector.sampling import Sampler, SamplingPolicy, looks_like_refusal, trace_hash
-from ragpulse.collector.storage import Storage, schema_statements
-from ragpulse.collector.synthetic import make_trace, traces_data
+from ragpulse.collector.demo.synthetic import make_trace, traces_data
+from ragpulse.collector.ingest.assemble import Assembler, build_trace
+from ragpulse.collector.ingest.model import RagTrace
+from ragpulse.collector.ingest.otlp import Limits, MalformedRecord, decode_otlp_json, decode_record
+from ragpulse.collector.ingest.sampling import Sampler, SamplingPolicy, looks_like_refusal, trace_hash
+from ragpulse.collector.serve.metrics import Metrics
+from ragpulse.collector.storage.clickhouse import Storage, schema_statements
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGPULSE = str(Path(sys.executable).parent / "ragpulse")  # the installed entry point
@@ -258,7 +258,7 @@ def test_healthz_fails_while_a_kafka_poll_is_stuck_and_recovers() -> None:
     (a liveness probe then restarts the process); /readyz is unaffected."""
     import threading
 
-    from ragpulse.collector.metrics import MetricsServer
+    from ragpulse.collector.serve.metrics import MetricsServer
 
     metrics = Metrics()
     server = MetricsServer(metrics, port=0, stall_s=0.3).start()
@@ -295,7 +295,7 @@ def test_healthz_fails_while_a_kafka_poll_is_stuck_and_recovers() -> None:
 
 
 def test_a_group_join_that_outlasts_the_rebalance_timeout_counts_as_stuck() -> None:
-    from ragpulse.collector.liveness import PollWatch
+    from ragpulse.collector.kafka.liveness import PollWatch
 
     watch = PollWatch()
     assert watch.joining("collector", False, 1.0) == 0.0
@@ -365,7 +365,7 @@ def _get(url: str) -> tuple[int, str]:
 def test_embedded_collector_with_the_agent_and_the_local_judge(tmp_path: Path) -> None:
     """Agent (embedded exporter) -> EmbeddedCollector -> chDB -> local judge -> judgments, claims, metrics."""
     from ragpulse import agent
-    from ragpulse.collector.embedded import EmbeddedCollector
+    from ragpulse.collector.embedded.collector import EmbeddedCollector
 
     collector = EmbeddedCollector(tmp_path / "db", config={"sampling": {"rate": 1.0}}, metrics_port=0)
     collector.start()
@@ -438,7 +438,7 @@ def _get_refused(collector: Any) -> bool:
 
 def test_judge_worker_is_idempotent_and_records_errors(tmp_path: Path) -> None:
     from ragpulse.collector.judge import get_judge
-    from ragpulse.collector.judge_worker import JudgeWorker
+    from ragpulse.collector.judge.worker import JudgeWorker
 
     st = Storage(f"chdb://{tmp_path / 'db'}")
     try:
@@ -479,7 +479,7 @@ def test_otlp_http_receiver_protobuf_json_gzip_and_errors(tmp_path: Path) -> Non
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from ragpulse.collector.embedded import EmbeddedCollector
+    from ragpulse.collector.embedded.collector import EmbeddedCollector
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": "otlp-app"}))
@@ -547,7 +547,7 @@ def test_otlp_http_receiver_protobuf_json_gzip_and_errors(tmp_path: Path) -> Non
 
 def test_storage_unavailable_is_retried_until_it_returns(tmp_path: Path) -> None:
     """Another process owns the chDB path: the embedded collector retries with backoff, then stores."""
-    from ragpulse.collector.embedded import EmbeddedCollector
+    from ragpulse.collector.embedded.collector import EmbeddedCollector
 
     db = tmp_path / "db"
     holder = subprocess.Popen(

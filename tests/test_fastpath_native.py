@@ -21,11 +21,12 @@ from typing import Any
 import orjson
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
-from ragpulse.collector import otlp, storage
-from ragpulse.collector.assemble import Assembler, build_trace
-from ragpulse.collector.model import RagTrace
-from ragpulse.collector.otlp import Limits, MalformedRecord, decode_record
-from ragpulse.collector.synthetic import make_trace, traces_data
+from ragpulse.collector.demo.synthetic import make_trace, traces_data
+from ragpulse.collector.ingest import otlp
+from ragpulse.collector.ingest.assemble import Assembler, build_trace
+from ragpulse.collector.ingest.model import RagTrace
+from ragpulse.collector.ingest.otlp import Limits, MalformedRecord, decode_record
+from ragpulse.collector.storage import clickhouse as storage
 
 from tests.native_module import require_native
 from tests.test_otlp_native import canon, kv, mutate, random_record, random_value, synthetic_records

@@ -4,7 +4,7 @@ Real broker. A fresh consumer group whose member joins before the topic's
 metadata has arrived is led through a second, metadata-triggered join. Short
 polls make it likely that a poll gives up while that join is in flight, which
 is the window in which kafka-python drops the join's result (see
-``ragpulse.collector.group_join``). Without the guard about one join in twenty
+``ragpulse.collector.kafka.group_join``). Without the guard about one join in twenty
 stays unfinished at 200 ms polls, and more at the 20 ms polls used here; with
 it every join must finish.
 """
@@ -16,7 +16,7 @@ import uuid
 from typing import Any
 
 import pytest
-from ragpulse.collector.group_join import keep_join_going
+from ragpulse.collector.kafka.group_join import keep_join_going
 
 from tests.services import KafkaBroker
 

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from ragpulse.collector.cli import main
+from ragpulse.collector.cli.main import main
 from ragpulse.collector.judge.calibrate import (
     accuracy,
     calibration_report,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ragpulse.collector.cli import main
+from ragpulse.collector.cli.main import main
 
 RECORD = {
     "trace_id": "t1",

@@ -1,4 +1,4 @@
-"""Native Kafka record unpacking (collector/kafka_records.py) against kafka-python's own.
+"""Native Kafka record unpacking (collector/kafka/records.py) against kafka-python's own.
 
 Every input goes through both: kafka-python's ``PartitionRecords`` generator
 (stock) and ours with ``ragpulse_native.unpack_records``. The records must be
@@ -23,8 +23,8 @@ import pytest
 from kafka.codec import has_lz4, has_snappy, has_zstd
 from kafka.record.memory_records import MemoryRecordsBuilder
 from kafka.record.util import calc_crc32c
-from ragpulse.collector import kafka_records
-from ragpulse.collector.kafka_records import _unpack_all
+from ragpulse.collector.kafka import records as kafka_records
+from ragpulse.collector.kafka.records import _unpack_all
 
 from tests.native_module import require_native
 

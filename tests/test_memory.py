@@ -20,8 +20,8 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     import time
-    from ragpulse.collector.storage import Storage
-    from ragpulse.collector.model import RagTrace
+    from ragpulse.collector.storage.clickhouse import Storage
+    from ragpulse.collector.ingest.model import RagTrace
 
     def rss_mb():
         for line in open("/proc/self/status"):

@@ -35,9 +35,14 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 )
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status, TracesData
-from ragpulse.collector import otlp
-from ragpulse.collector.otlp import Limits, MalformedRecord, decode_otlp_proto_native, decode_otlp_proto_py
-from ragpulse.collector.synthetic import make_trace, traces_data
+from ragpulse.collector.demo.synthetic import make_trace, traces_data
+from ragpulse.collector.ingest import otlp
+from ragpulse.collector.ingest.otlp import (
+    Limits,
+    MalformedRecord,
+    decode_otlp_proto_native,
+    decode_otlp_proto_py,
+)
 
 from tests.native_module import require_native
 
@@ -762,7 +767,7 @@ def test_mutation_fuzz() -> None:
 
 
 def test_decoder_selection() -> None:
-    code = "from ragpulse.collector import otlp; print(otlp.DECODER, '|', otlp.decoder_description())"
+    code = "from ragpulse.collector.ingest import otlp; print(otlp.DECODER, '|', otlp.decoder_description())"
     env = dict(os.environ, RAGPULSE_NATIVE="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.startswith("python |") and "RAGPULSE_NATIVE=0" in out.stdout

@@ -42,7 +42,7 @@ def test_kafka_produce_consume_1000_with_consumer_group(kafka_broker: KafkaBroke
     # The collector's liveness watch reads kafka-python's (private) member state: a joined
     # member must read as not rebalancing, through the attribute path the watch uses.
     from kafka.structs import MemberState
-    from ragpulse.collector.liveness import rebalancing
+    from ragpulse.collector.kafka.liveness import rebalancing
 
     assert consumer._coordinator.state == MemberState.STABLE
     assert rebalancing(consumer) is False

@@ -1,6 +1,6 @@
 //! Turns parsed spans into the collector's Python objects, with the checks,
 //! error texts and attribute semantics of the pure-Python decoder
-//! (`collector/otlp.py`: `decode_otlp_proto_py`, `_pb_attrs`, `_pb_value`).
+//! (`collector/ingest/otlp.py`: `decode_otlp_proto_py`, `_pb_attrs`, `_pb_value`).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

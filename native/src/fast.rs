@@ -5,7 +5,7 @@
 //! It reproduces, for the records it accepts, exactly what the general path
 //! produces: `decode_otlp_proto` (spans), the `Assembler` (a trace is complete
 //! when its root, a retriever and an LLM span are all there), `build_trace`
-//! (collector/assemble.py) and `storage._row_head` (orjson). Whenever a record
+//! (collector/ingest/assemble.py) and `storage/clickhouse.py` `_row_head` (orjson). Whenever a record
 //! holds anything the general path would treat differently or that this code
 //! does not model (a span it would reject, an incomplete trace, a value type
 //! whose Python conversion is not reproduced here, a duplicated key, chat

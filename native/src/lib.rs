@@ -1,7 +1,7 @@
 //! `ragpulse_native`: the collector's OTLP protobuf decoder in Rust.
 //!
 //! `decode_traces` does exactly what the pure-Python `decode_otlp_proto_py`
-//! in `collector/otlp.py` does (same spans, same per-span errors, same
+//! in `collector/ingest/otlp.py` does (same spans, same per-span errors, same
 //! whole-record failures) at a fraction of the cost: a hand-written wire
 //! parser that follows upb's acceptance rules (wire.rs, schema.rs) and a
 //! single pass that builds the Python objects (build.rs). The Python decoder

@@ -6,7 +6,7 @@
 //! section of one (already decompressed) batch in one call and builds the
 //! consumer's `ConsumerRecord` tuples directly.
 //!
-//! Contract (collector/kafka_records.py relies on it): for a batch kafka-python
+//! Contract (collector/kafka/records.py relies on it): for a batch kafka-python
 //! would unpack without error, the records are exactly the ones it yields, in
 //! order; for anything else (a varint kafka-python would read differently, a
 //! length that overruns, a record whose size does not match its length field,

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from ragpulse.collector.otlp import native_module
+from ..ingest.otlp import native_module
 
 __all__ = ["install", "uninstall", "unpacking_description"]
 

@@ -37,8 +37,8 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ragpulse.collector.cli import CliError
-    from ragpulse.collector.config import ConfigError, load_config
+    from ..config import ConfigError, load_config
+    from .errors import CliError
 
     try:
         cfg = load_config(args.config)
@@ -62,8 +62,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _judge(cfg: dict[str, Any]) -> Any:
-    from ragpulse.collector.cli import CliError
-    from ragpulse.collector.judge_worker import load_judge
+    from ..judge.worker import load_judge
+    from .errors import CliError
 
     try:
         return load_judge(cfg["judge"]["judge"], cfg["judge"]["settings"])
@@ -72,10 +72,10 @@ def _judge(cfg: dict[str, Any]) -> Any:
 
 
 def _run_kafka(cfg: dict[str, Any], role: str) -> int:
-    from ragpulse.collector.judge_service import KafkaJudgeService
-    from ragpulse.collector.metrics import Metrics, MetricsServer
-    from ragpulse.collector.service import KafkaCollector
-    from ragpulse.collector.storage import Storage
+    from ..judge.service import KafkaJudgeService
+    from ..kafka.collector import KafkaCollector
+    from ..serve.metrics import Metrics, MetricsServer
+    from ..storage.clickhouse import Storage
 
     st = cfg["storage"]
     metrics = Metrics()
@@ -126,9 +126,10 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
 def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
     """OTLP/HTTP in Kafka mode: each request is forwarded to the spans topic, one record per trace."""
     from kafka import KafkaProducer
-    from ragpulse.collector.otlp import Limits, split_by_trace
-    from ragpulse.collector.otlp_http import OtlpHttpReceiver
-    from ragpulse.collector.service import kafka_client_settings
+
+    from ..ingest.otlp import Limits, split_by_trace
+    from ..kafka.collector import kafka_client_settings
+    from ..serve.otlp_http import OtlpHttpReceiver
 
     producer = KafkaProducer(**kafka_client_settings(cfg), acks="all", linger_ms=5, max_request_size=8 << 20)
     topic = cfg["kafka"]["spans_topic"]
@@ -156,10 +157,10 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
 
 
 def _run_embedded(cfg: dict[str, Any]) -> int:
-    from ragpulse.collector.embedded import EmbeddedCollector
+    from ..embedded.collector import EmbeddedCollector
 
     dsn = cfg["storage"]["dsn"]
-    from ragpulse.collector.cli import CliError
+    from .errors import CliError
 
     if not dsn.startswith("chdb://"):
         raise CliError("--no-kafka needs storage.dsn = chdb:///path (an embedded database)")

@@ -1,7 +1,7 @@
 """Errors shared by the ``ragpulse`` commands.
 
-Kept apart from ``cli.py`` so that ``python -m ragpulse.collector.cli`` (which
-runs cli.py as ``__main__``) and the commands it loads agree on one class.
+A module of its own so that every subcommand can raise it without importing
+the parser (:mod:`.main` imports the subcommands).
 """
 
 from __future__ import annotations

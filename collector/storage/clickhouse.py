@@ -23,7 +23,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import orjson
-from ragpulse.collector.model import RagTrace
+
+from ..ingest.model import RagTrace
 
 __all__ = [
     "Storage",
@@ -60,7 +61,7 @@ def schema_statements(database: str = "ragpulse", ttl_days: int = 90) -> list[st
     """The DDL of sql/schema.sql for ``database`` with TTLs of ``ttl_days`` (0 = none)."""
     if not database.replace("_", "").isalnum():
         raise ValueError(f"invalid database name {database!r}")
-    text = resources.files("ragpulse.collector").joinpath("sql/schema.sql").read_text()
+    text = resources.files(__package__).joinpath("sql/schema.sql").read_text()
 
     def ttl(col: str) -> str:
         return f"TTL toDateTime({col}) + INTERVAL {int(ttl_days)} DAY" if ttl_days else ""
@@ -250,7 +251,7 @@ class Storage:
             return 0
         import sys
 
-        from ragpulse.collector.memory import release_library_pages
+        from ..memory import release_library_pages
 
         engine = sys.modules.get("chdb._chdb")
         path = getattr(engine, "__file__", None)

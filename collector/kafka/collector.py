@@ -38,22 +38,23 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ragpulse.collector.assemble import Assembler
-from ragpulse.collector.group_join import keep_join_going
-from ragpulse.collector.kafka_records import install as install_record_unpacking
-from ragpulse.collector.liveness import rebalance_allowance_s, rebalancing
-from ragpulse.collector.memory import keep_freed_memory, release_free_memory
-from ragpulse.collector.metrics import Metrics, MetricsServer
-from ragpulse.collector.otlp import (
+from ..ingest.assemble import Assembler
+from ..ingest.otlp import (
     Limits,
     MalformedRecord,
     decode_complete_traces,
     decode_record,
     decoder_description,
 )
-from ragpulse.collector.pipeline import Backoff, Ingestor, retry_storage
-from ragpulse.collector.sampling import SamplingPolicy
-from ragpulse.collector.storage import Storage, StorageUnavailable, encode_traces, json_bytes
+from ..ingest.pipeline import Ingestor
+from ..ingest.sampling import SamplingPolicy
+from ..memory import keep_freed_memory, release_free_memory
+from ..serve.metrics import Metrics, MetricsServer
+from ..storage.clickhouse import Storage, StorageUnavailable, encode_traces, json_bytes
+from ..storage.retry import Backoff, retry_storage
+from .group_join import keep_join_going
+from .liveness import rebalance_allowance_s, rebalancing
+from .records import install as install_record_unpacking
 
 __all__ = ["KafkaCollector", "kafka_client_settings", "REASON_HEADER"]
 
@@ -214,7 +215,7 @@ class KafkaCollector:
             # start-up objects and collect young ones less often. (Turning automatic GC off and
             # collecting every 10 s saved ~8 us per span more. It was reverted when the suite's
             # kafka-python group-join stall hit twice with it; the stall then recurred with GC
-            # on, so GC was not its cause (group_join.py has the cause) and the change can come
+            # on, so GC was not its cause (kafka/group_join.py has the cause) and the change can come
             # back, measured.)
             gc.freeze()
             gc.set_threshold(20_000, 20, 100)

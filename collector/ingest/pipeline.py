@@ -9,66 +9,17 @@ offsets, in-process queues) is the caller's business.
 
 from __future__ import annotations
 
-import logging
-import random
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ragpulse.collector.assemble import Assembled, build_trace
-from ragpulse.collector.metrics import Metrics
-from ragpulse.collector.model import RagTrace
-from ragpulse.collector.sampling import Sampler, SamplingPolicy
-from ragpulse.collector.storage import Storage, StorageUnavailable, encode_traces
+from ..serve.metrics import Metrics
+from ..storage.clickhouse import Storage, encode_traces
+from ..storage.retry import default_backoff, retry_storage, sleep
+from .assemble import Assembled, build_trace
+from .model import RagTrace
+from .sampling import Sampler, SamplingPolicy
 
-__all__ = ["Ingestor", "retry_storage", "Backoff"]
-
-log = logging.getLogger("ragpulse.collector")
-
-
-class Backoff:
-    """Exponential backoff with full jitter between ``initial`` and ``maximum`` seconds."""
-
-    def __init__(self, initial: float = 0.5, maximum: float = 10.0) -> None:
-        self.initial = initial
-        self.maximum = maximum
-        self.attempt = 0
-
-    def next(self) -> float:
-        delay = min(self.maximum, self.initial * (2**self.attempt))
-        self.attempt += 1
-        return random.uniform(delay / 2, delay)
-
-    def reset(self) -> None:
-        self.attempt = 0
-
-
-def retry_storage(
-    op: Callable[[], Any],
-    metrics: Metrics,
-    backoff: Backoff,
-    wait: Callable[[float], bool],
-) -> Any:
-    """Run ``op`` until it succeeds; on StorageUnavailable call ``wait(delay)``.
-
-    ``wait`` sleeps (and, for Kafka, keeps the paused consumer alive); it
-    returns False when the caller must give up (shutdown), in which case the
-    StorageUnavailable is re-raised and nothing is committed.
-    """
-    backoff.reset()
-    while True:
-        try:
-            result = op()
-        except StorageUnavailable as exc:
-            metrics.storage_up.set(0)
-            metrics.storage_retries.inc()
-            delay = backoff.next()
-            log.warning("storage unavailable (%s); retrying in %.1fs", str(exc).splitlines()[0][:200], delay)
-            if not wait(delay):
-                raise
-            continue
-        metrics.storage_up.set(1)
-        return result
+__all__ = ["Ingestor"]
 
 
 class Ingestor:
@@ -85,8 +36,8 @@ class Ingestor:
         return retry_storage(
             lambda: self.storage.budget_spent(minute_ns, reasons),
             self.metrics,
-            _default_backoff(),
-            _sleep,
+            default_backoff(),
+            sleep,
         )
 
     def build(self, assembled: Sequence[Assembled]) -> None:
@@ -118,7 +69,7 @@ class Ingestor:
                 replayed.append(t.trace_id)
         traces = list(by_id.values())
         stored = (
-            retry_storage(lambda: self.storage.stored_decisions(replayed), m, _default_backoff(), _sleep)
+            retry_storage(lambda: self.storage.stored_decisions(replayed), m, default_backoff(), sleep)
             if replayed
             else {}
         )
@@ -149,12 +100,3 @@ class Ingestor:
         StorageUnavailable)."""
         self.storage.insert_encoded_traces(block)
         self.metrics.traces_stored.inc(count)
-
-
-def _default_backoff() -> Backoff:
-    return Backoff(0.5, 10.0)
-
-
-def _sleep(delay: float) -> bool:
-    time.sleep(delay)
-    return True

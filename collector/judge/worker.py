@@ -9,7 +9,7 @@ trace's span count as version, so a replayed or repeated message changes
 nothing in query results. Metrics are updated only after the rows are stored,
 once per (trace, judge) seen by this process.
 
-The transport around it is separate: the Kafka loop in judge_service.py and
+The transport around it is separate: the Kafka loop in judge/service.py and
 the in-process queue of the embedded collector.
 """
 
@@ -22,8 +22,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ragpulse.collector.metrics import SCORE_NAMES, Metrics
-from ragpulse.collector.storage import Storage
+from ..serve.metrics import SCORE_NAMES, Metrics
+from ..storage.clickhouse import Storage
 
 __all__ = ["JudgeLike", "JudgeWorker", "load_judge", "judgment_rows"]
 
@@ -45,7 +45,7 @@ class JudgeLike(Protocol):
 
 def load_judge(spec: str = "local", settings: dict[str, Any] | None = None) -> JudgeLike:
     """``ragpulse.collector.judge.get_judge(spec, **settings)``, imported only when judging is on."""
-    from ragpulse.collector.judge import get_judge  # type: ignore[attr-defined]
+    from . import get_judge  # type: ignore[attr-defined]
 
     return get_judge(spec, **(settings or {}))
 

@@ -23,9 +23,9 @@ def register(subparsers: Any) -> None:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from ragpulse.collector.cli import CliError
-    from ragpulse.collector.config import ConfigError, load_config
-    from ragpulse.collector.storage import Storage, StorageUnavailable, schema_statements
+    from ..config import ConfigError, load_config
+    from ..storage.clickhouse import Storage, StorageUnavailable, schema_statements
+    from .errors import CliError
 
     overrides: dict[str, Any] = {"storage": {}}
     if args.dsn:

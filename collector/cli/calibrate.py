@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cli import CliError
+from .errors import CliError
 
 __all__ = ["register", "run"]
 
@@ -55,7 +55,7 @@ def _read(path: str) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .judge.calibrate import calibration_report
+    from ..judge.calibrate import calibration_report
 
     rows = _read(args.labels)
     judged = [r for path in args.judged for r in _read(path)]

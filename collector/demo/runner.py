@@ -1,4 +1,4 @@
-"""``ragpulse demo``: the whole loop on the embedded default, then the quality report.
+"""The demo runner behind ``ragpulse demo``: the whole loop on the embedded default, then the quality report.
 
 It serves questions through the demo policy assistant (``ragpulse.policy_rag``,
 instrumented only with the public agent API) with the agent's ``embedded``
@@ -28,56 +28,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from .cli import CliError
+from ..cli.errors import CliError
 
-__all__ = ["register", "run_demo", "DEFAULT_DB", "SERVICE"]
+__all__ = ["run_demo", "DEFAULT_DB", "SERVICE"]
 
 DEFAULT_DB = "ragpulse-data/demo/chdb"
 SERVICE = "policy-assistant"
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "demo",
-        help="run the whole loop on the embedded default and print the quality report",
-        description=(
-            "Serve questions through the demo policy assistant, instrumented with the ragpulse agent; "
-            "the in-process collector samples, judges (local judge) and stores them in chDB, exports "
-            "Prometheus metrics, then prints the quality report and writes it as HTML."
-        ),
-    )
-    p.add_argument(
-        "--queries", type=int, default=300, help="questions to serve (default 300; 0 = report only)"
-    )
-    p.add_argument("--db", default=DEFAULT_DB, help=f"chDB database directory (default {DEFAULT_DB})")
-    p.add_argument(
-        "--report", default=None, help="HTML report path (default: report.html next to the database)"
-    )
-    p.add_argument(
-        "--metrics-port",
-        type=int,
-        default=9464,
-        help="Prometheus metrics port on 127.0.0.1 (default 9464; a free port is used if it is taken; 0 = any)",
-    )
-    p.add_argument(
-        "--rate",
-        type=float,
-        default=25.0,
-        help="questions per second, paced like live traffic (default 25; 0 = as fast as possible)",
-    )
-    p.add_argument(
-        "--serve", action="store_true", help="keep the metrics endpoint up after the report (Ctrl-C stops)"
-    )
-    p.add_argument("--seed", type=int, default=7, help="seed of the traffic and the generator (default 7)")
-    p.add_argument(
-        "--sample-rate",
-        type=float,
-        default=0.5,
-        help="base sampling rate for judging (default 0.5, plus the rules)",
-    )
-    p.add_argument("--judge", default="local", help="judge: local (default) or a litellm model name")
-    p.add_argument("--no-color", action="store_true", help="plain text even on a terminal")
-    p.set_defaults(func=run_demo)
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -157,7 +113,7 @@ def _check_database(db: Path) -> None:
 
 def _open_collector(args: argparse.Namespace, db: Path) -> tuple[Any, str | None]:
     """Start the embedded collector on ``db`` (after checking no other process holds it)."""
-    from ragpulse.collector.embedded import EmbeddedCollector
+    from ..embedded.collector import EmbeddedCollector
 
     _check_database(db)
     port = args.metrics_port
@@ -177,10 +133,11 @@ def _open_collector(args: argparse.Namespace, db: Path) -> tuple[Any, str | None
 
 def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, bool]:
     """Serve ``args.queries`` questions; returns (served, interrupted)."""
-    import ragpulse.agent as agent
     from opentelemetry import trace
-    from ragpulse.collector.demo_truth import TRUTH_COLUMNS, TRUTH_TABLE, truth_ddl, truth_rows
     from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus
+
+    from ... import agent
+    from .truth import TRUTH_COLUMNS, TRUTH_TABLE, truth_ddl, truth_rows
 
     storage = collector.storage
     storage.command(truth_ddl(storage.database))
@@ -296,10 +253,10 @@ def run_demo(args: argparse.Namespace) -> int:
 def _report(
     collector: Any, db: Path, report_path: Path, served: int, started: float, color: bool, out: TextIO
 ) -> int:
-    from ragpulse.collector.demo_truth import confusion, render_confusion, truth_ddl
-    from ragpulse.collector.report import build_report
-    from ragpulse.collector.report_html import render_html
-    from ragpulse.collector.report_text import render_text
+    from .report import build_report
+    from .report_html import render_html
+    from .report_text import render_text
+    from .truth import confusion, render_confusion, truth_ddl
 
     storage = collector.storage
     storage.command(truth_ddl(storage.database))  # report-only runs on a database from elsewhere

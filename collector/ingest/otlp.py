@@ -27,7 +27,8 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
-from ragpulse.collector.model import Chunk, Citation, RagTrace, Span
+
+from .model import Chunk, Citation, RagTrace, Span
 
 __all__ = [
     "MalformedRecord",

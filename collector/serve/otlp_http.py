@@ -20,10 +20,11 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-from ragpulse.collector.http_server import BackgroundHTTPServer
-from ragpulse.collector.metrics import Metrics
-from ragpulse.collector.model import Span
-from ragpulse.collector.otlp import Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
+
+from ..ingest.model import Span
+from ..ingest.otlp import Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
+from .http_server import BackgroundHTTPServer
+from .metrics import Metrics
 
 __all__ = ["OtlpHttpReceiver"]
 

@@ -18,12 +18,12 @@ import threading
 import time
 from typing import Any
 
-from ragpulse.collector.group_join import keep_join_going
-from ragpulse.collector.judge_worker import JudgeLike, JudgeWorker
-from ragpulse.collector.liveness import rebalance_allowance_s, rebalancing
-from ragpulse.collector.metrics import Metrics
-from ragpulse.collector.pipeline import Backoff, retry_storage
-from ragpulse.collector.storage import Storage
+from ..kafka.group_join import keep_join_going
+from ..kafka.liveness import rebalance_allowance_s, rebalancing
+from ..serve.metrics import Metrics
+from ..storage.clickhouse import Storage
+from ..storage.retry import Backoff, retry_storage
+from .worker import JudgeLike, JudgeWorker
 
 __all__ = ["KafkaJudgeService"]
 
@@ -87,7 +87,8 @@ class KafkaJudgeService:
 
     def run(self) -> None:
         from kafka import KafkaConsumer, KafkaProducer
-        from ragpulse.collector.service import REASON_HEADER, kafka_client_settings
+
+        from ..kafka.collector import REASON_HEADER, kafka_client_settings
 
         k = self.config["kafka"]
         st = self.config["storage"]
@@ -113,7 +114,7 @@ class KafkaJudgeService:
                 keep_join_going(consumer)
                 joining = self.metrics.polls.joining(self.name, rebalancing(consumer), allowed_s)
                 if joining > allowed_s + stall_s:
-                    # a group join that never completed (group_join.py guards the known cause): start over
+                    # a group join that never completed (kafka/group_join.py guards the known cause): start over
                     # with a new consumer (run() is restarted by _run; nothing was committed).
                     raise RuntimeError(f"{self.name}: consumer group join stuck for {joining:.0f}s")
                 if not polled:

@@ -4,6 +4,7 @@ Each subcommand lives in its own module that exposes
 ``register(subparsers: argparse._SubParsersAction) -> None``; the module adds
 its parser and sets ``func`` (a callable taking the parsed args and returning
 an exit code). Add a module to ``COMMAND_MODULES`` to add a command.
+``python -m ragpulse.collector.cli`` runs :func:`main` (``__main__.py``).
 
 Errors a user can fix (bad input, missing files, a database in use) are raised
 as :class:`CliError` and printed as one line on stderr with exit status 2.
@@ -12,25 +13,19 @@ as :class:`CliError` and printed as one line on stderr with exit status 2.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 
-from ragpulse.collector.errors import CliError
+from . import calibrate, collect, demo, judge, schema
+from .errors import CliError
 
 __all__ = ["CliError", "COMMAND_MODULES", "build_parser", "main"]
 
 # litellm (imported by some commands) otherwise fetches its cost map at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-COMMAND_MODULES: list[str] = [
-    "ragpulse.collector.judge_cli",
-    "ragpulse.collector.calibrate_cli",
-    "ragpulse.collector.commands.collect",
-    "ragpulse.collector.commands.schema",
-    "ragpulse.collector.demo",
-]
+COMMAND_MODULES = (judge, calibrate, collect, schema, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ragpulse {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    for module in COMMAND_MODULES:
+        module.register(subparsers)
     return parser
 
 
@@ -68,7 +63,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ragpulse {args.command}: interrupted", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

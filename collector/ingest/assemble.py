@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from ragpulse.collector.model import STATUS_ERROR, Chunk, Citation, RagTrace, Span
+from .model import STATUS_ERROR, Chunk, Citation, RagTrace, Span
 
 __all__ = ["Assembler", "Assembled", "build_trace", "is_rag_span", "span_role"]
 

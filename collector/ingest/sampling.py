@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ragpulse.collector.model import RagTrace
+from .model import RagTrace
 
 __all__ = ["Rule", "SamplingPolicy", "Sampler", "trace_hash", "looks_like_refusal", "BUDGETED_REASONS"]
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from ragpulse.collector.http_server import BackgroundHTTPServer
-from ragpulse.collector.liveness import DEFAULT_STALL_S, PollWatch
+
+from ..kafka.liveness import DEFAULT_STALL_S, PollWatch
+from .http_server import BackgroundHTTPServer
 
 __all__ = ["Metrics", "MetricsServer", "SCORE_NAMES"]
 
@@ -141,7 +142,7 @@ class Metrics:
         self.decoder = Gauge(
             "ragpulse_otlp_decoder_info", "1 for the OTLP protobuf decoder in use", ["decoder"], registry=r
         )
-        from ragpulse.collector.otlp import DECODER
+        from ..ingest.otlp import DECODER
 
         self.decoder.labels(DECODER).set(1)
         self.polls = PollWatch()  # Kafka polls in progress, for /healthz

@@ -24,15 +24,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragpulse.collector.assemble import Assembler
-from ragpulse.collector.config import load_config
-from ragpulse.collector.judge_worker import JudgeLike, JudgeWorker, load_judge
-from ragpulse.collector.metrics import Metrics, MetricsServer
-from ragpulse.collector.model import Span
-from ragpulse.collector.otlp import Limits, spans_from_readable
-from ragpulse.collector.pipeline import Backoff, Ingestor, retry_storage
-from ragpulse.collector.sampling import SamplingPolicy
-from ragpulse.collector.storage import Storage
+from ..config import load_config
+from ..ingest.assemble import Assembler
+from ..ingest.model import Span
+from ..ingest.otlp import Limits, spans_from_readable
+from ..ingest.pipeline import Ingestor
+from ..ingest.sampling import SamplingPolicy
+from ..judge.worker import JudgeLike, JudgeWorker, load_judge
+from ..serve.metrics import Metrics, MetricsServer
+from ..storage.clickhouse import Storage
+from ..storage.retry import Backoff, retry_storage
 
 __all__ = ["EmbeddedCollector"]
 
@@ -69,7 +70,7 @@ class EmbeddedCollector:
         if isinstance(config, str | Path):
             self.config = load_config(config, overrides=overrides)
         else:
-            from ragpulse.collector.config import merge
+            from ..config import merge
 
             self.config = load_config(None, overrides=merge(dict(config or {}), overrides))
         st = self.config["storage"]
@@ -123,14 +124,14 @@ class EmbeddedCollector:
                 self.metrics, self._metrics_host, self._metrics_port, ready=self._ready
             ).start()
         if self._receiver_port is not None:
-            from ragpulse.collector.otlp_http import OtlpHttpReceiver
+            from ..serve.otlp_http import OtlpHttpReceiver
 
             self.receiver = OtlpHttpReceiver(
                 self.submit_decoded, self.limits, self.metrics, port=self._receiver_port
             )
             self.receiver.start()
         if self._install_sink:
-            from ragpulse.agent.embedded import install_embedded_sink
+            from ...agent.embedded import install_embedded_sink
 
             install_embedded_sink(self)
         self._started = True
@@ -162,7 +163,7 @@ class EmbeddedCollector:
         if not self._started:
             return
         if self._install_sink:
-            from ragpulse.agent.embedded import uninstall_embedded_sink
+            from ...agent.embedded import uninstall_embedded_sink
 
             uninstall_embedded_sink(self)
         if self.receiver is not None:

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, BinaryIO, TextIO
 
-from .cli import CliError
+from .errors import CliError
 
 __all__ = ["register", "run"]
 
@@ -81,8 +81,8 @@ def _parse(raw: bytes, lineno: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .judge import get_judge
-    from .judge.record import error_record
+    from ..judge import get_judge
+    from ..judge.record import error_record
 
     settings: dict[str, Any] = {}
     if args.judge != "local":

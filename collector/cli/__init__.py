@@ -1,0 +1,1 @@
+"""The ``ragpulse`` command line: :mod:`.main` builds the parser; one module per subcommand."""

@@ -1,1 +1,0 @@
-"""Subcommands of the ``ragpulse`` CLI contributed by the collector (see collector/cli.py)."""

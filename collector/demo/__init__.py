@@ -1,0 +1,1 @@
+"""The demo: the runner behind ``ragpulse demo``, synthetic traffic, the quality report."""

@@ -1,0 +1,1 @@
+"""The embedded collector: every stage in the application's process, fed by the agent directly."""

@@ -1,0 +1,1 @@
+"""Decode and assemble: OTLP -> spans -> traces (the model), then the sampling decision."""

@@ -1,0 +1,1 @@
+"""The Kafka transport: the consuming collector loop, its offsets, dead letters and group guards."""

@@ -1,0 +1,1 @@
+"""HTTP surfaces: Prometheus metrics and health, and the OTLP/HTTP receiver."""

@@ -1,0 +1,1 @@
+"""Storage: the ClickHouse/chDB tables (sql/schema.sql), row encoding and retried access."""
