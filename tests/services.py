@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
@@ -69,6 +72,47 @@ def process_alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def chdb_holder(db: Path) -> Iterator[subprocess.Popen]:
+    """A child process that holds the chDB database at ``db`` until its stdin is closed.
+
+    chDB allows one process per path, so while it runs every other open fails: how tests
+    make storage unavailable. Yields once the child holds the path; always reaped.
+    """
+    code = (
+        f"import clickhouse_connect,sys; c=clickhouse_connect.get_client(dsn='chdb://{db}'); "
+        "c.command('SELECT 1'); print('held', flush=True); sys.stdin.read()"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+
+
+def release(holder: subprocess.Popen) -> None:
+    """Let a :func:`chdb_holder` child go and wait for it to exit."""
+    assert holder.stdin is not None
+    holder.stdin.close()
+    holder.wait(30)
+
+
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """Run the block with ``proc``; kill it afterwards if the block did not end it."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _provision(what: str) -> None:
@@ -155,7 +199,22 @@ class ManagedProcess:
         self.proc = None
 
 
-class KafkaBroker:
+class _ManagedService:
+    """A service run as one :class:`ManagedProcess` in its own working directory."""
+
+    workdir: Path
+    process: ManagedProcess | None
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class KafkaBroker(_ManagedService):
     """A single-node Apache Kafka 4.x broker in KRaft mode on loopback.
 
     ``start()`` formats a fresh log directory with ``kafka.tools.StorageTool``
@@ -326,14 +385,6 @@ class KafkaBroker:
         finally:
             admin.close()
 
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
 
 def promtool_binary() -> str:
     """Path to promtool, installing Debian's prometheus package if missing."""
@@ -355,7 +406,7 @@ def helm_binary() -> str:
     return str(path)
 
 
-class Prometheus:
+class Prometheus(_ManagedService):
     """A real Prometheus server on loopback with a config the caller writes."""
 
     def __init__(self, config_text: str, workdir: Path | None = None, rule_files: list[Path] | None = None):
@@ -403,14 +454,6 @@ class Prometheus:
         raise ServiceError(
             f"prometheus not ready after {timeout:.0f}s:\n{_tail(self.workdir / 'prometheus.log')}"
         )
-
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def main() -> None:
