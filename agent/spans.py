@@ -96,15 +96,18 @@ class Call:
             self.record.parts = self.parts
             self.limit = self.rt.settings.limits.max_stream_parts
 
-    def keep(self, item: Any) -> None:
+    def keep(self, item: Any) -> Any:
+        """Keep a streamed item for the record; returns it."""
         if len(self.parts) < self.limit:
             self.parts.append(item)
+        return item
 
-    def end_stream(self) -> None:
-        """The consumer closed the stream early: the next step (the close) ends the span."""
+    def closing(self) -> Call:
+        """The consumer closed the stream early: ``with call.closing():`` runs the close, then ends the span."""
         if self.record is not None:
             self.record.stream_closed = True
         self.ending = True
+        return self
 
     def leave(self, exc: BaseException | None) -> None:
         """Leave a with-statement block: restore the outer context and end the span."""
@@ -149,11 +152,11 @@ class _Untraced:
     def start_stream(self, end_type: type[BaseException]) -> None:
         return None
 
-    def keep(self, item: Any) -> None:
-        return None
+    def keep(self, item: Any) -> Any:
+        return item
 
-    def end_stream(self) -> None:
-        return None
+    def closing(self) -> _Untraced:
+        return self
 
 
 UNTRACED = _Untraced()

@@ -75,12 +75,10 @@ def _wrap_gen(fn: Callable[..., Any], spec: Any) -> Callable[..., Any]:
             except StopIteration as stop:
                 return stop.value
             pending = None
-            call.keep(item)
             try:
-                value = yield item
+                value = yield call.keep(item)
             except GeneratorExit:
-                call.end_stream()
-                with call:
+                with call.closing():
                     gen.close()
                 raise
             except BaseException as exc:  # thrown into the stream by the consumer: pass it on
@@ -107,12 +105,10 @@ def _wrap_async_gen(fn: Callable[..., Any], spec: Any) -> Callable[..., Any]:
             except StopAsyncIteration:
                 return
             pending = None
-            call.keep(item)
             try:
-                value = yield item
+                value = yield call.keep(item)
             except GeneratorExit:
-                call.end_stream()
-                with call:
+                with call.closing():
                     await agen.aclose()
                 raise
             except BaseException as exc:  # noqa: BLE001 - thrown in by the consumer: pass it on
