@@ -87,6 +87,35 @@ class LiveDemo:
         agent.flush(30.0)
         return bool(self.collector.flush(timeout=60.0))
 
+    def rejudge(self, judge: Any, limit: int = 100) -> int:
+        """Judge up to ``limit`` stored traces again with a second ``judge`` (stored like the first's)."""
+        import json
+
+        from ragpulse.collector.judge.worker import JudgeWorker
+
+        rows = self.query(
+            "SELECT trace_id, service, toUnixTimestamp64Nano(time), span_count, query, answer, chunk_ids, "
+            "chunk_contents, chunk_scores, chunk_metadata, citation_doc_ids, citation_markers, citation_starts, "
+            f"citation_ends FROM {{db}}.rag_traces FINAL ORDER BY trace_id LIMIT {int(limit)}"
+        )
+        messages = []
+        for tid, svc, t, spans, q, a, ids, contents, scores, metas, c_ids, c_marks, c_starts, c_ends in rows:
+            chunks = [
+                {"id": i, "content": c, "score": sc, "metadata": json.loads(m) if m else {}}
+                for i, c, sc, m in zip(ids, contents, scores, metas, strict=True)
+            ]
+            cites = [
+                {"doc_id": d, "marker": mk, "start": st, "end": en}
+                for d, mk, st, en in zip(c_ids, c_marks, c_starts, c_ends, strict=True)
+            ]
+            messages.append(
+                {"trace_id": tid, "service": svc, "time_unix_nano": t, "span_count": spans, "query": q,
+                 "answer": a, "chunks": chunks, "citations": cites}
+            )  # fmt: skip
+        worker = JudgeWorker(judge, self.collector.storage, self.collector.metrics)
+        worker.store(worker.judge_messages(messages))
+        return len(messages)
+
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return self.collector.storage.query(sql)
 
