@@ -201,3 +201,41 @@ def test_every_clickhouse_query_runs_on_the_real_schema_and_returns_rows(live, f
     for text in queries:
         rows = demo.query(_sql(text, variables, now - 3600, now + 60))
         assert rows, f"no rows for demo data:\n{text}"
+
+
+def _counter_ratio(samples: list[Any], selector: str, judge: str) -> float:
+    """Sum of the counter samples matching a config selector (``metric{l="v", l=~"a|b"}``) for one judge."""
+    m = re.fullmatch(r"(\w+)(?:\{(.*)\})?", selector)
+    assert m, selector
+    matchers = re.findall(r'(\w+)(=~|=)"([^"]*)"', m[2] or "")
+    total = 0.0
+    for s in samples:
+        if s.name != m[1] or s.labels.get("judge") != judge:
+            continue
+        if all(
+            re.fullmatch(v, s.labels.get(k, "")) if op == "=~" else s.labels.get(k) == v
+            for k, op, v in matchers
+        ):
+            total += s.value
+    return total
+
+
+def test_the_demo_report_checks_the_alerts_objectives_with_the_same_numbers(live) -> None:
+    """The report's thresholds are the config's budgets, and its values (from ClickHouse) equal the
+    ratios of the counters the alerts read (from /metrics) for the same judge."""
+    from ragpulse.collector.demo.report import build_report
+    from ragpulse.collector.monitoring.config import error_budget, load_objectives
+
+    demo, _ = live
+    config = load_objectives()
+    report = build_report(demo.query, database=demo.collector.storage.database)
+    by_name = {t.name: t for t in report.thresholds}
+    with urllib.request.urlopen(demo.metrics_url + "/metrics", timeout=5) as resp:
+        samples = [s for f in text_string_to_metric_families(resp.read().decode()) for s in f.samples]
+    for name, obj in config["objectives"].items():
+        t = by_name[name]
+        assert (t.op, t.limit) == ("<=", error_budget(obj))
+        bad = _counter_ratio(samples, obj["bad"], report.judge_id)
+        total = _counter_ratio(samples, obj["total"], report.judge_id)
+        assert total > 0 and t.value == pytest.approx(bad / total, abs=1e-6), name
+    assert by_name["judge_error_rate"].limit == config["pipeline"]["judge_errors"]["max_ratio"]
