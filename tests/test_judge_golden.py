@@ -1,10 +1,9 @@
 """The local judge's full output records, pinned by hash.
 
 Speed work on the local judge (tokenisation, indexing, lazy views) must not
-change a single verdict, score or confidence. These hashes were taken from the
-judge before the throughput optimisations of its evidence, feature and claim
-code, over four input sets: the first 300 AttributionBench dev rows as judge
-records, the worked example runs, 500 traces of the demo application and 150
+change a single verdict, score or probability. These hashes were taken from the
+local judge 2.0 (calibrated claim model, claim-v2.json) over four input sets:
+the first 300 AttributionBench dev rows as judge records, the worked example runs, 500 traces of the demo application and 150
 of the throughput bench's synthetic traces; plus the lexical context
 utilization the LLM judge computes from verdicts. A change that is meant to
 alter verdicts must update the hashes (print them with ``_hashes()``) and say so.
@@ -26,10 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 ATTRIBUTIONBENCH = ROOT.parent / "shared" / "data" / "attributionbench-dev.jsonl"
 
 EXPECTED = {
-    "attributionbench": "ebd588c3d08e40fb",
-    "worked": "7c4c226e8e38dfcb",
-    "demo": "fb8d12615e011516",
-    "synthetic": "86dd45670dff88c4",
+    "attributionbench": "859869ad5791d261",
+    "worked": "a1c3d04a06830941",
+    "demo": "c254c58ca4ad184d",
+    "synthetic": "6666c499c7d8ec20",
     "lexutil": "98b7925b03f9cab5",
 }
 
