@@ -29,6 +29,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "ROOT",
@@ -36,9 +37,11 @@ __all__ = [
     "ManagedProcess",
     "KafkaBroker",
     "Prometheus",
+    "Alertmanager",
     "free_port",
     "helm_binary",
     "promtool_binary",
+    "chromium_binary",
     "process_alive",
 ]
 
@@ -396,6 +399,16 @@ def promtool_binary() -> str:
     return path
 
 
+def chromium_binary() -> str:
+    """Path to headless Chromium (for report checks), installing Debian's chromium package if missing."""
+    if not shutil.which("chromium"):
+        _provision("chromium")
+    path = shutil.which("chromium")
+    if not path:
+        raise ServiceError("chromium not found after provisioning")
+    return path
+
+
 def helm_binary() -> str:
     """Path to the cached helm binary, building it if missing."""
     path = CACHE / "bin" / "helm"
@@ -409,11 +422,19 @@ def helm_binary() -> str:
 class Prometheus(_ManagedService):
     """A real Prometheus server on loopback with a config the caller writes."""
 
-    def __init__(self, config_text: str, workdir: Path | None = None, rule_files: list[Path] | None = None):
+    def __init__(
+        self,
+        config_text: str,
+        workdir: Path | None = None,
+        rule_files: list[Path] | None = None,
+        extra_args: list[str] | None = None,
+    ):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="ragpulse-prom-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.config_text = config_text
         self.rule_files = rule_files or []
+        self.extra_args = extra_args or []
         self.process: ManagedProcess | None = None
 
     @property
@@ -434,26 +455,74 @@ class Prometheus(_ManagedService):
             f"--storage.tsdb.path={self.workdir / 'tsdb'}",
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--web.enable-lifecycle",
+            *self.extra_args,
         ]
         self.process = ManagedProcess("prometheus", argv, self.workdir / "prometheus.log")
         self.process.start()
-        import urllib.request
+        _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
+        return self
 
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.process.running():
-                raise ServiceError(f"prometheus exited during start-up:\n{self.process.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as resp:
-                    if resp.status == 200:
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.3)
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+    def cleanup(self) -> None:
         self.stop()
-        raise ServiceError(
-            f"prometheus not ready after {timeout:.0f}s:\n{_tail(self.workdir / 'prometheus.log')}"
-        )
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _wait_ready(service: Any, process: ManagedProcess, url: str, timeout: float) -> None:
+    """Poll ``url`` until it answers 200; stop ``service`` and raise with its log tail otherwise."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process.running():
+            raise ServiceError(f"{process.name} exited during start-up:\n{process.log_tail()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    service.stop()
+    raise ServiceError(f"{process.name} not ready after {timeout:.0f}s:\n{_tail(process.log_path)}")
+
+
+class Alertmanager:
+    """A real Alertmanager (Debian's prometheus-alertmanager) on loopback, clustering off."""
+
+    def __init__(self, config_text: str, workdir: Path | None = None):
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="ragpulse-am-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.config_text = config_text
+        self.process: ManagedProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> Alertmanager:
+        if not shutil.which("prometheus-alertmanager"):
+            _provision("alertmanager")
+        binary = shutil.which("prometheus-alertmanager")
+        if not binary:
+            raise ServiceError("prometheus-alertmanager not found after provisioning")
+        config = self.workdir / "alertmanager.yml"
+        config.write_text(self.config_text)
+        argv = [
+            binary,
+            f"--config.file={config}",
+            f"--storage.path={self.workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--cluster.listen-address=",
+        ]
+        self.process = ManagedProcess("alertmanager", argv, self.workdir / "alertmanager.log")
+        self.process.start()
+        _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
+        return self
 
 
 def main() -> None:

@@ -1,12 +1,12 @@
 """The local judge's full output records, pinned by hash.
 
 Speed work on the local judge (tokenisation, indexing, lazy views) must not
-change a single verdict, score or confidence. These hashes were taken from the
-judge before the throughput optimisations of its evidence, feature and claim
-code, over four input sets: the claim-support cases of tests/data as judge
-records (each claim against its own evidence, against another case's, and
-two claims as one answer), the worked example runs, 500 traces of the demo
-application and 150 of the throughput bench's synthetic traces; plus the lexical context
+change a single verdict, score or probability. These hashes were taken from the
+local judge 2.0 (calibrated claim model, claim-v2.json) over four input sets:
+the claim-support cases of tests/data as judge records (each claim against its
+own evidence, against another case's, and two claims as one answer), the
+worked example runs, 500 traces of the demo application and 150 of the
+throughput bench's synthetic traces; plus the lexical context
 utilization the LLM judge computes from verdicts. A change that is meant to
 alter verdicts must update the hashes (print them with ``_hashes()``) and say so.
 """
@@ -28,10 +28,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "7b757fa04d658846",
-    "worked": "7c4c226e8e38dfcb",
-    "demo": "fb8d12615e011516",
-    "synthetic": "86dd45670dff88c4",
+    "attribution": "74ffd011dcc9fe1e",
+    "worked": "a1c3d04a06830941",
+    "demo": "c254c58ca4ad184d",
+    "synthetic": "6666c499c7d8ec20",
     "lexutil": "98b7925b03f9cab5",
 }
 
