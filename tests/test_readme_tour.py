@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.services import ROOT, KafkaBroker, free_port
+from tests.services import ROOT, KafkaBroker, free_port, reaped
 
 README = ROOT / "README.md"
 VENV_BIN = Path(sys.executable).parent
@@ -280,7 +280,7 @@ def test_instrument_collect_and_read_metrics(kafka_broker: KafkaBroker, tmp_path
     argv[0] = str(ROOT / argv[0])
     proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**ENV, **env})  # fmt: skip
-    try:
+    with reaped(proc):
         # step 4: read the metrics with the README's curl line (port substituted)
         metrics = ""
         deadline = time.monotonic() + 90
@@ -304,10 +304,6 @@ def test_instrument_collect_and_read_metrics(kafka_broker: KafkaBroker, tmp_path
         assert re.search(r"^ragpulse_faithfulness_count\{", metrics, re.M)
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 0, out[-3000:]
     (trace,) = _chdb_query(
         db, "SELECT service, query, answer, chunk_ids, citation_doc_ids FROM ragpulse.rag_traces FINAL"

@@ -105,10 +105,14 @@ rendered manifest.
   value: {{ .Values.config.storage.database | quote }}
 {{- if .Values.kafka.sasl.existingSecret }}
 - name: RAGPULSE_KAFKA__SECURITY__SASL_PLAIN_USERNAME
+  {{- if .Values.kafka.sasl.username }}
+  value: {{ .Values.kafka.sasl.username | quote }}
+  {{- else }}
   valueFrom:
     secretKeyRef:
       name: {{ .Values.kafka.sasl.existingSecret }}
       key: {{ .Values.kafka.sasl.usernameKey }}
+  {{- end }}
 - name: RAGPULSE_KAFKA__SECURITY__SASL_PLAIN_PASSWORD
   valueFrom:
     secretKeyRef:
