@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import os
 import shutil
 import signal
@@ -26,7 +27,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "ROOT",
@@ -34,9 +37,11 @@ __all__ = [
     "ManagedProcess",
     "KafkaBroker",
     "Prometheus",
+    "Alertmanager",
     "free_port",
     "helm_binary",
     "promtool_binary",
+    "chromium_binary",
     "process_alive",
 ]
 
@@ -70,6 +75,47 @@ def process_alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def chdb_holder(db: Path) -> Iterator[subprocess.Popen]:
+    """A child process that holds the chDB database at ``db`` until its stdin is closed.
+
+    chDB allows one process per path, so while it runs every other open fails: how tests
+    make storage unavailable. Yields once the child holds the path; always reaped.
+    """
+    code = (
+        f"import clickhouse_connect,sys; c=clickhouse_connect.get_client(dsn='chdb://{db}'); "
+        "c.command('SELECT 1'); print('held', flush=True); sys.stdin.read()"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+
+
+def release(holder: subprocess.Popen) -> None:
+    """Let a :func:`chdb_holder` child go and wait for it to exit."""
+    assert holder.stdin is not None
+    holder.stdin.close()
+    holder.wait(30)
+
+
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """Run the block with ``proc``; kill it afterwards if the block did not end it."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _provision(what: str) -> None:
@@ -156,8 +202,8 @@ class ManagedProcess:
         self.proc = None
 
 
-class _Service:
-    """A service run as one :class:`ManagedProcess` in its own work directory."""
+class _ManagedService:
+    """A service run as one :class:`ManagedProcess` in its own working directory."""
 
     workdir: Path
     process: ManagedProcess | None
@@ -167,12 +213,11 @@ class _Service:
             self.process.stop()
 
     def cleanup(self) -> None:
-        """Stop it and remove its work directory."""
         self.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-class KafkaBroker(_Service):
+class KafkaBroker(_ManagedService):
     """A single-node Apache Kafka 4.x broker in KRaft mode on loopback.
 
     ``start()`` formats a fresh log directory with ``kafka.tools.StorageTool``
@@ -344,35 +389,6 @@ class KafkaBroker(_Service):
             admin.close()
 
 
-class ChdbHolder:
-    """A child process that holds the chDB database at ``path`` open, so no other process
-    can open it, until :meth:`release`; use it as a context manager (it is killed on exit)."""
-
-    def __init__(self, path: Path) -> None:
-        code = (
-            f"import clickhouse_connect,sys; c=clickhouse_connect.get_client(dsn='chdb://{path}'); "
-            "c.command('SELECT 1'); print('held', flush=True); sys.stdin.read()"
-        )
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-
-    def __enter__(self) -> ChdbHolder:
-        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "held"
-        return self
-
-    def release(self) -> None:
-        """Close the database and wait for the process to exit."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(30)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
 def promtool_binary() -> str:
     """Path to promtool, installing Debian's prometheus package if missing."""
     if not shutil.which("promtool"):
@@ -380,6 +396,16 @@ def promtool_binary() -> str:
     path = shutil.which("promtool")
     if not path:
         raise ServiceError("promtool not found after provisioning")
+    return path
+
+
+def chromium_binary() -> str:
+    """Path to headless Chromium (for report checks), installing Debian's chromium package if missing."""
+    if not shutil.which("chromium"):
+        _provision("chromium")
+    path = shutil.which("chromium")
+    if not path:
+        raise ServiceError("chromium not found after provisioning")
     return path
 
 
@@ -393,14 +419,22 @@ def helm_binary() -> str:
     return str(path)
 
 
-class Prometheus(_Service):
+class Prometheus(_ManagedService):
     """A real Prometheus server on loopback with a config the caller writes."""
 
-    def __init__(self, config_text: str, workdir: Path | None = None, rule_files: list[Path] | None = None):
+    def __init__(
+        self,
+        config_text: str,
+        workdir: Path | None = None,
+        rule_files: list[Path] | None = None,
+        extra_args: list[str] | None = None,
+    ):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="ragpulse-prom-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.config_text = config_text
         self.rule_files = rule_files or []
+        self.extra_args = extra_args or []
         self.process: ManagedProcess | None = None
 
     @property
@@ -421,26 +455,66 @@ class Prometheus(_Service):
             f"--storage.tsdb.path={self.workdir / 'tsdb'}",
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--web.enable-lifecycle",
+            *self.extra_args,
         ]
         self.process = ManagedProcess("prometheus", argv, self.workdir / "prometheus.log")
         self.process.start()
-        import urllib.request
+        _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
+        return self
 
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.process.running():
-                raise ServiceError(f"prometheus exited during start-up:\n{self.process.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as resp:
-                    if resp.status == 200:
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise ServiceError(
-            f"prometheus not ready after {timeout:.0f}s:\n{_tail(self.workdir / 'prometheus.log')}"
-        )
+
+def _wait_ready(service: Any, process: ManagedProcess, url: str, timeout: float) -> None:
+    """Poll ``url`` until it answers 200; stop ``service`` and raise with its log tail otherwise."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process.running():
+            raise ServiceError(f"{process.name} exited during start-up:\n{process.log_tail()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    service.stop()
+    raise ServiceError(f"{process.name} not ready after {timeout:.0f}s:\n{_tail(process.log_path)}")
+
+
+class Alertmanager(_ManagedService):
+    """A real Alertmanager (Debian's prometheus-alertmanager) on loopback, clustering off."""
+
+    def __init__(self, config_text: str, workdir: Path | None = None):
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="ragpulse-am-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.config_text = config_text
+        self.process: ManagedProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> Alertmanager:
+        if not shutil.which("prometheus-alertmanager"):
+            _provision("alertmanager")
+        binary = shutil.which("prometheus-alertmanager")
+        if not binary:
+            raise ServiceError("prometheus-alertmanager not found after provisioning")
+        config = self.workdir / "alertmanager.yml"
+        config.write_text(self.config_text)
+        argv = [
+            binary,
+            f"--config.file={config}",
+            f"--storage.path={self.workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--cluster.listen-address=",
+        ]
+        self.process = ManagedProcess("alertmanager", argv, self.workdir / "alertmanager.log")
+        self.process.start()
+        _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
+        return self
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.ingest.sampling import SamplingPolicy, trace_hash
 from ragpulse.collector.storage.clickhouse import Storage
 
-from tests.services import ChdbHolder, KafkaBroker, process_alive
+from tests.services import KafkaBroker, chdb_holder, process_alive, release
 
 pytestmark = pytest.mark.services
 
@@ -889,7 +889,7 @@ def test_storage_unavailable_nothing_committed_until_it_returns(setup_factory: A
     s = setup_factory(sampling={"rate": 0.0, "rules": []})
     traces = [make_trace(i, seed="unavailable", n_chunks=2, chunk_chars=60) for i in range(500)]
     _produce_all(s, [(t.hex.encode(), traces_data([(t.service, t.spans)])) for t in traces])
-    with ChdbHolder(s.db) as holder:
+    with chdb_holder(s.db) as holder:
         proc = s.collector()
         deadline = time.monotonic() + 90  # start-up under load can take tens of seconds
         while "storage unavailable" not in proc.log_tail():
@@ -898,7 +898,7 @@ def test_storage_unavailable_nothing_committed_until_it_returns(setup_factory: A
         time.sleep(2.0)  # a few retries more, with the records fetched
         assert proc.alive(), proc.log_tail()
         assert s.committed() == {}
-        holder.release()
+        release(holder)
         s.wait_caught_up(proc, timeout=90)
         proc.wait_ready()
         rc, took = proc.terminate()

@@ -26,15 +26,18 @@ from ragpulse.collector.ingest.sampling import Sampler, SamplingPolicy, looks_li
 from ragpulse.collector.serve.metrics import Metrics
 from ragpulse.collector.storage.clickhouse import Storage, schema_statements
 
-from tests.services import ChdbHolder
+from tests.services import chdb_holder, release
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGPULSE = str(Path(sys.executable).parent / "ragpulse")  # the installed entry point
 
 
-def otlp_json(message: Any) -> dict[str, Any]:
-    """OTLP/JSON of a TracesData message: protobuf's JSON mapping with hex ids, as the
-    OTLP specification writes them (not base64)."""
+def _decoded(t: Any) -> list[Any]:
+    return decode_record(traces_data([(t.service, t.spans)]), Limits()).spans
+
+
+def _otlp_json(message: Any) -> dict[str, Any]:
+    """A TracesData message in OTLP/JSON form: the ids as hex strings, as the spec writes them."""
     import base64
 
     from google.protobuf.json_format import MessageToDict
@@ -49,10 +52,6 @@ def otlp_json(message: Any) -> dict[str, Any]:
     return doc
 
 
-def _decoded(t: Any) -> list[Any]:
-    return decode_record(traces_data([(t.service, t.spans)]), Limits()).spans
-
-
 # ---------------------------------------------------------------- decoding and assembly
 
 
@@ -63,7 +62,7 @@ def test_protobuf_and_json_decode_to_the_same_spans() -> None:
     raw = traces_data([(t.service, t.spans)])
     td = TracesData()
     td.ParseFromString(raw)
-    doc = otlp_json(td)
+    doc = _otlp_json(td)
     a = decode_record(raw, Limits()).spans
     b = decode_otlp_json(json.dumps(doc).encode(), Limits()).spans
     key = lambda s: (s.span_id, s.parent_id, s.name, s.start, s.end, s.status, s.service, s.attrs, s.events)  # noqa: E731
@@ -533,8 +532,7 @@ def test_otlp_http_receiver_protobuf_json_gzip_and_errors(tmp_path: Path) -> Non
             )[0]
             == 200
         )
-
-        doc = otlp_json(encode_spans(groups[2]))
+        doc = _otlp_json(encode_spans(groups[2]))
         assert post(json.dumps(doc).encode(), "application/json")[0] == 200
         code, body = post(b"\x0a\x03bad", "application/x-protobuf")
         assert code == 400 and b"protobuf" in body
@@ -552,7 +550,7 @@ def test_storage_unavailable_is_retried_until_it_returns(tmp_path: Path) -> None
     from ragpulse.collector.embedded.collector import EmbeddedCollector
 
     db = tmp_path / "db"
-    with ChdbHolder(db) as holder:
+    with chdb_holder(db) as holder:
         collector = EmbeddedCollector(db, config={"storage": {"retry_initial_s": 0.1, "retry_max_s": 0.3}},
                                       metrics_port=None, judge=None, install_sink=False)  # fmt: skip
         import threading
@@ -563,7 +561,7 @@ def test_storage_unavailable_is_retried_until_it_returns(tmp_path: Path) -> None
         assert started.is_alive(), "start() should still be retrying while the database is held"
         retries = collector.metrics.storage_retries._value.get()
         assert retries >= 3
-        holder.release()
+        release(holder)
         started.join(30)
         assert not started.is_alive()
         t = make_trace(1)

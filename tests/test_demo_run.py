@@ -25,11 +25,10 @@ from pathlib import Path
 import pytest
 from ragpulse.collector.contract import SCORE_NAMES
 
-from tests.services import free_port
+from tests.services import free_port, reaped
 
 RAGPULSE = [str(Path(sys.executable).parent / "ragpulse")]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
-
 
 _QUERY_SCRIPT = r"""
 import json, sys
@@ -229,15 +228,11 @@ def test_ctrl_c_stops_cleanly_and_reports(tmp_path: Path) -> None:
         text=True,
         env=ENV,
     )
-    try:
+    with reaped(proc):
         _wait_for(proc, "Serving 100000 questions", 60)
         time.sleep(2.0)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, out[-2000:]
     served = int(re.search(r"Interrupted: stopping after (\d+) questions", out).group(1))
     assert 0 < served < 100000
@@ -270,7 +265,7 @@ def test_serve_keeps_metrics_up_and_the_database_is_owned(tmp_path: Path) -> Non
         text=True,
         env=ENV,
     )
-    try:
+    with reaped(proc):
         out = _wait_for(proc, "Serving metrics at", 90)
         judged = int(_num(r"^\s+judged\s+(\d+)", out))
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
@@ -288,10 +283,6 @@ def test_serve_keeps_metrics_up_and_the_database_is_owned(tmp_path: Path) -> Non
         assert "in use" in second.stderr and len(second.stderr.strip().splitlines()) == 1
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 0
     assert "Stopped." in rest
 

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..contract import SCORE_NAMES
+from ..monitoring.report_slis import JUDGE_ERROR_RATE, objective_limits, objective_values
 
 __all__ = [
     "THRESHOLDS",
@@ -61,17 +62,9 @@ class Threshold:
         return self.value < self.limit if self.op == ">=" else self.value > self.limit
 
 
-#: Default quality objectives the report checks (pass ``thresholds=`` to build_report for others).
-THRESHOLDS: tuple[Threshold, ...] = (
-    Threshold("faithfulness", "mean faithfulness", ">=", 0.90),
-    Threshold("citation_correctness", "mean citation correctness", ">=", 0.90),
-    Threshold("citation_completeness", "mean citation completeness", ">=", 0.80),
-    Threshold("answer_relevance", "mean answer relevance", ">=", 0.70),
-    Threshold("retrieval_failure_rate", "share of judged traces failing in retrieval", "<=", 0.10),
-    Threshold("generation_failure_rate", "share of judged traces failing in generation", "<=", 0.10),
-    Threshold("false_refusal_rate", "share of judged traces that are false refusals", "<=", 0.03),
-    Threshold("judge_error_rate", "share of judgments that are judge errors", "<=", 0.01),
-)
+#: Quality objectives the report checks: the alerts' SLIs and limits, from the one objectives config
+#: (collector/monitoring/objectives.yaml; pass ``thresholds=`` to build_report for others).
+THRESHOLDS: tuple[Threshold, ...] = tuple(Threshold(*limit) for limit in objective_limits())
 
 
 @dataclass
@@ -205,7 +198,9 @@ def build_report(
     over_time, bucket_s = _over_time(query, judg_t, ok, bucket_count)
     worst_cases = _worst(query, traces_t, judg_t, claims_t, ok, jfilter, worst)
 
-    checked = _check(thresholds, scores, failure_modes, abstentions, judged, errors)
+    values = objective_values(query, judg_t, claims_t, ok, jfilter)
+    values[JUDGE_ERROR_RATE] = round(errors / (judged + errors), 6) if judged + errors else None
+    checked = [Threshold(t.name, t.description, t.op, t.limit, values.get(t.name)) for t in thresholds]
 
     return Report(
         database=db,
@@ -275,27 +270,6 @@ def _score_summary(query: QueryFn, judg_t: str, ok: str, name: str) -> ScoreSumm
     if not n:
         return ScoreSummary(0, None, None, None, None, hist)
     return ScoreSummary(n, _float(mean), _float(p10), _float(med), _float(mn), hist)
-
-
-def _check(
-    thresholds: Sequence[Threshold],
-    scores: dict[str, ScoreSummary],
-    failure_modes: dict[str, int],
-    abstentions: dict[str, int],
-    judged: int,
-    errors: int,
-) -> list[Threshold]:
-    """The thresholds with the report's values filled in (None where nothing was judged)."""
-    rates = {
-        "retrieval_failure_rate": failure_modes.get("retrieval", 0) + failure_modes.get("both", 0),
-        "generation_failure_rate": failure_modes.get("generation", 0) + failure_modes.get("both", 0),
-        "false_refusal_rate": abstentions.get("false_refusal", 0),
-    }
-    values: dict[str, float | None] = {name: scores[name].mean for name in SCORE_NAMES}
-    for key, count in rates.items():
-        values[key] = round(count / judged, 6) if judged else None
-    values["judge_error_rate"] = round(errors / (judged + errors), 6) if judged + errors else None
-    return [Threshold(t.name, t.description, t.op, t.limit, values.get(t.name)) for t in thresholds]
 
 
 def _over_time(query: QueryFn, judg_t: str, ok: str, bucket_count: int) -> tuple[list[dict[str, Any]], float]:
