@@ -93,8 +93,8 @@ class SpanCapture:
 
 def _traced_record(spans: list[Any]) -> dict[str, Any] | None:
     """The judge input record of the one RAG trace among ``spans`` (the last, if several)."""
-    from ..ingest.assemble import build_trace
-    from ..ingest.otlp import spans_from_readable
+    from ..ingest.build import build_trace
+    from ..ingest.readable import spans_from_readable
 
     decoded = spans_from_readable(spans)
     by_trace: dict[str, list[Any]] = {}
