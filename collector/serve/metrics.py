@@ -37,7 +37,18 @@ class Metrics:
 
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
-        # ingest
+        self._ingest_metrics(r)
+        self._judge_metrics(r)
+        # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
+        self.decoder = Gauge(
+            "ragpulse_otlp_decoder_info", "1 for the OTLP protobuf decoder in use", ["decoder"], registry=r
+        )
+        from ..ingest.otlp import DECODER
+
+        self.decoder.labels(DECODER).set(1)
+        self.polls = PollWatch()  # Kafka polls in progress, reported by the loops for /healthz
+
+    def _ingest_metrics(self, r: CollectorRegistry) -> None:
         self.records = Counter(
             "ragpulse_records_total", "Kafka records / OTLP requests received", ["result"], registry=r
         )
@@ -91,7 +102,8 @@ class Metrics:
         self.judge_queue_sent = Counter(
             "ragpulse_judge_queued_total", "Traces queued for judging", registry=r
         )
-        # judging
+
+    def _judge_metrics(self, r: CollectorRegistry) -> None:
         self.traces_judged = Counter(
             "ragpulse_traces_judged_total", "Traces judged", ["service", "judge"], registry=r
         )
@@ -152,14 +164,6 @@ class Metrics:
         self.judgments_stored = Counter(
             "ragpulse_judgments_stored_total", "Rows written to rag_judgments", registry=r
         )
-        # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
-        self.decoder = Gauge(
-            "ragpulse_otlp_decoder_info", "1 for the OTLP protobuf decoder in use", ["decoder"], registry=r
-        )
-        from ..ingest.otlp import DECODER
-
-        self.decoder.labels(DECODER).set(1)
-        self.polls = PollWatch()  # Kafka polls in progress, reported by the loops for /healthz
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
