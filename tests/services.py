@@ -462,14 +462,6 @@ class Prometheus(_ManagedService):
         _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
         return self
 
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
 
 def _wait_ready(service: Any, process: ManagedProcess, url: str, timeout: float) -> None:
     """Poll ``url`` until it answers 200; stop ``service`` and raise with its log tail otherwise."""
@@ -490,7 +482,7 @@ def _wait_ready(service: Any, process: ManagedProcess, url: str, timeout: float)
     raise ServiceError(f"{process.name} not ready after {timeout:.0f}s:\n{_tail(process.log_path)}")
 
 
-class Alertmanager:
+class Alertmanager(_ManagedService):
     """A real Alertmanager (Debian's prometheus-alertmanager) on loopback, clustering off."""
 
     def __init__(self, config_text: str, workdir: Path | None = None):
