@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +75,47 @@ def process_alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def chdb_holder(db: Path) -> Iterator[subprocess.Popen]:
+    """A child process that holds the chDB database at ``db`` until its stdin is closed.
+
+    chDB allows one process per path, so while it runs every other open fails: how tests
+    make storage unavailable. Yields once the child holds the path; always reaped.
+    """
+    code = (
+        f"import clickhouse_connect,sys; c=clickhouse_connect.get_client(dsn='chdb://{db}'); "
+        "c.command('SELECT 1'); print('held', flush=True); sys.stdin.read()"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+
+
+def release(holder: subprocess.Popen) -> None:
+    """Let a :func:`chdb_holder` child go and wait for it to exit."""
+    assert holder.stdin is not None
+    holder.stdin.close()
+    holder.wait(30)
+
+
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """Run the block with ``proc``; kill it afterwards if the block did not end it."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _provision(what: str) -> None:
@@ -158,7 +202,22 @@ class ManagedProcess:
         self.proc = None
 
 
-class KafkaBroker:
+class _ManagedService:
+    """A service run as one :class:`ManagedProcess` in its own working directory."""
+
+    workdir: Path
+    process: ManagedProcess | None
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class KafkaBroker(_ManagedService):
     """A single-node Apache Kafka 4.x broker in KRaft mode on loopback.
 
     ``start()`` formats a fresh log directory with ``kafka.tools.StorageTool``
@@ -329,14 +388,6 @@ class KafkaBroker:
         finally:
             admin.close()
 
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
 
 def promtool_binary() -> str:
     """Path to promtool, installing Debian's prometheus package if missing."""
@@ -387,7 +438,7 @@ def _wait_ready(service: Any, process: ManagedProcess, url: str, timeout: float)
     raise ServiceError(f"{process.name} not ready after {timeout:.0f}s:\n{_tail(process.log_path)}")
 
 
-class _LoopbackServer:
+class _LoopbackServer(_ManagedService):
     """One server from a Debian package on a free loopback port, with a config file the caller writes."""
 
     command = ""  # the binary on PATH
@@ -423,14 +474,6 @@ class _LoopbackServer:
         self.process.start()
         _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
         return self
-
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 class Prometheus(_LoopbackServer):
