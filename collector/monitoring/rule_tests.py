@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..serve.metrics import SCORE_NAMES
 from .config import duration_seconds, error_budget
 from .templates import expand
 from .yamlout import dump_yaml
@@ -284,7 +285,7 @@ def _drift_cases(config: Mapping[str, Any]) -> list[Case]:
         return f"{steps * step // 3600}h"
 
     cases = []
-    for score in sd["scores"]:
+    for score in SCORE_NAMES:
         fired = Expect({"severity": sd["severity"], "score": score}, QUALITY, round(0.9 - drop, 6))
         cases += [
             Case(f"{alert} {score} drop fires and resolves", "1h", _score_inputs(score, per, drop, phases),
