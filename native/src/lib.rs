@@ -15,7 +15,7 @@ mod wire;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::PyList;
 
 /// Bumped whenever a function's contract changes (or one is added); otlp.py refuses a mismatch.
 const ABI: u32 = 5;
@@ -53,8 +53,6 @@ fn decode_traces<'py>(
             "not an OTLP TracesData protobuf: native decoder failure",
         )),
     }
-}
-
 }
 
 #[pymodule]
