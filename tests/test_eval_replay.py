@@ -45,21 +45,13 @@ def _gate(tmp: Path, text: str) -> str:
     return str(path)
 
 
-ABSOLUTE_GATE = """
-- metric: strict_pass
-  minimum: 0.7
-- metric: faithfulness
-  minimum: 0.95
-- metric: hallucination
-  slice: risk_level=high
-  maximum: 0.05
-"""
+GATES = Path(__file__).resolve().parents[1] / "examples" / "policy_rag" / "gates.yaml"
 
 
 def test_gate_passes_the_better_generator_and_fails_the_worse(
     evalset: Path, tmp_path: Path, shared_cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gate = _gate(tmp_path, ABSOLUTE_GATE)
+    gate = str(GATES)
     rc, good = _eval(
         tmp_path,
         str(evalset),
@@ -206,3 +198,7 @@ def test_snapshot_needs_an_app_that_takes_chunks(
     assert err == [
         "ragpulse eval: error: --corpus-from-snapshot: the app does not accept a 'chunks' argument"
     ]
+    rc, _ = _eval(tmp_path, str(evalset), "--app", f"{APP}:instrumented", "--sweep-position")
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["ragpulse eval: error: --sweep-position: the app does not accept a 'chunks' argument"]

@@ -49,7 +49,8 @@ JUDGMENT_COLUMNS = (
 
 CLAIM_COLUMNS = (
     "trace_id", "judge_id", "claim_index", "service", "time", "text", "verdict",
-    "supporting_chunk_ids", "cited_chunk_ids", "citation_valid", "unsupported_source", "version",
+    "supporting_chunk_ids", "cited_chunk_ids", "citation_valid", "unsupported_source", "support_probability",
+    "version",
 )  # fmt: skip
 
 
@@ -242,20 +243,6 @@ class Storage:
         """Close the client (frees a chDB path for another process)."""
         with self._lock:
             self._drop_client()
-
-    def release_engine_pages(self) -> int:
-        """In-process chDB only: drop the engine library's pages that opening it touched and
-        ingest does not use (see memory.release_library_pages); returns the bytes released.
-        Call once the engine is open and the schema applied."""
-        if not self._in_process or self._client is None:
-            return 0
-        import sys
-
-        from ..memory import release_library_pages
-
-        engine = sys.modules.get("chdb._chdb")
-        path = getattr(engine, "__file__", None)
-        return release_library_pages(path) if path else 0
 
     def ping(self) -> bool:
         """True when ClickHouse answers a trivial query."""
