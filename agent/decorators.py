@@ -36,6 +36,7 @@ __all__ = [
     "generation",
     "cite",
     "current_rag",
+    "current_trace_id",
     "RagHandle",
     "RetrievalHandle",
     "GenerationHandle",
@@ -572,6 +573,15 @@ class _Handle:
             return None
         return format_trace_id(self._span.get_span_context().trace_id)
 
+    def feedback(self, value: float | None = None, **options: Any) -> bool:
+        """Feedback on this call (see :func:`ragpulse.agent.feedback`); the span's parent is this one."""
+        if self._span is None:
+            return False
+        from .feedback import feedback
+
+        ctx = self._span.get_span_context()
+        return feedback(format_trace_id(ctx.trace_id), value, span_id=ctx.span_id, **options)
+
     def set_attribute(self, key: str, value: Any) -> None:
         """Add an attribute to this span (expanded and redacted in the export thread)."""
         if self._record is not None:
@@ -774,6 +784,11 @@ def current_rag() -> RagHandle:
     except Exception:  # noqa: BLE001
         _internal_error("current_rag")
     return RagHandle(None, None)
+
+
+def current_trace_id() -> str | None:
+    """The 32-hex trace id of the RAG call running in this context (keep it for later feedback)."""
+    return current_rag().trace_id
 
 
 def cite(doc_id: Any, start: int | None = None, end: int | None = None, *, marker: str | None = None) -> None:

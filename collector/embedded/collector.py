@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import load_config
+from ..feedback.sink import FeedbackSink
 from ..ingest.assemble import Assembler
 from ..ingest.model import Span
 from ..ingest.otlp import Limits, spans_from_readable
@@ -111,6 +112,9 @@ class EmbeddedCollector:
         )
         self._assembler = Assembler(
             self.config["assembly"]["timeout_s"], self.config["assembly"]["max_traces"]
+        )
+        self._feedback = FeedbackSink(
+            self.storage, self.metrics, self._ingestor.sampler, self.config.get("feedback"), self._wait
         )
         self._worker = JudgeWorker(self.judge, self.storage, self.metrics) if self.judge is not None else None
         self._threads = [
@@ -242,7 +246,9 @@ class EmbeddedCollector:
                     first_ready = now
                 ready.extend(got)
             self.metrics.assembly_buffer.set(len(self._assembler))
-            if ready and (marker is not None or len(ready) >= batch_max or now - first_ready >= batch_secs):
+            if (ready or self._assembler.feedback) and (
+                marker is not None or len(ready) >= batch_max or now - first_ready >= batch_secs
+            ):
                 self._store(ready)
                 ready = []
             if marker is not None:
@@ -253,17 +259,19 @@ class EmbeddedCollector:
     def _store(self, assembled: list[Any]) -> None:
         start = time.perf_counter()
         traces = self._ingestor.prepare(assembled)
+        requeued = self._feedback.handle(self._assembler.take_feedback(), traces)
         backoff = Backoff(self.config["storage"]["retry_initial_s"], self.config["storage"]["retry_max_s"])
         try:
             retry_storage(lambda: self._ingestor.store(traces), self.metrics, backoff, self._wait)
         except Exception:  # noqa: BLE001 - only on shutdown while storage is down
             log.exception("dropping %d traces at shutdown: storage unavailable", len(traces))
             return
-        sampled = [t.judge_message() for t in traces if t.sampled]
+        sampled = [t.judge_message() for t in traces if t.sampled] + requeued
         if sampled and self._worker is not None:
             self._judge_q.put(sampled)
             self.metrics.judge_queue_sent.inc(len(sampled))
-        self.metrics.batch_traces.observe(len(traces))
+        if traces:
+            self.metrics.batch_traces.observe(len(traces))
         self.metrics.batch_latency.observe(time.perf_counter() - start)
 
     def _judge_loop(self) -> None:

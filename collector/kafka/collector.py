@@ -38,6 +38,8 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from ..feedback.sink import FeedbackSink
+from ..feedback.spans import may_hold_feedback
 from ..ingest.assemble import Assembler
 from ..ingest.otlp import (
     Limits,
@@ -122,6 +124,9 @@ class KafkaCollector:
         self.topic = config["kafka"]["spans_topic"]
         self.assembler = Assembler(config["assembly"]["timeout_s"], config["assembly"]["max_traces"])
         self.ingestor = Ingestor(self.storage, SamplingPolicy.from_config(config["sampling"]), self.metrics)
+        self.feedback = FeedbackSink(
+            self.storage, self.metrics, self.ingestor.sampler, config.get("feedback")
+        )
         self._stop = threading.Event()
         self._stop_deadline: float | None = None
         self._ready: list[Any] = []
@@ -367,7 +372,7 @@ class KafkaCollector:
         """Decode one record into the assembler; returns its span count, or -1 when it is
         dead-lettered whole. A record with some invalid spans is dead-lettered *and* its
         valid spans are used."""
-        built = decode_complete_traces(rec.value, self.limits)
+        built = None if may_hold_feedback(rec.value) else decode_complete_traces(rec.value, self.limits)
         if built is not None and self.assembler.add_built(built, (partition, rec.offset)):
             spans = 0
             for t in built:
@@ -406,6 +411,11 @@ class KafkaCollector:
         self._load_marks()
         ready, self._ready = self._ready, []
         traces = self.ingestor.prepare(ready) if ready else []
+        topic = self.config["kafka"]["judge_topic"]
+        requeued = [
+            (topic, m["trace_id"].encode(), json_bytes(m), [])
+            for m in self.feedback.handle(self.assembler.take_feedback(), traces)
+        ]
         dead, self._dead = self._dead, []
         batch = _Batch(len(traces), dead, self._commit_targets(), time.perf_counter())
         if traces:
@@ -416,7 +426,9 @@ class KafkaCollector:
             # The judge messages go out now, so their acknowledgements arrive while the batch is
             # stored; the commit still waits for both. (Sent before the rows are stored: a crash
             # in between replays the records, and the judge dedupes by trace id.)
-            batch.sent = self._start_sends(self._judge_sends(traces))
+            batch.sent = self._start_sends(self._judge_sends(traces) + requeued)
+        elif requeued:
+            batch.sent = self._start_sends(requeued)
         # The batch keeps only its rows and send futures: the traces are freed now.
         del traces, ready
         self._batch = batch
