@@ -105,7 +105,7 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
     "shutdown": {"grace_s": (int, float)},
     "feedback": {"judge_on_negative": bool, "reask": dict},
-    "alertmanager": {"enabled": bool, "token": str, "lookback_s": (int, float)},
+    "alertmanager": {"enabled": bool, "host": str, "port": int, "token": str, "lookback_s": (int, float)},
 }
 
 

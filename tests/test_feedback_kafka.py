@@ -49,7 +49,9 @@ def _run_collector(setup: Any) -> None:
 
 
 def test_feedback_through_kafka_lands_before_with_and_long_after(setup_factory):  # noqa: F811
-    setup = setup_factory(sampling={"rate": 0.0, "rules": [], "budget_per_minute": None}, judge={"enabled": True})
+    setup = setup_factory(
+        sampling={"rate": 0.0, "rules": [], "budget_per_minute": None}, judge={"enabled": True}
+    )
     configure(
         exporter="kafka", kafka_bootstrap_servers=setup.broker.bootstrap, kafka_topic=setup.spans,
         service_name="kfb", schedule_delay_ms=20,
@@ -76,7 +78,11 @@ def test_feedback_through_kafka_lands_before_with_and_long_after(setup_factory):
     try:
         fb = storage.query("SELECT trace_id, kind, label FROM {db}.rag_feedback FINAL ORDER BY kind")
         assert sorted(fb) == sorted(
-            [(early.hex, "escalation", "negative"), (with_call, "thumbs", "negative"), (later, "rating", "negative")]
+            [
+                (early.hex, "escalation", "negative"),
+                (with_call, "thumbs", "negative"),
+                (later, "rating", "negative"),
+            ]
         )
         traces = dict(storage.query("SELECT trace_id, span_count FROM {db}.rag_traces FINAL"))
         assert traces == {early.hex: len(early.spans), with_call: 3, later: 3}  # feedback never folded in
