@@ -4,7 +4,9 @@
 #
 #   scripts/provision.sh kafka       Kafka 4.x broker jars from Maven Central -> .cache/kafka/libs
 #   scripts/provision.sh prometheus  prometheus + promtool from Debian's package (apt) if missing
+#   scripts/provision.sh alertmanager  prometheus-alertmanager from Debian's package (apt) if missing
 #   scripts/provision.sh helm        helm v3.22.0 built from the Go module proxy -> .cache/bin/helm
+#   scripts/provision.sh chromium    headless Chromium from Debian's package (apt) if missing (report checks)
 #   scripts/provision.sh all         all of the above
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -47,6 +49,32 @@ provision_prometheus() {
     log "prometheus: $(promtool --version 2>&1 | head -1)"
 }
 
+provision_alertmanager() {
+    if command -v prometheus-alertmanager >/dev/null; then
+        log "alertmanager: present ($(prometheus-alertmanager --version 2>&1 | head -1))"
+        return
+    fi
+    log "alertmanager: installing Debian's prometheus-alertmanager package"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends prometheus-alertmanager >/dev/null
+    # Tests start their own Alertmanager; the package's service must not keep running.
+    if command -v service >/dev/null; then service prometheus-alertmanager stop >/dev/null 2>&1 || true; fi
+    log "alertmanager: $(prometheus-alertmanager --version 2>&1 | head -1)"
+}
+
+provision_chromium() {
+    if command -v chromium >/dev/null; then
+        log "chromium: present ($(chromium --version 2>/dev/null | head -1))"
+        return
+    fi
+    log "chromium: installing Debian's chromium package"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    log "chromium: $(chromium --version 2>/dev/null | head -1)"
+}
+
 provision_helm() {
     local bin="$CACHE/bin/helm"
     if [[ -x "$bin" ]] && "$bin" version --template '{{.Version}}' 2>/dev/null | grep -qx "$HELM_VERSION"; then
@@ -66,7 +94,9 @@ provision_helm() {
 case "${1:-all}" in
     kafka) provision_kafka ;;
     prometheus) provision_prometheus ;;
+    alertmanager) provision_alertmanager ;;
     helm) provision_helm ;;
-    all) provision_kafka; provision_prometheus; provision_helm ;;
-    *) echo "usage: $0 [kafka|prometheus|helm|all]" >&2; exit 2 ;;
+    chromium) provision_chromium ;;
+    all) provision_kafka; provision_prometheus; provision_alertmanager; provision_helm; provision_chromium ;;
+    *) echo "usage: $0 [kafka|prometheus|alertmanager|helm|chromium|all]" >&2; exit 2 ;;
 esac

@@ -36,6 +36,7 @@ __all__ = [
     "free_port",
     "helm_binary",
     "promtool_binary",
+    "chromium_binary",
     "process_alive",
 ]
 
@@ -342,6 +343,16 @@ def promtool_binary() -> str:
     path = shutil.which("promtool")
     if not path:
         raise ServiceError("promtool not found after provisioning")
+    return path
+
+
+def chromium_binary() -> str:
+    """Path to headless Chromium (for report checks), installing Debian's chromium package if missing."""
+    if not shutil.which("chromium"):
+        _provision("chromium")
+    path = shutil.which("chromium")
+    if not path:
+        raise ServiceError("chromium not found after provisioning")
     return path
 
 

@@ -137,6 +137,7 @@ class JudgeWorker:
         self.metrics = metrics
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._seen_max = seen
+        self._paused_s = 0.0
 
     def judge_messages(
         self, messages: Sequence[dict[str, Any]]
@@ -161,7 +162,18 @@ class JudgeWorker:
             latency_ms = (time.perf_counter() - start) * 1000.0
             row, claims = judgment_rows(msg, output, jid, latency_ms, int(time.time() * 1000))
             results.append((row, claims, msg))
+        self._count_budget_pauses()
         return results
+
+    def _count_budget_pauses(self) -> None:
+        """Add the time the judge's cost budget held it back (LLM judges; tiered through their LLM tier)."""
+        budget = getattr(self.judge, "budget", None) or getattr(
+            getattr(self.judge, "llm", None), "budget", None
+        )
+        paused = getattr(budget, "paused_seconds", None)
+        if isinstance(paused, int | float) and paused > self._paused_s:
+            self.metrics.judge_budget_paused.labels(self.judge.judge_id).inc(paused - self._paused_s)
+            self._paused_s = float(paused)
 
     def store(self, results: Sequence[tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]]) -> None:
         """Insert judgments and claims (raises StorageUnavailable; callers retry), then update metrics."""
@@ -201,6 +213,12 @@ class JudgeWorker:
                 m.scores[name].labels(service, judge).observe(value)
         for c in claims:
             m.claims.labels(service, judge, c["verdict"] or "unknown").inc()
+            valid = c["citation_valid"]
+            m.claim_citations.labels(
+                service, judge, "none" if valid is None else "valid" if valid else "invalid"
+            ).inc()
+            if c["verdict"] != "supported":
+                m.unsupported_claims.labels(service, judge, c["unsupported_source"] or "unknown").inc()
         if row["abstained"]:
             m.abstentions.labels(service, judge, row["abstention_kind"] or "unknown").inc()
         if row["failure_mode"]:

@@ -127,6 +127,24 @@ class Metrics:
         self.claims = Counter(
             "ragpulse_claims_total", "Judged claims by verdict", ["service", "judge", "verdict"], registry=r
         )
+        self.claim_citations = Counter(
+            "ragpulse_claim_citations_total",
+            "Judged claims by citation: valid (its citations support it), invalid, none (uncited)",
+            ["service", "judge", "citation"],
+            registry=r,
+        )
+        self.unsupported_claims = Counter(
+            "ragpulse_unsupported_claims_total",
+            "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)",
+            ["service", "judge", "source"],
+            registry=r,
+        )
+        self.judge_budget_paused = Counter(
+            "ragpulse_judge_budget_paused_seconds_total",
+            "Seconds the judge waited for its cost budget",
+            ["judge"],
+            registry=r,
+        )
         self.abstentions = Counter(
             "ragpulse_abstentions_total", "Abstentions by kind", ["service", "judge", "kind"], registry=r
         )

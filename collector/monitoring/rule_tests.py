@@ -1,0 +1,320 @@
+"""Render the promtool unit tests of the mixin's alerts (``rules/tests/*.yaml``).
+
+Each alert gets test groups in which it fires (with every expected label and
+annotation), does not fire on healthy input, does not fire on too little
+volume where it has a volume guard, and resolves after recovery. Inputs are
+counter series shaped like the collector's, with thresholds taken from the
+config, so the same cases hold for any objectives a team sets. The expected
+annotations are expanded by :mod:`.templates` and checked by promtool against
+Prometheus's own template engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import duration_seconds, error_budget
+from .templates import expand
+from .yamlout import dump_yaml
+
+__all__ = [
+    "Case",
+    "Expect",
+    "TEST_FILES",
+    "render_rule_tests",
+    "counter",
+    "gauge",
+    "series",
+    "SERVICE",
+    "JUDGE",
+    "SCRAPE",
+]
+
+SERVICE = "policy-assistant"
+JUDGE = "local-1.0:test"
+#: Target labels Prometheus adds to everything it scrapes from the collector.
+SCRAPE = {"job": "ragpulse", "instance": "collector:9464"}
+
+
+@dataclass(frozen=True)
+class Expect:
+    """One alert expected to fire: the labels its rule adds, the series labels it keeps, its value."""
+
+    rule_labels: Mapping[str, str]
+    labels: Mapping[str, str]
+    value: float | None = None
+
+
+@dataclass
+class Case:
+    """One promtool test group: input series and, per eval time, the alerts expected to fire."""
+
+    name: str
+    interval: str
+    series: list[tuple[str, str]]
+    checks: list[tuple[str, str, list[Expect]]] = field(default_factory=list)
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.10g}"
+
+
+def counter(*segments: tuple[float, int]) -> str:
+    """promtool values for a counter from 0 rising by ``inc`` per step for ``steps`` steps, per segment.
+
+    One segment is written in promtool's expanding notation; several are written sample by sample,
+    because promtool sums fractional increments with float error and a next segment written from
+    the exact value could then read as a (tiny) counter reset.
+    """
+    if len(segments) == 1:
+        inc, steps = segments[0]
+        return f"0+{_fmt(inc)}x{steps}"
+    values, total = [0.0], 0.0
+    for inc, steps in segments:
+        for _ in range(steps):
+            total += inc
+            values.append(round(total, 6))
+    return " ".join(_fmt(v) for v in values)
+
+
+def gauge(*segments: tuple[float | None, int]) -> str:
+    """promtool values for a level held for ``steps`` samples per segment (None = no sample)."""
+    return " ".join(" ".join(["_"] * n) if v is None else f"{_fmt(v)}x{n - 1}" for v, n in segments)
+
+
+def series(metric: str, labels: Mapping[str, str]) -> str:
+    """A series in promtool's input notation."""
+    inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    return f"{metric}{{{inner}}}"
+
+
+def _find_rule(docs: Mapping[str, Any], alert: str, rule_labels: Mapping[str, str]) -> Mapping[str, Any]:
+    for doc in docs.values():
+        for group in doc["groups"]:
+            for rule in group["rules"]:
+                if rule.get("alert") == alert and dict(rule["labels"]) == dict(rule_labels):
+                    return rule
+    raise KeyError(f"no rule {alert} with labels {dict(rule_labels)}")
+
+
+def _group(case: Case, docs: Mapping[str, Any]) -> dict[str, Any]:
+    tests = []
+    for eval_time, alert, expected in case.checks:
+        exp = []
+        for e in expected:
+            rule = _find_rule(docs, alert, e.rule_labels)
+            labels = {**e.labels, **e.rule_labels}
+            notes = {k: expand(v, labels, e.value) for k, v in rule["annotations"].items()}
+            exp.append({"exp_labels": labels, "exp_annotations": notes})
+        tests.append({"eval_time": eval_time, "alertname": alert, "exp_alerts": exp})
+    return {
+        "name": case.name,
+        "interval": case.interval,
+        "input_series": [{"series": s, "values": v} for s, v in case.series],
+        "alert_rule_test": tests,
+    }
+
+
+def _test_file(
+    rule_files: Sequence[str], interval: str, cases: Sequence[Case], docs: Mapping[str, Any]
+) -> str:
+    return dump_yaml(
+        {
+            "rule_files": [f"../{f}" for f in rule_files],
+            "evaluation_interval": interval,
+            "tests": [_group(c, docs) for c in cases],
+        }
+    )
+
+
+#: Per objective, the input series of its events: (metric, labels, role); "bad" series rise by the
+#: bad share, "good" by the rest, "outside" by all events (counted, but not part of this SLI).
+#: A bad claim is also a claim, a false refusal also an abstention.
+OBJECTIVE_SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
+    "faithfulness": [
+        ("ragpulse_claims_total", {"verdict": "unsupported"}, "bad"),
+        ("ragpulse_claims_total", {"verdict": "supported"}, "good"),
+    ],
+    "citation_correctness": [
+        ("ragpulse_claim_citations_total", {"citation": "invalid"}, "bad"),
+        ("ragpulse_claim_citations_total", {"citation": "valid"}, "good"),
+        ("ragpulse_claim_citations_total", {"citation": "none"}, "outside"),
+    ],
+    "citation_completeness": [
+        ("ragpulse_claim_citations_total", {"citation": "none"}, "bad"),
+        ("ragpulse_claim_citations_total", {"citation": "valid"}, "good"),
+    ],
+    "false_refusal": [
+        ("ragpulse_abstentions_total", {"kind": "false_refusal"}, "bad"),
+        ("ragpulse_failure_modes_total", {"mode": "abstain"}, "bad"),
+        ("ragpulse_failure_modes_total", {"mode": "healthy"}, "good"),
+    ],
+    "hallucination": [
+        ("ragpulse_unsupported_claims_total", {"source": "hallucination"}, "bad"),
+        ("ragpulse_claims_total", {"verdict": "unsupported"}, "bad"),
+        ("ragpulse_claims_total", {"verdict": "supported"}, "good"),
+    ],
+    "retrieval_failure": [
+        ("ragpulse_failure_modes_total", {"mode": "retrieval"}, "bad"),
+        ("ragpulse_failure_modes_total", {"mode": "healthy"}, "good"),
+    ],
+    "generation_failure": [
+        ("ragpulse_failure_modes_total", {"mode": "generation"}, "bad"),
+        ("ragpulse_failure_modes_total", {"mode": "healthy"}, "good"),
+    ],
+}
+
+QUALITY = {"service": SERVICE, "judge": JUDGE}
+
+
+def _slo_series(
+    objective: str, phases: Sequence[tuple[float, float, int]], step_min: float
+) -> list[tuple[str, str]]:
+    """Input series for ``phases`` of (bad share, events per minute, steps)."""
+    spec = OBJECTIVE_SERIES[objective]
+    out = []
+    for metric, labels, role in spec:
+        share = {"bad": lambda r: r, "good": lambda r: 1 - r, "outside": lambda r: 1.0}[role]
+        segs = [(share(r) * n * step_min, k) for r, n, k in phases]
+        out.append(
+            (series(metric, {**labels, **QUALITY, **SCRAPE}), counter(*[(round(i, 6), k) for i, k in segs]))
+        )
+    if not any(m == "ragpulse_failure_modes_total" for m, _, _ in spec):
+        volume = [(n * step_min, k) for _, n, k in phases]  # one judged trace per event
+        out.append(
+            (
+                series("ragpulse_failure_modes_total", {"mode": "healthy", **QUALITY, **SCRAPE}),
+                counter(*volume),
+            )
+        )
+    return out
+
+
+def _burn(name: str, bw: Mapping[str, Any], value: float) -> Expect:
+    return Expect({"severity": bw["severity"], "window": bw["long"]}, {**QUALITY, "objective": name}, value)
+
+
+def _shares(obj: Mapping[str, Any], windows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    b = error_budget(obj)
+    t = {bw["name"]: b * float(bw["factor"]) for bw in windows}
+    fast, slow, ticket = t["page-fast"], t["page-slow"], t["ticket"]
+    return {
+        "fast": round((1 + fast) / 2, 3),
+        "slow": round((slow + fast) / 2, 3),
+        "ticket": round((ticket + slow) / 2, 3),
+        "healthy": round(b / 2, 3),
+    }
+
+
+def _page_cases(config: Mapping[str, Any]) -> list[Case]:
+    windows = {bw["name"]: bw for bw in config["burn_windows"]}
+    fast_bw, slow_bw = windows["page-fast"], windows["page-slow"]
+    cases = []
+    for name, obj in config["objectives"].items():
+        s, alert = _shares(obj, config["burn_windows"]), obj["alert"]
+        cases += [
+            Case(f"{alert} fast burn pages", "1m", _slo_series(name, [(s["fast"], 1000, 12)], 1),
+                 [("10m", alert, [_burn(name, fast_bw, s["fast"])])]),
+            Case(f"{alert} slow burn pages", "1m", _slo_series(name, [(s["slow"], 1000, 42)], 1),
+                 [("10m", alert, []), ("40m", alert, [_burn(name, slow_bw, s["slow"])])]),
+            Case(f"{alert} healthy does not fire", "1m", _slo_series(name, [(s["healthy"], 1000, 42)], 1),
+                 [("10m", alert, []), ("40m", alert, [])]),
+            Case(f"{alert} volume guard: fast burn on few judged traces", "1m",
+                 _slo_series(name, [(s["fast"], 0.2, 42)], 1), [("10m", alert, []), ("40m", alert, [])]),
+            Case(f"{alert} resolves after recovery", "1m", _slo_series(name, [(s["fast"], 1000, 20), (0.0, 1000, 30)], 1),
+                 [("10m", alert, [_burn(name, fast_bw, s["fast"])]), ("49m", alert, [])]),
+        ]  # fmt: skip
+    return cases
+
+
+def _ticket_cases(config: Mapping[str, Any]) -> list[Case]:
+    """4-minute samples: alerts read recorded ratios, which must be younger than the 5m lookback.
+
+    The recovery case leaks for 88 minutes and is checked once the whole history's ratio (the
+    3d and 6h windows both still cover all of it) has fallen below the budget again.
+    """
+    ticket = next(bw for bw in config["burn_windows"] if bw["name"] == "ticket")
+    cases = []
+    for name, obj in config["objectives"].items():
+        s, alert = _shares(obj, config["burn_windows"]), obj["alert"]
+        cases += [
+            Case(f"{alert} slow leak opens a ticket", "4m", _slo_series(name, [(s["ticket"], 1000, 25)], 4),
+                 [("80m", alert, [_burn(name, ticket, s["ticket"])])]),
+            Case(f"{alert} ticket: healthy does not fire", "4m", _slo_series(name, [(s["healthy"], 1000, 25)], 4),
+                 [("80m", alert, [])]),
+            Case(f"{alert} ticket volume guard", "4m", _slo_series(name, [(s["ticket"], 0.1, 25)], 4),
+                 [("80m", alert, [])]),
+            Case(f"{alert} ticket resolves after recovery", "4m",
+                 _slo_series(name, [(s["ticket"], 1000, 22), (0.0, 1000, 64)], 4),
+                 [("80m", alert, [_burn(name, ticket, s["ticket"])]), ("340m", alert, [])]),
+        ]  # fmt: skip
+    return cases
+
+
+def _score_inputs(score: str, n: int, lower: float, phases: tuple[int, int, int]) -> list[tuple[str, str]]:
+    """A score's _sum and _count rising by ``n`` scored traces a step: mean 0.9, then ``0.9 - lower``, then 0.9."""
+    labels = {**QUALITY, **SCRAPE}
+    before, during, after = phases
+    mean = [(0.9 * n, before), ((0.9 - lower) * n, during), (0.9 * n, after)]
+    return [
+        (series(f"ragpulse_{score}_sum", labels), counter(*[(round(v, 6), k) for v, k in mean])),
+        (series(f"ragpulse_{score}_count", labels), counter((n, before + during + after))),
+    ]
+
+
+def _drift_cases(config: Mapping[str, Any]) -> list[Case]:
+    """Score means of 0.9 for a week, then a drop, then back to 0.9 (hourly samples)."""
+    sd = config["score_drop"]
+    step = 3600
+    week = int(duration_seconds(sd["offset"]) // step)
+    win = int(duration_seconds(sd["window"]) // step)
+    drop_at = week + 4  # the same hours last week lie in the first week's mean
+    fire_at, recover_at = drop_at + 2 * win, drop_at + 6 * win
+    phases = (drop_at, 3 * win, recover_at + 2 - drop_at - 3 * win)
+    per = max(30, 2 * int(sd["min_judged"]) // win + 1)
+    few = max(1, int(sd["min_judged"]) // (2 * win))
+    drop = round(float(sd["min_drop"]) * 2, 3)
+    small = round(float(sd["min_drop"]) * 0.6, 3)
+    alert = sd["alert"]
+
+    def at(steps: int) -> str:
+        return f"{steps * step // 3600}h"
+
+    cases = []
+    for score in sd["scores"]:
+        fired = Expect({"severity": sd["severity"], "score": score}, QUALITY, round(0.9 - drop, 6))
+        cases += [
+            Case(f"{alert} {score} drop fires and resolves", "1h", _score_inputs(score, per, drop, phases),
+                 [(at(fire_at), alert, [fired]), (at(recover_at), alert, [])]),
+            Case(f"{alert} {score} small drop does not fire", "1h", _score_inputs(score, per, small, phases),
+                 [(at(fire_at), alert, [])]),
+            Case(f"{alert} {score} volume guard", "1h", _score_inputs(score, few, drop, phases),
+                 [(at(fire_at), alert, [])]),
+        ]  # fmt: skip
+    return cases
+
+
+#: Rendered test files -> (rule files they load, evaluation interval).
+TEST_FILES: dict[str, tuple[tuple[str, ...], str]] = {
+    "slo-page_test.yaml": (("ragpulse-recording.yaml", "ragpulse-slo-alerts.yaml"), "1m"),
+    "slo-ticket_test.yaml": (("ragpulse-recording.yaml", "ragpulse-slo-alerts.yaml"), "4m"),
+    "drift_test.yaml": (("ragpulse-drift-alerts.yaml",), "1h"),
+    "pipeline_test.yaml": (("ragpulse-pipeline-alerts.yaml",), "1m"),
+}
+
+
+def render_rule_tests(config: Mapping[str, Any], docs: Mapping[str, Any]) -> dict[str, str]:
+    """Test file name -> promtool test YAML, for the rule documents ``docs`` rendered from ``config``."""
+    from .pipeline_rule_tests import pipeline_cases
+
+    cases = {
+        "slo-page_test.yaml": _page_cases(config),
+        "slo-ticket_test.yaml": _ticket_cases(config),
+        "drift_test.yaml": _drift_cases(config),
+        "pipeline_test.yaml": pipeline_cases(config),
+    }
+    return {
+        name: _test_file(files, interval, cases[name], docs) for name, (files, interval) in TEST_FILES.items()
+    }

@@ -1,0 +1,160 @@
+"""Render the mixin's Prometheus rules (``rules/*.yaml``) from the objectives config.
+
+Recording rules turn counters into per-(service, judge) error ratios of every
+quality objective over every recorded window, the judged-trace volume the
+alerts guard on, and each objective's error budget (for dashboards). Alerting
+rules are the multi-window, multi-burn-rate alerts on those ratios, a
+week-over-week drop of every score, and pipeline health.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .common import QUALITY_BY, alert_annotations, num, pct
+from .config import error_budget
+from .pipeline_rules import pipeline_alerts
+from .yamlout import dump_yaml
+
+__all__ = ["RULE_FILES", "render_rules", "rule_documents", "error_ratio", "judged_volume"]
+
+#: Rendered rule files, in load order.
+RULE_FILES = (
+    "ragpulse-recording.yaml",
+    "ragpulse-slo-alerts.yaml",
+    "ragpulse-drift-alerts.yaml",
+    "ragpulse-pipeline-alerts.yaml",
+)
+
+
+def error_ratio(window: str) -> str:
+    """Name of the recorded error ratio over ``window``."""
+    return f"ragpulse:sli_error_ratio:rate{window}"
+
+
+def judged_volume(window: str) -> str:
+    """Name of the recorded count of successfully judged traces over ``window``."""
+    return f"ragpulse:judged_traces:increase{window}"
+
+
+def _ranged(selector: str, window: str) -> str:
+    return f"{selector}[{window}]"
+
+
+def _recording(config: Mapping[str, Any]) -> dict[str, Any]:
+    groups = []
+    for w in config["record_windows"]:
+        rules: list[dict[str, Any]] = []
+        for name, obj in config["objectives"].items():
+            total = f"sum by ({QUALITY_BY}) (rate({_ranged(obj['total'], w)}))"
+            bad = f"sum by ({QUALITY_BY}) (rate({_ranged(obj['bad'], w)}))"
+            # No bad events yet is a ratio of 0, not a missing series.
+            expr = f"(\n  {bad}\n  or 0 * {total}\n)\n/\n{total}\n"
+            rules.append({"record": error_ratio(w), "expr": expr, "labels": {"objective": name}})
+        rules.append(
+            {
+                "record": judged_volume(w),
+                "expr": f"sum by ({QUALITY_BY}) (increase(ragpulse_failure_modes_total[{w}]))",
+            }
+        )
+        groups.append({"name": f"ragpulse-sli-{w}", "rules": rules})
+    budgets = [
+        {
+            "record": "ragpulse:sli_error_budget",
+            "expr": f"vector({num(error_budget(obj))})",
+            "labels": {"objective": name},
+        }
+        for name, obj in config["objectives"].items()
+    ]
+    groups.append({"name": "ragpulse-sli-budgets", "rules": budgets})
+    return {"groups": groups}
+
+
+def _burn_rule(
+    config: Mapping[str, Any], name: str, obj: Mapping[str, Any], bw: Mapping[str, Any]
+) -> dict[str, Any]:
+    budget = error_budget(obj)
+    threshold = num(budget * float(bw["factor"]))
+    sel = f'{{objective="{name}"}}'
+    expr = (
+        f"(\n  {error_ratio(bw['long'])}{sel} > {threshold}\n"
+        f"  and\n  {error_ratio(bw['short'])}{sel} > {threshold}\n)\n"
+        f"and on ({QUALITY_BY})\n  {judged_volume(bw['long'])} >= {bw['min_judged']}\n"
+    )
+    title = obj["title"]
+    summary = f"{title} of {{{{ $labels.service }}}} is burning its error budget {bw['factor']}x too fast"
+    description = (
+        f"{title} of service {{{{ $labels.service }}}} (judge {{{{ $labels.judge }}}}) is "
+        f"{{{{ $value | humanizePercentage }}}} over the last {bw['long']} and above {pct(budget * float(bw['factor']))} "
+        f"over the last {bw['short']}; the objective allows {pct(budget)}. Counted as bad: {obj['description']}."
+    )
+    return {
+        "alert": obj["alert"],
+        "expr": expr,
+        "for": bw["for"],
+        "labels": {"severity": bw["severity"], "window": bw["long"]},
+        "annotations": alert_annotations(config, obj["alert"], summary, description),
+    }
+
+
+def _slo_alerts(config: Mapping[str, Any]) -> dict[str, Any]:
+    rules = [
+        _burn_rule(config, name, obj, bw)
+        for name, obj in config["objectives"].items()
+        for bw in config["burn_windows"]
+    ]
+    return {"groups": [{"name": "ragpulse-slo-alerts", "rules": rules}]}
+
+
+def _score_mean(score: str, window: str, offset: str = "") -> str:
+    off = f" offset {offset}" if offset else ""
+    return (
+        f"sum by ({QUALITY_BY}) (rate(ragpulse_{score}_sum[{window}]{off}))\n"
+        f"  / sum by ({QUALITY_BY}) (rate(ragpulse_{score}_count[{window}]{off}))"
+    )
+
+
+def _drift_alerts(config: Mapping[str, Any]) -> dict[str, Any]:
+    sd = config["score_drop"]
+    w, off, drop, n = sd["window"], sd["offset"], num(sd["min_drop"]), sd["min_judged"]
+    rules = []
+    for score in sd["scores"]:
+        expr = (
+            f"(\n  {_score_mean(score, w)}\n)\n<\n(\n  {_score_mean(score, w, off)}\n) - {drop}\n"
+            f"and on ({QUALITY_BY}) sum by ({QUALITY_BY}) (increase(ragpulse_{score}_count[{w}])) >= {n}\n"
+            f"and on ({QUALITY_BY}) sum by ({QUALITY_BY}) (increase(ragpulse_{score}_count[{w}] offset {off})) >= {n}\n"
+        )
+        label = score.replace("_", " ")
+        summary = f"Mean {label} of {{{{ $labels.service }}}} dropped against the same hours last week"
+        description = (
+            f"Mean {label} of service {{{{ $labels.service }}}} (judge {{{{ $labels.judge }}}}) over the last {w} "
+            f'is {{{{ $value | printf "%.3f" }}}}, more than {drop} below the same {w} one week ago '
+            "(a slow drift that may stay inside the error budget)."
+        )
+        rules.append(
+            {
+                "alert": sd["alert"],
+                "expr": expr,
+                "for": sd["for"],
+                "labels": {"severity": sd["severity"], "score": score},
+                "annotations": alert_annotations(config, sd["alert"], summary, description),
+            }
+        )
+    return {"groups": [{"name": "ragpulse-drift-alerts", "rules": rules}]}
+
+
+def rule_documents(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """File name -> rule document (``{"groups": [...]}``) of every file in :data:`RULE_FILES`."""
+    docs = {
+        "ragpulse-recording.yaml": _recording(config),
+        "ragpulse-slo-alerts.yaml": _slo_alerts(config),
+        "ragpulse-drift-alerts.yaml": _drift_alerts(config),
+        "ragpulse-pipeline-alerts.yaml": pipeline_alerts(config),
+    }
+    return {name: docs[name] for name in RULE_FILES}
+
+
+def render_rules(config: Mapping[str, Any]) -> dict[str, str]:
+    """File name -> YAML text of every rule file in :data:`RULE_FILES`."""
+    return {name: dump_yaml(doc) for name, doc in rule_documents(config).items()}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The collector image's install steps, in one place: the Dockerfile's builder stage runs them,
+# and tests/test_dockerfile.py runs the same lines into a fresh virtual environment. uv does
+# the building and installing (the pip equivalent takes ~2 minutes for the ~85 packages).
+#
+#   scripts/image_install.sh wheels SRC WHEELDIR   build the ragpulse and ragpulse-native wheels
+#                                                  (the native extension needs cargo)
+#   scripts/image_install.sh venv WHEELDIR PREFIX  create a venv at PREFIX with those wheels and
+#                                                  the service extras (Kafka, ClickHouse, LLM judge)
+set -euo pipefail
+# No `embedded` extra: in a cluster the collector talks to a ClickHouse server, never chDB.
+EXTRAS="kafka,collector,llm"
+# The image's own interpreter, never one uv would download.
+export UV_PYTHON_DOWNLOADS=never
+
+case "${1:-}" in
+    wheels)
+        uv build --quiet --wheel --out-dir "$3" "$2"
+        uv build --quiet --wheel --out-dir "$3" "$2/native"
+        ;;
+    venv)
+        uv venv --quiet --python python3 "$3"
+        wheel="$(ls "$2"/ragpulse-[0-9]*.whl)"
+        uv pip install --quiet --python "$3/bin/python" "${wheel}[${EXTRAS}]" "$2"/ragpulse_native-*.whl
+        ;;
+    *)
+        echo "usage: $0 wheels SRC WHEELDIR | venv WHEELDIR PREFIX" >&2
+        exit 2
+        ;;
+esac
