@@ -329,15 +329,11 @@ def test_no_secret_values_are_rendered() -> None:
 # -- toggles
 
 
-def test_monitoring_objects_on_and_off() -> None:
-    on = render_set("production")
-    assert len(of_kind(on, "ServiceMonitor")) == 1
-    assert len(of_kind(on, "ScaledObject")) == 1
+def test_optional_objects_off() -> None:
     off = render_set("off")
-    for kind in ("ServiceMonitor", "ScaledObject", "PrometheusRule", "HorizontalPodAutoscaler"):
+    for kind in ("HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "CronJob", "Job"):
         assert not of_kind(off, kind), kind
-    for kind in ("PodDisruptionBudget", "NetworkPolicy", "CronJob", "Job", "ServiceAccount"):
-        assert not of_kind(off, kind), kind
+    assert not of_kind(off, "ServiceAccount")
 
 
 def test_service_monitor_scrapes_the_metrics_service() -> None:
