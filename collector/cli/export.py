@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run)
 
 
-def open_storage(args: argparse.Namespace) -> Any:
+def open_storage(args: argparse.Namespace, must_exist: bool = True) -> Any:
     """The Storage of ``--db``/``--config``; a CliError in one line when an embedded database is
     missing or owned by another process."""
     from ..config import ConfigError, load_config
@@ -69,9 +69,10 @@ def open_storage(args: argparse.Namespace) -> Any:
         from ..demo.runner import _check_database  # one check for every command opening chDB
 
         path = Path(st["dsn"][len("chdb://") :])
-        if not path.exists():
+        if must_exist and not path.exists():
             raise CliError(f"no database at {path}")
-        _check_database(path)
+        if path.exists():
+            _check_database(path)
     return Storage(st["dsn"], st["database"], st["ttl_days"])
 
 

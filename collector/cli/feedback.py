@@ -40,7 +40,7 @@ def _import(args: argparse.Namespace) -> int:
         for n, why in exc.problems:
             print(f"{args.file}:{n}: {why}", file=sys.stderr)
         raise CliError(f"{len(exc.problems)} invalid line(s); nothing imported") from None
-    storage = open_storage(args)
+    storage = open_storage(args, must_exist=False)
     try:
         storage.apply_schema()
         _fill_services(storage, rows)

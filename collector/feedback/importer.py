@@ -9,7 +9,8 @@ One JSON object per line::
 ``trace_id`` and one of ``value``/``label`` are required; ``kind`` defaults to
 ``import``, ``source`` to ``business``, ``time`` to now, ``service`` to the
 traced call's service (when stored). The arguments are checked exactly as the
-agent's ``feedback()`` checks them. ``id`` (or, without it, a hash of the
+agent's ``feedback()`` checks them, and comments go through the agent's built-in
+redaction (e-mail addresses, phone and card numbers, tokens). ``id`` (or, without it, a hash of the
 line) keys the row, so importing a file twice stores it once. Any invalid line
 stops the import before anything is stored, with every problem listed by line.
 """
@@ -31,6 +32,7 @@ from ...agent.feedback import (
     feedback_attributes,
     parse_trace_ref,
 )
+from ...agent.redaction import redact_builtin
 
 __all__ = ["ImportError_", "parse_lines"]
 
@@ -87,7 +89,7 @@ def _row(obj: Any, raw: bytes, now_ns: int) -> dict[str, Any]:
         "kind": attrs[FEEDBACK_KIND],
         "value": attrs.get(FEEDBACK_VALUE),
         "label": attrs[FEEDBACK_LABEL],
-        "comment": attrs.get(FEEDBACK_COMMENT, ""),
+        "comment": redact_builtin(attrs.get(FEEDBACK_COMMENT, "")),
         "source": attrs[FEEDBACK_SOURCE],
         "attributes": json.dumps(extra, sort_keys=True),
     }

@@ -37,6 +37,8 @@ class ReaskDetector:
             raise ValueError("feedback.reask.threshold must be within (0, 1]")
 
     def _earlier(self, traces: Sequence[RagTrace]) -> list[tuple[str, str, int, str, str]]:
+        """Stored traces of these sessions in the window; no FINAL (cheaper on the ingest path):
+        a replayed row repeats a trace id, which :meth:`detect` keeps once."""
         sessions = sorted({t.session_id for t in traces})
         low = min(t.time for t in traces) - self.window_ns
         high = max(t.time for t in traces)
@@ -44,7 +46,7 @@ class ReaskDetector:
             (str(tid), str(sid), int(ns), str(q), str(svc))
             for tid, sid, ns, q, svc in self.storage.query(
                 "SELECT trace_id, session_id, toUnixTimestamp64Nano(time), query, service "
-                "FROM {db}.rag_traces FINAL WHERE session_id IN %(s)s "
+                "FROM {db}.rag_traces WHERE session_id IN %(s)s "
                 "AND time >= fromUnixTimestamp64Nano(%(lo)s) AND time <= fromUnixTimestamp64Nano(%(hi)s)",
                 {"s": sessions, "lo": low, "hi": high},
             )
