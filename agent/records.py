@@ -9,6 +9,7 @@ happen later in :mod:`ragpulse.agent.materialize`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["RagRecord", "RetrievalRecord", "GenerationRecord", "Record"]
@@ -60,6 +61,19 @@ class RetrievalRecord(Record):
         self.top_k = top_k
         self.root = root
         self.reranker = False
+
+    def set_chunks(self, chunks: Any) -> None:
+        """Keep a shallow copy of a returned chunk list (never consume an iterator the app will use).
+
+        The root RAG record sees the latest list too: positional citation markers refer to it.
+        """
+        if isinstance(chunks, (list, tuple)):
+            chunks = list(chunks)
+        elif not isinstance(chunks, Mapping):
+            return
+        self.chunks = chunks
+        if self.root is not None:
+            self.root.chunks = chunks
 
 
 class GenerationRecord(Record):

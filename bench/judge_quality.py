@@ -1,171 +1,327 @@
-"""Local judge claim-support quality on AttributionBench dev.
+"""Local judge quality on every development set, grouped cross-validated.
 
-Each (question, claim, references) triple becomes one claim judged against its
-references as chunks; `attributable` is the positive label. Prints, side by side:
+Data (``../shared/data``, see its README): AttributionBench dev, FActScore,
+Factcheck-GPT and WiCE dev judged claim by claim (each labelled claim against
+its record's chunks; positive = supported), and HaluEval QA judged whole
+(response labels only; a sanity check, never used for fitting).
 
-- the plain lexical-overlap baseline (share of claim content words found in the
-  references, one threshold chosen on the data: an optimistic baseline);
-- the shipped local judge (weights file as packaged);
-- the honest figure: k-fold cross-validated macro-F1 of the same feature model
-  refit on each training fold and scored on the held-out fold (repeated with
-  new random splits; mean, spread and worst split are printed).
+Three judges side by side, in the same run:
 
-`--write-weights` refits on all data and writes the packaged weights file.
+- ``lexical``: the share of the claim's content stems found in the chunks, one
+  threshold fit on the training folds (maximising mean balanced accuracy);
+- ``v1``: the previous local judge (pair model ``support-v1.json``, best chunk,
+  number veto, threshold 0.5), as shipped: nothing refit;
+- ``v2``: the current judge's claim model (:mod:`ragpulse.collector.judge.claim_model`)
+  refit on the training folds of all four sets pooled (each set weighted equally),
+  isotonic calibration and thresholds fit on the training folds' own cross-validated
+  outputs, scored on the held-out fold.
 
-Usage: python bench/judge_quality.py [--data PATH] [--folds 5] [--repeats 5] [--write-weights]
+Folds are grouped (FActScore by person, Factcheck-GPT by response, WiCE by
+article, AttributionBench by question) so evidence never straddles a split.
+Reported per set: claim balanced accuracy, macro-F1, AUROC, ECE; response-level
+F1 (hallucinated = positive) and balanced accuracy; the v2 reliability table.
+
+``--write-weights`` fits the claim model on all rows and writes the packaged
+``weights/claim-v2.json`` (calibration and thresholds from the cross-validated outputs).
+
+Usage: python bench/judge_quality.py [--folds 5] [--write-weights] [--no-cache] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
-import re
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-from ragpulse.collector.judge.claims import normalise_claim
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.support import FEATURES, NUM_MISS, fit_logistic, load_model, pair_features
-from ragpulse.collector.judge.text import profile
+import numpy as np
 
-__all__ = ["main", "macro_f1", "load_rows", "featurise"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "attributionbench-dev.jsonl"
-WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "support-v1.json"
-# Gradient-descent steps: few enough to act as regularisation (more steps overfit slightly in CV).
-ITERATIONS = 400
-_URL_LINE = re.compile(r"^\[\d+\]\s*https?://\S+\s*", re.M)
+import judge_dev_data as dev  # noqa: E402
+import judge_metrics as jm  # noqa: E402
+from ragpulse.collector.judge.claim_features import CLAIM_FEATURES  # noqa: E402
+from ragpulse.collector.judge.claim_model import response_verdict  # noqa: E402
 
+__all__ = ["main", "cross_validate", "Data"]
 
-def macro_f1(pred: list[int], gold: list[int]) -> float:
-    """Mean of the F1 of both classes."""
-    scores = []
-    for c in (0, 1):
-        tp = sum(1 for p, t in zip(pred, gold, strict=True) if p == c and t == c)
-        fp = sum(1 for p, t in zip(pred, gold, strict=True) if p == c and t != c)
-        fn = sum(1 for p, t in zip(pred, gold, strict=True) if p != c and t == c)
-        scores.append(2 * tp / max(1, 2 * tp + fp + fn))
-    return sum(scores) / 2
+WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v2.json"
+L2 = 1.0
+THRESHOLDS = np.round(np.arange(0.20, 0.81, 0.01), 2)
 
 
-def load_rows(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+class Data:
+    """The featurised claim items as arrays."""
+
+    def __init__(self, items: list[dict[str, Any]], folds: int) -> None:
+        self.items = items
+        self.x = np.array([i["x"] for i in items], dtype=float)
+        self.y = np.array([i["label"] for i in items], dtype=int)
+        self.src = np.array([i["source"] for i in items])
+        self.v1 = np.array([i["v1"] for i in items])
+        self.overlap = np.array([i["overlap"] for i in items])
+        # One chunk supports the claim on its own (pair model >= 0.5): supported whatever
+        # the claim probability (the judge's verdict rule; see verdict_score).
+        self.strong = self.v1 >= 0.5
+        self.neg = np.array([bool(i.get("neg")) for i in items])
+        self.fold = np.array([jm.fold_of(i["group"], folds) for i in items])
+        self.weight = np.zeros(len(items))
+        for s in dev.SOURCES:
+            m = self.src == s
+            self.weight[m] = 1.0 / max(1, m.sum())
+        resp: dict[str, list[int]] = defaultdict(list)
+        for k, it in enumerate(items):
+            resp[f"{it['source']}|{it['response']}"].append(k)
+        self.responses = list(resp.values())
+        self.resp_src = np.array([items[r[0]]["source"] for r in self.responses])
+        self.resp_gold = np.array([int(self.y[r].min() == 0) for r in self.responses])
 
 
-def featurise(row: dict) -> tuple[list[list[float]], float]:
-    """Feature vectors of the claim against each reference, and the baseline overlap."""
-    claim = profile(normalise_claim(row["claim"]))
-    chunks = [
-        {"id": str(i), "content": _URL_LINE.sub("", ref) or ref} for i, ref in enumerate(row["references"])
-    ]
-    ev = build_evidence(chunks)
-    q = profile(row.get("question") or "").stem_set
-    per_chunk = [pair_features(claim, q, c) for c in ev]
-    allref = frozenset().union(*(c.whole.stem_set for c in ev)) if ev else frozenset()
-    overlap = len(claim.stem_set & allref) / max(1, len(claim.stem_set))
-    return per_chunk, overlap
+def isotonic(raw: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[list[float], list[float]]:
+    """Weighted pool-adjacent-violators: knots (block mean of ``raw``, block rate), increasing."""
+    order = np.argsort(raw, kind="mergesort")
+    blocks: list[list[float]] = []  # [sum w*raw, sum w*y, sum w]
+    for i in order:
+        blocks.append([w[i] * raw[i], w[i] * y[i], w[i]])
+        while len(blocks) > 1 and blocks[-2][1] / blocks[-2][2] >= blocks[-1][1] / blocks[-1][2]:
+            a = blocks.pop()
+            for j in range(3):
+                blocks[-1][j] += a[j]
+    xs = [b[0] / b[2] for b in blocks]
+    ys = [b[1] / b[2] for b in blocks]
+    return xs, ys
 
 
-def _aggregate(per_chunk: list[list[float]], model_prob) -> float:
-    # The same numeric veto as SupportModel.probability.
-    return max((0.0 if f[NUM_MISS] > 0 else model_prob(f) for f in per_chunk), default=0.0)
+def _apply_iso(raw: np.ndarray, xs: list[float], ys: list[float]) -> np.ndarray:
+    return np.interp(raw, xs, ys)
 
 
-def _best_threshold(scores: list[float], gold: list[int]) -> tuple[float, float]:
-    best = (0.0, 0.0)
-    for t in sorted(set(round(s, 3) for s in scores)):
-        f = macro_f1([1 if s >= t else 0 for s in scores], gold)
-        if f > best[0]:
-            best = (f, t)
-    return best
+def _raw(x: np.ndarray, coef: np.ndarray, b: float) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(x @ coef + b, -30, 30)))
 
 
-def _fit(rows: list[list[list[float]]], gold: list[int]) -> tuple[list[float], float]:
-    # Train on the best-covering reference of each example (the one the judge would pick).
-    x = [max(r, key=lambda f: f[0] + f[3]) if r else [0.0] * len(FEATURES) for r in rows]
-    return fit_logistic(x, gold, iterations=ITERATIONS)
+_NUM_MISS = CLAIM_FEATURES.index("num_miss")
 
 
-def _prob(coef: list[float], b: float):
-    import math
+def _capped(p: np.ndarray, x: np.ndarray, cap: float, neg: np.ndarray) -> np.ndarray:
+    """The judge's caps: a number the best chunk lacks (ClaimModel.probability) or a negation
+    conflict with the evidence (LocalJudge) holds the probability at ``cap``."""
+    return np.where((x[:, _NUM_MISS] > 0) | neg, np.minimum(p, cap), p)
 
-    def p(f: list[float]) -> float:
-        s = b + sum(w * v for w, v in zip(coef, f, strict=True))
-        return 1 / (1 + math.exp(-max(-30.0, min(30.0, s))))
 
-    return p
+def predict(fit: dict[str, Any], x: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The judge's probability: logistic, isotonic map, caps."""
+    raw = _raw(x, fit["coef"], fit["intercept"])
+    return _capped(_apply_iso(raw, *fit["knots"]), x, fit["number_cap"], neg)
+
+
+def _mean_ba(score: np.ndarray, y: np.ndarray, src: np.ndarray, t: float) -> float:
+    vals = [jm.balanced_accuracy(score[src == s] >= t, y[src == s]) for s in dev.SOURCES if (src == s).any()]
+    return float(np.nanmean(vals))
+
+
+def verdict_score(p: np.ndarray, strong: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The score the verdict threshold applies to (``score >= threshold`` is the judge's verdict
+    rule): the claim probability; 1 where one chunk alone supports the claim; 0 where the
+    claim negates the sentence it rests on (the negation rule)."""
+    return np.where(neg, 0.0, np.where(strong, 1.0, p))
+
+
+def best_threshold(score: np.ndarray, y: np.ndarray, src: np.ndarray) -> float:
+    """The threshold on the grid that maximises mean balanced accuracy over the sets."""
+    return float(max(THRESHOLDS, key=lambda t: _mean_ba(score, y, src, t)))
+
+
+def _response_ba(data: Data, rows: np.ndarray, p: np.ndarray, thr: float, weak: float) -> float:
+    """Mean response-level BA over the multi-claim sets, for responses within ``rows``."""
+    keep = set(np.flatnonzero(rows).tolist())
+    vals = []
+    for s in ("factscore", "factcheck-gpt"):
+        pred, gold = [], []
+        for r, g, rs in zip(data.responses, data.resp_gold, data.resp_src, strict=True):
+            if rs == s and r[0] in keep:
+                pred.append(response_verdict(list(p[r]), thr, weak) == "hallucinated")
+                gold.append(g)
+        if pred:
+            vals.append(jm.balanced_accuracy(np.array(pred), np.array(gold)))
+    return float(np.nanmean(vals)) if vals else float("nan")
+
+
+def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, Any]:
+    """Fit the claim model on ``rows``: logistic weights on all of them; the isotonic map,
+    verdict threshold and weak band from cross-validated outputs within ``rows``."""
+    x, y, w = data.x[rows], data.y[rows], data.weight[rows]
+    coef, b = jm.fit_logistic(x, y, w, l2=L2)
+    oof = np.zeros(len(y))
+    inner = data.fold[rows]
+    folds = sorted(set(inner.tolist()))
+    # Inner folds: the outer fold ids present in rows (grouped, like the outer split).
+    for k in folds if len(folds) > 1 else range(inner_folds):
+        tr = inner != k
+        c, bb = jm.fit_logistic(x[tr], y[tr], w[tr], l2=L2)
+        oof[~tr] = _raw(x[~tr], c, bb)
+    xs, ys = isotonic(oof, y, w)
+    miss = x[:, _NUM_MISS] > 0
+    cap = float(np.sum(w[miss] * y[miss]) / np.sum(w[miss])) if miss.any() else 1.0
+    cal = _capped(_apply_iso(oof, xs, ys), x, cap, data.neg[rows])
+    score = verdict_score(cal, data.strong[rows], data.neg[rows])
+    thr = best_threshold(score, y, data.src[rows])
+    full = np.zeros(len(data.y))
+    full[rows] = score
+    weak = max(
+        (t for t in THRESHOLDS if t <= thr),
+        key=lambda t: _response_ba(data, rows, full, thr, float(t)),
+        default=thr,
+    )
+    return {
+        "coef": coef,
+        "intercept": b,
+        "knots": (xs, ys),
+        "threshold": thr,
+        "weak": float(weak),
+        "number_cap": round(cap, 4),
+    }
+
+
+def cross_validate(data: Data, folds: int) -> dict[str, Any]:
+    """Out-of-fold v2 probabilities, per-row thresholds and lexical-baseline thresholds."""
+    p = np.zeros(len(data.y))
+    thr = np.zeros(len(data.y))
+    weak = np.zeros(len(data.y))
+    lex_thr = np.zeros(len(data.y))
+    for k in range(folds):
+        test = data.fold == k
+        fit = fit_model(data, ~test)
+        p[test] = predict(fit, data.x[test], data.neg[test])
+        thr[test], weak[test] = fit["threshold"], fit["weak"]
+        lex_thr[test] = best_threshold(data.overlap[~test], data.y[~test], data.src[~test])
+    return {"p": p, "thr": thr, "weak": weak, "lex_thr": lex_thr}
+
+
+def _claim_row(name: str, score: np.ndarray, pred: np.ndarray, y: np.ndarray) -> str:
+    return (
+        f"  {name:<8}{jm.balanced_accuracy(pred, y):>8.3f}{jm.macro_f1(pred, y):>10.3f}"
+        f"{jm.auroc(score, y):>8.3f}{jm.ece(score, y):>8.3f}"
+    )
+
+
+def _response_preds(data: Data, cv: dict[str, Any]) -> dict[str, np.ndarray]:
+    out: dict[str, list[int]] = {"lexical": [], "v1": [], "v2": [], "v2_unsure": []}
+    for r in data.responses:
+        out["lexical"].append(int((data.overlap[r] < cv["lex_thr"][r]).any()))
+        out["v1"].append(int((data.v1[r] < 0.5).any()))
+        score = verdict_score(cv["p"][r], data.strong[r], data.neg[r])
+        verdict = response_verdict(list(score), float(cv["thr"][r[0]]), float(cv["weak"][r[0]]))
+        out["v2"].append(int(verdict == "hallucinated"))
+        out["v2_unsure"].append(int(verdict == "unsure"))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
+    """Print the tables; return the figures."""
+    y, src, p = data.y, data.src, cv["p"]
+    resp = _response_preds(data, cv)
+    results: dict[str, Any] = {}
+    print(f"claim level (grouped {data.fold.max() + 1}-fold CV; positive = supported)")
+    print(f"  {'judge':<8}{'bal.acc':>8}{'macro-F1':>10}{'AUROC':>8}{'ECE':>8}")
+    for s in dev.SOURCES:
+        m = src == s
+        print(f"{s}  n={m.sum()}  supported={y[m].mean():.2f}")
+        rows = {
+            "lexical": (data.overlap[m], data.overlap[m] >= cv["lex_thr"][m]),
+            "v1": (data.v1[m], data.v1[m] >= 0.5),
+            "v2": (p[m], verdict_score(p[m], data.strong[m], data.neg[m]) >= cv["thr"][m]),
+        }
+        results[s] = {"claim": {}, "response": {}}
+        for name, (score, pred) in rows.items():
+            print(_claim_row(name, score, pred, y[m]))
+            results[s]["claim"][name] = {
+                "balanced_accuracy": jm.balanced_accuracy(pred, y[m]),
+                "macro_f1": jm.macro_f1(pred, y[m]),
+                "auroc": jm.auroc(score, y[m]),
+                "ece": jm.ece(score, y[m]),
+            }
+        results[s]["reliability"] = jm.reliability(p[m], y[m])
+    print("response level (positive = hallucinated: any claim not supported)")
+    print(f"  {'judge':<8}{'F1':>8}{'bal.acc':>10}")
+    for s in dev.SOURCES:
+        m = data.resp_src == s
+        g = data.resp_gold[m]
+        print(
+            f"{s}  responses={m.sum()}  hallucinated={g.mean():.2f}  v2 unsure={resp['v2_unsure'][m].mean():.2f}"
+        )
+        for name in ("lexical", "v1", "v2"):
+            pr = resp[name][m]
+            print(f"  {name:<8}{jm.f1(pr, g):>8.3f}{jm.balanced_accuracy(pr, g):>10.3f}")
+            results[s]["response"][name] = {
+                "f1": jm.f1(pr, g),
+                "balanced_accuracy": jm.balanced_accuracy(pr, g),
+            }
+    print("v2 reliability (bin: mean probability -> observed supported rate, count)")
+    for s in dev.SOURCES:
+        cells = "  ".join(f"{pm:.2f}->{obs:.2f} ({c})" for _, pm, obs, c in results[s]["reliability"])
+        print(f"  {s}: {cells}")
+    return results
+
+
+def write_weights(data: Data) -> None:
+    """Fit on every row and write the packaged claim model."""
+    fit = fit_model(data, np.ones(len(data.y), dtype=bool))
+    xs, ys = fit["knots"]
+    WEIGHTS.write_text(
+        json.dumps(
+            {
+                "version": "2",
+                "about": "Local judge claim support model: logistic over the claim features, isotonic "
+                "calibration, verdict threshold and weak band; fit by bench/judge_quality.py "
+                "--write-weights on the development data (AttributionBench dev, FActScore, "
+                "Factcheck-GPT, WiCE dev; each set weighted equally; calibration and thresholds "
+                "from grouped cross-validated outputs).",
+                "features": list(CLAIM_FEATURES),
+                "coef": [round(float(c), 5) for c in fit["coef"]],
+                "intercept": round(fit["intercept"], 5),
+                "calibration": {"x": [round(v, 5) for v in xs], "y": [round(v, 5) for v in ys]},
+                "threshold": fit["threshold"],
+                "weak": fit["weak"],
+                "number_cap": fit["number_cap"],
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    print(f"wrote {WEIGHTS} (threshold {fit['threshold']}, weak {fit['weak']}, {len(xs)} calibration knots)")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--data", type=Path, default=dev.DATA)
     ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--repeats", type=int, default=5, help="repetitions of k-fold CV with new splits")
     ap.add_argument("--write-weights", action="store_true")
+    ap.add_argument("--no-cache", action="store_true")
+    ap.add_argument("--no-halueval", action="store_true")
+    ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
-    rows = load_rows(args.data)
+    if not (args.data / "judge-dev").is_dir():
+        print(f"dev data not found under {args.data}: nothing to measure", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
-    feats, overlaps = zip(*(featurise(r) for r in rows), strict=True)
-    gold = [1 if r["attribution_label"] == "attributable" else 0 for r in rows]
-    groups = [r.get("src_dataset", "?") for r in rows]
+    data = Data(dev.load_items(args.data, use_cache=not args.no_cache), args.folds)
+    print(
+        f"{len(data.y)} claims, {len(data.responses)} responses ({time.perf_counter() - t0:.1f}s to featurise)"
+    )
+    cv = cross_validate(data, args.folds)
+    results = report(data, cv)
+    if args.write_weights:  # before HaluEval, which runs the packaged judge
+        write_weights(data)
+    if not args.no_halueval:
+        from judge_halueval import halueval_report
 
-    base_f1, base_t = _best_threshold(list(overlaps), gold)
-
-    cv_scores = []
-    cv_pred = [0] * len(rows)
-    for seed in range(args.repeats):
-        idx = list(range(len(rows)))
-        random.Random(seed).shuffle(idx)
-        pred = [0] * len(rows)
-        for k in range(args.folds):
-            test = set(idx[k :: args.folds])
-            train = [i for i in idx if i not in test]
-            coef, b = _fit([feats[i] for i in train], [gold[i] for i in train])
-            p = _prob(coef, b)
-            for i in test:
-                pred[i] = 1 if _aggregate(feats[i], p) >= 0.5 else 0
-        cv_scores.append(macro_f1(pred, gold))
-        if seed == 0:
-            cv_pred = pred
-    cv_f1 = sum(cv_scores) / len(cv_scores)
-    cv_sd = (sum((x - cv_f1) ** 2 for x in cv_scores) / max(1, len(cv_scores) - 1)) ** 0.5
-
-    if args.write_weights:
-        coef, b = _fit(list(feats), gold)
-        WEIGHTS.parent.mkdir(parents=True, exist_ok=True)
-        WEIGHTS.write_text(
-            json.dumps(
-                {
-                    "version": "1",
-                    "about": "Local judge claim-support logistic model; fit by bench/judge_quality.py "
-                    "--write-weights on attributionbench-dev (all rows).",
-                    "features": list(FEATURES),
-                    "coef": [round(c, 4) for c in coef],
-                    "intercept": round(b, 4),
-                    "threshold": 0.5,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
-    model = load_model()
-    shipped = [1 if _aggregate(f, model.probability) >= model.threshold else 0 for f in feats]
-    shipped_f1 = macro_f1(shipped, gold)
-
-    print(f"data: {args.data.name}  rows={len(rows)}  ({time.perf_counter() - t0:.1f}s)")
-    print(f"{'judge':<44}{'macro-F1':>10}")
-    print(f"{'lexical-overlap baseline (best threshold ' + format(base_t, '.2f') + ')':<44}{base_f1:>10.4f}")
-    label = f"local judge, {args.folds}-fold CV x{args.repeats} (mean)"
-    print(f"{label:<44}{cv_f1:>10.4f}   (sd over repeats {cv_sd:.4f}, min {min(cv_scores):.4f})")
-    print(f"{'local judge, shipped weights (fit on all)':<44}{shipped_f1:>10.4f}")
-    print("per source (cross-validated, first split):")
-    for g in sorted(set(groups)):
-        ii = [i for i in range(len(rows)) if groups[i] == g]
-        print(f"  {g:<24} n={len(ii):<5} {macro_f1([cv_pred[i] for i in ii], [gold[i] for i in ii]):.4f}")
-    print(f"weights: {dict(zip(FEATURES, model.coef, strict=True))} intercept={model.intercept}")
+        results["halueval-qa"] = halueval_report(args.data)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, default=float) + "\n")
     return 0
 
 

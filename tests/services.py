@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "ROOT",
@@ -33,6 +37,7 @@ __all__ = [
     "ManagedProcess",
     "KafkaBroker",
     "Prometheus",
+    "Alertmanager",
     "free_port",
     "helm_binary",
     "promtool_binary",
@@ -70,6 +75,47 @@ def process_alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def chdb_holder(db: Path) -> Iterator[subprocess.Popen]:
+    """A child process that holds the chDB database at ``db`` until its stdin is closed.
+
+    chDB allows one process per path, so while it runs every other open fails: how tests
+    make storage unavailable. Yields once the child holds the path; always reaped.
+    """
+    code = (
+        f"import clickhouse_connect,sys; c=clickhouse_connect.get_client(dsn='chdb://{db}'); "
+        "c.command('SELECT 1'); print('held', flush=True); sys.stdin.read()"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+
+
+def release(holder: subprocess.Popen) -> None:
+    """Let a :func:`chdb_holder` child go and wait for it to exit."""
+    assert holder.stdin is not None
+    holder.stdin.close()
+    holder.wait(30)
+
+
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """Run the block with ``proc``; kill it afterwards if the block did not end it."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _provision(what: str) -> None:
@@ -156,7 +202,22 @@ class ManagedProcess:
         self.proc = None
 
 
-class KafkaBroker:
+class _ManagedService:
+    """A service run as one :class:`ManagedProcess` in its own working directory."""
+
+    workdir: Path
+    process: ManagedProcess | None
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class KafkaBroker(_ManagedService):
     """A single-node Apache Kafka 4.x broker in KRaft mode on loopback.
 
     ``start()`` formats a fresh log directory with ``kafka.tools.StorageTool``
@@ -327,14 +388,6 @@ class KafkaBroker:
         finally:
             admin.close()
 
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
 
 def promtool_binary() -> str:
     """Path to promtool, installing Debian's prometheus package if missing."""
@@ -366,14 +419,22 @@ def helm_binary() -> str:
     return str(path)
 
 
-class Prometheus:
+class Prometheus(_ManagedService):
     """A real Prometheus server on loopback with a config the caller writes."""
 
-    def __init__(self, config_text: str, workdir: Path | None = None, rule_files: list[Path] | None = None):
+    def __init__(
+        self,
+        config_text: str,
+        workdir: Path | None = None,
+        rule_files: list[Path] | None = None,
+        extra_args: list[str] | None = None,
+    ):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="ragpulse-prom-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.config_text = config_text
         self.rule_files = rule_files or []
+        self.extra_args = extra_args or []
         self.process: ManagedProcess | None = None
 
     @property
@@ -394,26 +455,12 @@ class Prometheus:
             f"--storage.tsdb.path={self.workdir / 'tsdb'}",
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--web.enable-lifecycle",
+            *self.extra_args,
         ]
         self.process = ManagedProcess("prometheus", argv, self.workdir / "prometheus.log")
         self.process.start()
-        import urllib.request
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.process.running():
-                raise ServiceError(f"prometheus exited during start-up:\n{self.process.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as resp:
-                    if resp.status == 200:
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise ServiceError(
-            f"prometheus not ready after {timeout:.0f}s:\n{_tail(self.workdir / 'prometheus.log')}"
-        )
+        _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
+        return self
 
     def stop(self) -> None:
         if self.process:
@@ -422,6 +469,60 @@ class Prometheus:
     def cleanup(self) -> None:
         self.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _wait_ready(service: Any, process: ManagedProcess, url: str, timeout: float) -> None:
+    """Poll ``url`` until it answers 200; stop ``service`` and raise with its log tail otherwise."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process.running():
+            raise ServiceError(f"{process.name} exited during start-up:\n{process.log_tail()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    service.stop()
+    raise ServiceError(f"{process.name} not ready after {timeout:.0f}s:\n{_tail(process.log_path)}")
+
+
+class Alertmanager:
+    """A real Alertmanager (Debian's prometheus-alertmanager) on loopback, clustering off."""
+
+    def __init__(self, config_text: str, workdir: Path | None = None):
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="ragpulse-am-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.config_text = config_text
+        self.process: ManagedProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> Alertmanager:
+        if not shutil.which("prometheus-alertmanager"):
+            _provision("alertmanager")
+        binary = shutil.which("prometheus-alertmanager")
+        if not binary:
+            raise ServiceError("prometheus-alertmanager not found after provisioning")
+        config = self.workdir / "alertmanager.yml"
+        config.write_text(self.config_text)
+        argv = [
+            binary,
+            f"--config.file={config}",
+            f"--storage.path={self.workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--cluster.listen-address=",
+        ]
+        self.process = ManagedProcess("alertmanager", argv, self.workdir / "alertmanager.log")
+        self.process.start()
+        _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
+        return self
 
 
 def main() -> None:

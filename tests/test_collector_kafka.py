@@ -27,7 +27,7 @@ from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.ingest.sampling import SamplingPolicy, trace_hash
 from ragpulse.collector.storage.clickhouse import Storage
 
-from tests.services import KafkaBroker, process_alive
+from tests.services import KafkaBroker, chdb_holder, process_alive, release
 
 pytestmark = pytest.mark.services
 
@@ -889,29 +889,17 @@ def test_storage_unavailable_nothing_committed_until_it_returns(setup_factory: A
     s = setup_factory(sampling={"rate": 0.0, "rules": []})
     traces = [make_trace(i, seed="unavailable", n_chunks=2, chunk_chars=60) for i in range(500)]
     _produce_all(s, [(t.hex.encode(), traces_data([(t.service, t.spans)])) for t in traces])
-    holder = subprocess.Popen(
-        [sys.executable, "-c", f"import clickhouse_connect,sys; c=clickhouse_connect.get_client(dsn='chdb://{s.db}'); "
-         "c.command('SELECT 1'); print('held', flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with chdb_holder(s.db) as holder:
         proc = s.collector()
         time.sleep(6.0)
         assert proc.alive(), proc.log_tail()
         assert s.committed() == {}
         assert "storage unavailable" in proc.log_tail()
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(30)
+        release(holder)
         s.wait_caught_up(proc, timeout=90)
         proc.wait_ready()
         rc, took = proc.terminate()
         assert rc == 0 and took < 10.0, (rc, took)
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait(10)
     st = s.storage()
     try:
         assert st.query("SELECT count(), uniqExact(trace_id) FROM {db}.rag_traces FINAL")[0] == (500, 500)

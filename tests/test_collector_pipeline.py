@@ -25,6 +25,8 @@ from ragpulse.collector.ingest.sampling import Sampler, SamplingPolicy, looks_li
 from ragpulse.collector.serve.metrics import Metrics
 from ragpulse.collector.storage.clickhouse import Storage, schema_statements
 
+from tests.services import chdb_holder, release
+
 ROOT = Path(__file__).resolve().parent.parent
 RAGPULSE = str(Path(sys.executable).parent / "ragpulse")  # the installed entry point
 
@@ -33,26 +35,33 @@ def _decoded(t: Any) -> list[Any]:
     return decode_record(traces_data([(t.service, t.spans)]), Limits()).spans
 
 
-# ---------------------------------------------------------------- decoding and assembly
-
-
-def test_protobuf_and_json_decode_to_the_same_spans() -> None:
-    from google.protobuf.json_format import MessageToDict
-    from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
-
-    t = make_trace(3, rerank=True)
-    raw = traces_data([(t.service, t.spans)])
-    td = TracesData()
-    td.ParseFromString(raw)
-    doc = MessageToDict(td)
+def _otlp_json(message: Any) -> dict[str, Any]:
+    """A TracesData message in OTLP/JSON form: the ids as hex strings, as the spec writes them."""
     import base64
 
+    from google.protobuf.json_format import MessageToDict
+
+    doc = MessageToDict(message)
     for rs in doc["resourceSpans"]:
         for ss in rs["scopeSpans"]:
             for sp in ss["spans"]:
                 for k in ("traceId", "spanId", "parentSpanId"):
                     if sp.get(k):
                         sp[k] = base64.b64decode(sp[k]).hex()
+    return doc
+
+
+# ---------------------------------------------------------------- decoding and assembly
+
+
+def test_protobuf_and_json_decode_to_the_same_spans() -> None:
+    from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+    t = make_trace(3, rerank=True)
+    raw = traces_data([(t.service, t.spans)])
+    td = TracesData()
+    td.ParseFromString(raw)
+    doc = _otlp_json(td)
     a = decode_record(raw, Limits()).spans
     b = decode_otlp_json(json.dumps(doc).encode(), Limits()).spans
     key = lambda s: (s.span_id, s.parent_id, s.name, s.start, s.end, s.status, s.service, s.attrs, s.events)  # noqa: E731
@@ -522,17 +531,7 @@ def test_otlp_http_receiver_protobuf_json_gzip_and_errors(tmp_path: Path) -> Non
             )[0]
             == 200
         )
-        from google.protobuf.json_format import MessageToDict
-
-        doc = MessageToDict(encode_spans(groups[2]))
-        import base64
-
-        for rs in doc["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                for sp in ss["spans"]:
-                    for k in ("traceId", "spanId", "parentSpanId"):
-                        if sp.get(k):
-                            sp[k] = base64.b64decode(sp[k]).hex()
+        doc = _otlp_json(encode_spans(groups[2]))
         assert post(json.dumps(doc).encode(), "application/json")[0] == 200
         code, body = post(b"\x0a\x03bad", "application/x-protobuf")
         assert code == 400 and b"protobuf" in body
@@ -550,13 +549,7 @@ def test_storage_unavailable_is_retried_until_it_returns(tmp_path: Path) -> None
     from ragpulse.collector.embedded.collector import EmbeddedCollector
 
     db = tmp_path / "db"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", f"import clickhouse_connect,sys,time; c=clickhouse_connect.get_client(dsn='chdb://{db}'); "
-         "c.command('SELECT 1'); print('held', flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with chdb_holder(db) as holder:
         collector = EmbeddedCollector(db, config={"storage": {"retry_initial_s": 0.1, "retry_max_s": 0.3}},
                                       metrics_port=None, judge=None, install_sink=False)  # fmt: skip
         import threading
@@ -567,9 +560,7 @@ def test_storage_unavailable_is_retried_until_it_returns(tmp_path: Path) -> None
         assert started.is_alive(), "start() should still be retrying while the database is held"
         retries = collector.metrics.storage_retries._value.get()
         assert retries >= 3
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(30)
+        release(holder)
         started.join(30)
         assert not started.is_alive()
         t = make_trace(1)
@@ -577,10 +568,6 @@ def test_storage_unavailable_is_retried_until_it_returns(tmp_path: Path) -> None
         assert collector.flush(30)
         assert collector.storage.query("SELECT trace_id FROM {db}.rag_traces FINAL") == [(t.hex,)]
         collector.stop()
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait(10)
 
 
 def test_collect_no_kafka_serves_otlp_http_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:

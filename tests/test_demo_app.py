@@ -8,10 +8,8 @@ wording, and the generator's injected modes are what it says they are.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from ragpulse.policy_rag import (
@@ -26,22 +24,7 @@ from ragpulse.policy_rag import (
 from ragpulse.policy_rag.bm25 import BM25Index, tokenize
 from ragpulse.policy_rag.generator import REFUSALS
 
-WORKED = Path("/work/shared/reference/worked_example.json")
-WORKED_CHUNKS = {
-    "C1": (
-        "current",
-        True,
-        "Covered institutions retain transaction logs for five years from transaction completion.",
-    ),
-    "C2": (
-        "current",
-        True,
-        "Earlier deletion requires release of all active legal holds and documented authorization from the records officer.",
-    ),
-    "C3": ("superseded", True, "Transaction logs shall be retained for three years."),
-    "C4": ("current", True, "Customer contact records must be corrected upon a verified request."),
-    "C5": ("commentary", False, "Many teams obtain manager approval before routine deletion."),
-}
+from tests.carried_data import worked_example
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +33,9 @@ def corpus():
 
 
 def test_corpus_holds_the_worked_example_verbatim(corpus) -> None:
-    if WORKED.exists():  # the shared reference, when this checkout sits next to it
-        ref = {
-            c["id"]: (c["status"], c["authoritative"], c["content"])
-            for c in json.loads(WORKED.read_text())["corpus"]
-        }
-        assert ref == WORKED_CHUNKS
-    for cid, (status, authoritative, content) in WORKED_CHUNKS.items():
+    worked = {c["id"]: (c["status"], c["authoritative"], c["content"]) for c in worked_example()["corpus"]}
+    assert sorted(worked) == ["C1", "C2", "C3", "C4", "C5"]
+    for cid, (status, authoritative, content) in worked.items():
         chunk = corpus.by_id[cid]
         assert (chunk.status, chunk.authoritative, chunk.content) == (status, authoritative, content)
     # C1 and C3 are two versions of one document

@@ -23,19 +23,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from ragpulse.collector.judge.record import SCORE_KEYS
 
-from tests.services import free_port
+from tests.services import free_port, reaped
 
 RAGPULSE = [str(Path(sys.executable).parent / "ragpulse")]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
-SCORES = (
-    "faithfulness",
-    "citation_correctness",
-    "citation_completeness",
-    "answer_relevance",
-    "context_precision",
-    "context_utilization",
-)
 
 _QUERY_SCRIPT = r"""
 import json, sys
@@ -91,7 +84,7 @@ def db_figures(db: Path) -> dict:
         ),
         "truth_rows": "SELECT count() FROM ragpulse.demo_injections FINAL",
     }
-    for s in SCORES:
+    for s in SCORE_KEYS:
         stmts[f"score_{s}"] = f"SELECT count({s}), avg({s}) FROM {j}"
         stmts[f"hist_{s}"] = (
             f"SELECT least(toUInt8(floor({s} * 10)), 9) b, count() FROM {j} AND {s} IS NOT NULL GROUP BY b"
@@ -127,7 +120,7 @@ def test_report_numbers_equal_the_database(demo_db: dict) -> None:
     assert _num(r"^\s+claims judged\s+(\d+)", out) == f["claims"][0][0]
     assert 0 < judged == sampled  # everything sampled was judged before the report
     assert f["judge"][0][0] in out
-    for s in SCORES:
+    for s in SCORE_KEYS:
         n, mean = f[f"score_{s}"][0]
         m = re.search(rf"^\s+{s}\s+(\d+)\s+(\S+)", out, re.M)
         assert m, s
@@ -156,7 +149,7 @@ def test_html_report_holds_the_chart_data(demo_db: dict) -> None:
     )
     assert data["traces"] == f["traces"][0][0] and data["judged"] == f["judged"][0][0]
     assert data["failure_modes"] == {m: n for m, n in f["modes"]}
-    for s in SCORES:
+    for s in SCORE_KEYS:
         expected = [0] * 10
         for b, c in f[f"hist_{s}"]:
             expected[int(b)] = c
@@ -235,15 +228,11 @@ def test_ctrl_c_stops_cleanly_and_reports(tmp_path: Path) -> None:
         text=True,
         env=ENV,
     )
-    try:
+    with reaped(proc):
         _wait_for(proc, "Serving 100000 questions", 60)
         time.sleep(2.0)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, out[-2000:]
     served = int(re.search(r"Interrupted: stopping after (\d+) questions", out).group(1))
     assert 0 < served < 100000
@@ -276,7 +265,7 @@ def test_serve_keeps_metrics_up_and_the_database_is_owned(tmp_path: Path) -> Non
         text=True,
         env=ENV,
     )
-    try:
+    with reaped(proc):
         out = _wait_for(proc, "Serving metrics at", 90)
         judged = int(_num(r"^\s+judged\s+(\d+)", out))
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
@@ -294,10 +283,6 @@ def test_serve_keeps_metrics_up_and_the_database_is_owned(tmp_path: Path) -> Non
         assert "in use" in second.stderr and len(second.stderr.strip().splitlines()) == 1
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 0
     assert "Stopped." in rest
 

@@ -45,21 +45,13 @@ def _gate(tmp: Path, text: str) -> str:
     return str(path)
 
 
-ABSOLUTE_GATE = """
-- metric: strict_pass
-  minimum: 0.7
-- metric: faithfulness
-  minimum: 0.95
-- metric: hallucination
-  slice: risk_level=high
-  maximum: 0.05
-"""
+GATES = Path(__file__).resolve().parents[1] / "examples" / "policy_rag" / "gates.yaml"
 
 
 def test_gate_passes_the_better_generator_and_fails_the_worse(
     evalset: Path, tmp_path: Path, shared_cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gate = _gate(tmp_path, ABSOLUTE_GATE)
+    gate = str(GATES)
     rc, good = _eval(
         tmp_path,
         str(evalset),

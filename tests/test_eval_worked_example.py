@@ -28,14 +28,14 @@ FIGURES = [(cid, k) for cid, body in ARTICLE["cases"].items() for k in body["exp
 #: Figures where the local judge decides an entailment otherwise than the note does, and why.
 LOCAL_JUDGE_DISAGREES: dict[tuple[str, str], str] = {
     ("worked-example-C", "claim_precision"): (
-        "G1 'Normal retention is five years.' |= 'Transaction logs are retained for five years.': the gold "
-        "claim leaves the subject implicit and says 'retention' where the answer says 'retained' (stems "
-        "retent/retain differ beyond the judge's 4-character prefix match): support 0.43 < 0.5"
+        "G |= 'Transaction logs are retained for five years.' does not hold for the local judge: the gold "
+        "claim 'Normal retention is five years.' leaves the subject implicit and says 'retention' where the "
+        "answer says 'retained', so too few of the answer claim's words are covered"
     ),
     ("worked-example-C", "forbidden_hit"): (
-        "'Earlier deletion requires release of all active legal holds.' |= F3 'Legal-hold release alone "
-        "is sufficient for early deletion.' is judged supported (0.59): a lexical judge sees the shared "
-        "legal-hold/release/deletion words and cannot tell a necessary condition from a sufficient one"
+        "the local judge finds 'Earlier deletion requires release of all active legal holds.' |= F3 "
+        "'Legal-hold release alone is sufficient for early deletion.': the two share legal-hold, release "
+        "and deletion, and a lexical judge cannot tell a necessary condition from a sufficient one"
     ),
     ("worked-example-C", "strict_pass"): "follows from the forbidden hit above",
 }

@@ -139,6 +139,11 @@ def _span(tid: bytes, sid: bytes, parent: bytes, start: int, end: int, attrs: li
     return s
 
 
+def _retrieval_span(attrs: list[KeyValue]) -> Span:
+    """The second span of the test traces: a child of the root, 10-50 ns after it starts."""
+    return _span(TID, IDS[1], IDS[0], T0 + 10, T0 + 50, attrs)
+
+
 def _record(spans: list[Span], service: str = "svc") -> bytes:
     return traces_data([(service, spans)])
 
@@ -159,12 +164,7 @@ def openinference_trace(messages: bool = False) -> list[Span]:
         _span(
             TID, IDS[0], b"", T0, T0 + 900, [kv("openinference.span.kind", "CHAIN"), kv("http.route", "/q")]
         ),
-        _span(
-            TID,
-            IDS[1],
-            IDS[0],
-            T0 + 10,
-            T0 + 50,
+        _retrieval_span(
             [
                 kv("openinference.span.kind", "retriever"),
                 kv("input.value", "the question"),
@@ -182,14 +182,9 @@ def openinference_trace(messages: bool = False) -> list[Span]:
 def gen_ai_trace() -> list[Span]:
     return [
         _span(TID, IDS[0], bytes(8), T0, T0 + 900, [kv("http.route", "/ask"), kv("user.id", 5)]),
-        _span(
-            TID,
-            IDS[1],
-            IDS[0],
-            T0 + 10,
-            T0 + 50,
-            [kv("gen_ai.operation.name", "search"), kv("retrieval.documents.0.document.id", "d")],
-        ),  # fmt: skip
+        _retrieval_span(
+            [kv("gen_ai.operation.name", "search"), kv("retrieval.documents.0.document.id", "d")]
+        ),
         _span(
             TID,
             IDS[2],

@@ -12,16 +12,13 @@ line breaks, runs of spaces, non-ASCII letters and spaces), and on real texts.
 
 from __future__ import annotations
 
-import json
 import random
 import re
-from pathlib import Path
 
 import pytest
 from ragpulse.collector.judge import claims, evidence, text
 
-ROOT = Path(__file__).resolve().parents[1]
-ATTRIBUTIONBENCH = ROOT.parent / "shared" / "data" / "attributionbench-dev.jsonl"
+from tests.carried_data import attribution_cases
 
 # Characters that decide between the fast path and the fallback, plus filler.
 _EDGY = "aZkx09 '.,%!?\t\n\u00e9\u00a0-_([\"]:;"
@@ -49,14 +46,9 @@ def _words_text(rng: random.Random) -> str:
 
 def _real_texts() -> list[str]:
     texts: list[str] = []
-    if ATTRIBUTIONBENCH.exists():
-        with ATTRIBUTIONBENCH.open(encoding="utf-8") as fh:
-            for i, line in enumerate(fh):
-                if i >= 150:
-                    break
-                row = json.loads(line)
-                texts.append(row["claim"])
-                texts.extend(row["references"])
+    for case in attribution_cases():
+        texts.append(case["claim"])
+        texts.extend(case["references"])
     from ragpulse.policy_rag import load_corpus
 
     corpus = load_corpus()

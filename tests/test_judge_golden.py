@@ -1,11 +1,12 @@
 """The local judge's full output records, pinned by hash.
 
 Speed work on the local judge (tokenisation, indexing, lazy views) must not
-change a single verdict, score or confidence. These hashes were taken from the
-judge before the throughput optimisations of its evidence, feature and claim
-code, over four input sets: the first 300 AttributionBench dev rows as judge
-records, the worked example runs, 500 traces of the demo application and 150
-of the throughput bench's synthetic traces; plus the lexical context
+change a single verdict, score or probability. These hashes were taken from the
+local judge 2.0 (calibrated claim model, claim-v2.json) over four input sets:
+the claim-support cases of tests/data as judge records (each claim against its
+own evidence, against another case's, and two claims as one answer), the
+worked example runs, 500 traces of the demo application and 150 of the
+throughput bench's synthetic traces; plus the lexical context
 utilization the LLM judge computes from verdicts. A change that is meant to
 alter verdicts must update the hashes (print them with ``_hashes()``) and say so.
 """
@@ -22,30 +23,17 @@ from ragpulse.collector.judge import get_judge
 from ragpulse.collector.judge.evidence import build_evidence
 from ragpulse.collector.judge.local import LocalJudge, lexical_utilization
 
+from tests.carried_data import attribution_records
+
 ROOT = Path(__file__).resolve().parents[1]
-ATTRIBUTIONBENCH = ROOT.parent / "shared" / "data" / "attributionbench-dev.jsonl"
 
 EXPECTED = {
-    "attributionbench": "ebd588c3d08e40fb",
-    "worked": "7c4c226e8e38dfcb",
-    "demo": "fb8d12615e011516",
-    "synthetic": "86dd45670dff88c4",
+    "attribution": "74ffd011dcc9fe1e",
+    "worked": "a1c3d04a06830941",
+    "demo": "c254c58ca4ad184d",
+    "synthetic": "6666c499c7d8ec20",
     "lexutil": "98b7925b03f9cab5",
 }
-
-
-def _attributionbench() -> list[dict]:
-    with ATTRIBUTIONBENCH.open(encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh if line.strip()][:300]
-    return [
-        {
-            "trace_id": f"ab{i}",
-            "query": r.get("question") or "",
-            "answer": r["claim"],
-            "chunks": [{"id": f"R{j}", "content": ref} for j, ref in enumerate(r["references"])],
-        }
-        for i, r in enumerate(rows)
-    ]
 
 
 def _worked() -> list[dict]:
@@ -101,7 +89,7 @@ def _lexutil_digest(judge: LocalJudge, records: list[dict]) -> str:
 
 
 SETS: dict[str, Callable[[], list[dict]]] = {
-    "attributionbench": _attributionbench,
+    "attribution": attribution_records,
     "worked": _worked,
     "demo": _demo,
     "synthetic": _synthetic,
@@ -122,8 +110,6 @@ def judge() -> LocalJudge:
 
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_local_judge_outputs_unchanged(judge: LocalJudge, name: str) -> None:
-    if name == "attributionbench" and not ATTRIBUTIONBENCH.exists():
-        pytest.skip(f"{ATTRIBUTIONBENCH} not present in this checkout")
     assert _digest(judge, SETS[name]()) == EXPECTED[name]
 
 

@@ -15,6 +15,7 @@ from ragpulse.collector.judge import get_judge  # noqa: E402
 from ragpulse.collector.judge.llm import LLMJudge  # noqa: E402
 from ragpulse.collector.judge.record import SCORE_KEYS  # noqa: E402
 
+from tests.carried_data import worked_example, worked_record  # noqa: E402
 from tests.judge_llm_server import Reply, ScriptedLLMServer, all_supported, claims_in, completion  # noqa: E402
 
 PRICE_IN, PRICE_OUT = 1e-6, 2e-6
@@ -274,23 +275,14 @@ def test_chunk_shuffling_for_position_bias(judges: list[LLMJudge]) -> None:
 
 
 def test_tiered_judge_escalates_borderline_and_abstentions_only(judges: list[LLMJudge]) -> None:
-    ex = json.loads(open(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "reference",
-                                      "worked_example.json")).read())  # fmt: skip
-    corpus = {c["id"]: c for c in ex["corpus"]}
-
-    def record(run: dict) -> dict:
-        return {"trace_id": run["id"], "query": ex["query"], "answer": run["answer"], "citations": run["citations"],
-                "chunks": [{"id": i, "content": corpus[i]["content"],
-                            "metadata": {"status": corpus[i]["status"], "authoritative": corpus[i]["authoritative"]}}
-                           for i in run["retrieved"]]}  # fmt: skip
-
+    ex = worked_example()
     with ScriptedLLMServer(all_supported) as srv:
         tiered = get_judge(
             "tiered:openai/fake-judge", sample_rate=0.0, api_base=srv.url, input_cost_per_token=1e-6
         )
         judges.append(tiered.llm)  # type: ignore[attr-defined]
         runs = {r["id"]: r for r in ex["runs"]}
-        outs = {k: tiered.judge(record(runs[k])) for k in ("A", "C", "D")}
+        outs = {k: tiered.judge(worked_record(ex, runs[k])) for k in ("A", "C", "D")}
         assert len(srv.requests) == 2
     assert outs["C"]["judge_tier"] == "local" and outs["C"]["escalation"] is None
     assert outs["A"]["judge_tier"] == "llm" and outs["A"]["escalation"] == "borderline"

@@ -9,31 +9,10 @@ import pytest
 from ragpulse.collector.judge import get_judge
 from ragpulse.collector.judge.claims import extract_claims
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "worked_example.json"
+from tests.carried_data import worked_example as _example
+from tests.carried_data import worked_record as _record
 
-
-def _example() -> dict:
-    if not EXAMPLE.is_file():
-        pytest.fail(f"worked example missing at {EXAMPLE}")
-    return json.loads(EXAMPLE.read_text())
-
-
-def _record(ex: dict, run: dict) -> dict:
-    corpus = {c["id"]: c for c in ex["corpus"]}
-    return {
-        "trace_id": run["id"],
-        "query": ex["query"],
-        "answer": run["answer"],
-        "chunks": [
-            {
-                "id": cid,
-                "content": corpus[cid]["content"],
-                "metadata": {"status": corpus[cid]["status"], "authoritative": corpus[cid]["authoritative"]},
-            }
-            for cid in run["retrieved"]
-        ],
-        "citations": run["citations"],
-    }
+EXAMPLE_FILE = Path(__file__).resolve().parents[1] / "examples" / "worked_example.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +95,16 @@ def test_claim_splitting_of_the_example_answers() -> None:
         ("Earlier deletion requires release of all active legal holds.", ["C2"]),
         ("Earlier deletion requires documented authorization from the records officer.", ["C2"]),
     ]
+
+
+def test_example_file_holds_the_worked_example_runs() -> None:
+    """examples/worked_example.jsonl (the README's offline judge input) is runs A-D, citations aside."""
+    ex = _example()
+    lines = EXAMPLE_FILE.read_text(encoding="utf-8").splitlines()
+    shipped = [json.loads(line) for line in lines if line.strip()]
+    want = []
+    for run in ex["runs"]:
+        record = _record(ex, run)
+        del record["citations"]
+        want.append(dict(record, trace_id=f"worked-example-{run['id']}"))
+    assert shipped == want

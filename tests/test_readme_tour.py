@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.services import ROOT, KafkaBroker, free_port
+from tests.services import ROOT, KafkaBroker, free_port, reaped
 
 README = ROOT / "README.md"
 VENV_BIN = Path(sys.executable).parent
@@ -49,6 +49,12 @@ EXERCISED = {
         "test_instrument_collect_and_read_metrics"
     ),
     ".venv/bin/ragpulse judge examples/worked_example.jsonl -o judged.jsonl": "test_judge_jsonl_offline",
+    ".venv/bin/ragpulse eval examples/worked_example/evalset.jsonl examples/worked_example/run.jsonl -o eval.html": (
+        "test_eval_and_gate"
+    ),
+    ".venv/bin/python -m ragpulse.policy_rag.evalset policy.jsonl": "test_eval_and_gate",
+    ".venv/bin/ragpulse eval policy.jsonl --app ragpulse.policy_rag.replay:sloppy --corpus-from-snapshot "
+    "--gate examples/policy_rag/gates.yaml": "test_eval_and_gate",
 }
 
 
@@ -173,6 +179,22 @@ def test_judge_jsonl_offline(tmp_path: Path) -> None:
     assert out["C"]["citation_correctness"] == 1.0
 
 
+def test_eval_and_gate(tmp_path: Path) -> None:
+    """Substitutions: outputs (eval.html, policy.jsonl) and the judgment cache go to a temporary folder."""
+    env = {**ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    outputs = {"eval.html": str(tmp_path / "eval.html"), "policy.jsonl": str(tmp_path / "policy.jsonl")}
+    results = []
+    for cmd in readme_command("test_eval_and_gate"):
+        argv = [outputs.get(a, a) for a in shlex.split(cmd)]
+        results.append(subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env))
+    report, build, gate = results
+    assert report.returncode == 0 and build.returncode == 0, report.stderr[-2000:] + build.stderr[-2000:]
+    assert "strict_pass" in report.stdout and (tmp_path / "eval.html").is_file()
+    assert len((tmp_path / "policy.jsonl").read_text().splitlines()) == 83
+    assert gate.returncode == 1, gate.stderr[-2000:]
+    assert [line for line in gate.stderr.splitlines() if line.startswith("GATE FAILED")]
+
+
 _PROMTOOL_RULES = """groups:
 - name: readme
   rules:
@@ -258,7 +280,7 @@ def test_instrument_collect_and_read_metrics(kafka_broker: KafkaBroker, tmp_path
     argv[0] = str(ROOT / argv[0])
     proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**ENV, **env})  # fmt: skip
-    try:
+    with reaped(proc):
         # step 4: read the metrics with the README's curl line (port substituted)
         metrics = ""
         deadline = time.monotonic() + 90
@@ -282,10 +304,6 @@ def test_instrument_collect_and_read_metrics(kafka_broker: KafkaBroker, tmp_path
         assert re.search(r"^ragpulse_faithfulness_count\{", metrics, re.M)
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 0, out[-3000:]
     (trace,) = _chdb_query(
         db, "SELECT service, query, answer, chunk_ids, citation_doc_ids FROM ragpulse.rag_traces FINAL"

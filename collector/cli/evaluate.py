@@ -1,7 +1,9 @@
 """``ragpulse eval``: evaluate a run (or a replayed app) on an eval set, report, and gate.
 
 Exit status: 0 when every gate passes (or none is given), 1 when a gate
-fails (one line per failing gate on stderr), 2 for bad input.
+fails (one line per failing gate on stderr), 2 for bad input. The eval's
+modules (numpy, scipy, jsonschema: the ``eval`` extra) load only when the
+command runs, so ``ragpulse --help`` works in an install without them.
 """
 
 from __future__ import annotations
@@ -13,10 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..eval.cache import CachedJudge, JudgmentStore
-from ..eval.evaluate import evaluate
-from ..eval.files import EvalInputError, load_evalset, load_run, write_jsonl
-from ..eval.gate import check_gates, load_gates
 from .errors import CliError
 
 __all__ = ["register", "run", "default_cache_path"]
@@ -68,7 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _judge(args: argparse.Namespace) -> CachedJudge:
+def _judge(args: argparse.Namespace) -> Any:
+    from ..eval.cache import CachedJudge, JudgmentStore
     from ..judge import get_judge
 
     settings: dict[str, Any] = {}
@@ -87,6 +86,7 @@ def _progress(msg: str) -> None:
 
 
 def _replay(args: argparse.Namespace, cases: list[dict[str, Any]]) -> tuple[Any, dict[str, dict[str, Any]]]:
+    from ..eval.files import write_jsonl
     from ..eval.replay import Replayer, load_app
 
     replayer = Replayer(load_app(args.app), corpus_from_snapshot=args.corpus_from_snapshot)
@@ -96,7 +96,10 @@ def _replay(args: argparse.Namespace, cases: list[dict[str, Any]]) -> tuple[Any,
     return replayer, run
 
 
-def _evaluate(args: argparse.Namespace, judge: CachedJudge) -> dict[str, Any]:
+def _evaluate(args: argparse.Namespace, judge: Any) -> dict[str, Any]:
+    from ..eval.evaluate import evaluate
+    from ..eval.files import EvalInputError, load_evalset, load_run
+
     cases = load_evalset(args.evalset)
     ids = [c["id"] for c in cases]
     if bool(args.app) == bool(args.run):
@@ -128,8 +131,14 @@ def _evaluate(args: argparse.Namespace, judge: CachedJudge) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..eval.report_html import write_html
-    from ..eval.report_text import render_text
+    try:
+        from ..eval.evaluate import evaluate  # noqa: F401 - numpy and scipy, checked before any work
+        from ..eval.files import EvalInputError
+        from ..eval.gate import check_gates, load_gates
+        from ..eval.report_html import write_html
+        from ..eval.report_text import render_text
+    except ImportError as exc:
+        raise CliError(f"needs the eval extra ({exc.name} is missing): pip install 'ragpulse[eval]'") from exc
 
     try:
         gates = load_gates(args.gate) if args.gate else []

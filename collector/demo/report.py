@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ..monitoring.report_slis import JUDGE_ERROR_RATE, objective_limits, objective_values
+
 __all__ = [
     "SCORES",
     "THRESHOLDS",
@@ -69,17 +71,9 @@ class Threshold:
         return self.value < self.limit if self.op == ">=" else self.value > self.limit
 
 
-#: Default quality objectives the report checks (pass ``thresholds=`` to build_report for others).
-THRESHOLDS: tuple[Threshold, ...] = (
-    Threshold("faithfulness", "mean faithfulness", ">=", 0.90),
-    Threshold("citation_correctness", "mean citation correctness", ">=", 0.90),
-    Threshold("citation_completeness", "mean citation completeness", ">=", 0.80),
-    Threshold("answer_relevance", "mean answer relevance", ">=", 0.70),
-    Threshold("retrieval_failure_rate", "share of judged traces failing in retrieval", "<=", 0.10),
-    Threshold("generation_failure_rate", "share of judged traces failing in generation", "<=", 0.10),
-    Threshold("false_refusal_rate", "share of judged traces that are false refusals", "<=", 0.03),
-    Threshold("judge_error_rate", "share of judgments that are judge errors", "<=", 0.01),
-)
+#: Quality objectives the report checks: the alerts' SLIs and limits, from the one objectives config
+#: (collector/monitoring/objectives.yaml; pass ``thresholds=`` to build_report for others).
+THRESHOLDS: tuple[Threshold, ...] = tuple(Threshold(*limit) for limit in objective_limits())
 
 
 @dataclass
@@ -258,15 +252,8 @@ def build_report(
     over_time, bucket_s = _over_time(query, judg_t, ok, bucket_count)
     worst_cases = _worst(query, traces_t, judg_t, claims_t, ok, jfilter, worst)
 
-    rates = {
-        "retrieval_failure_rate": failure_modes.get("retrieval", 0) + failure_modes.get("both", 0),
-        "generation_failure_rate": failure_modes.get("generation", 0) + failure_modes.get("both", 0),
-        "false_refusal_rate": abstentions.get("false_refusal", 0),
-    }
-    values: dict[str, float | None] = {name: scores[name].mean for name in SCORES}
-    for key, count in rates.items():
-        values[key] = round(count / judged, 6) if judged else None
-    values["judge_error_rate"] = round(errors / (judged + errors), 6) if judged + errors else None
+    values = objective_values(query, judg_t, claims_t, ok, jfilter)
+    values[JUDGE_ERROR_RATE] = round(errors / (judged + errors), 6) if judged + errors else None
     checked = [Threshold(t.name, t.description, t.op, t.limit, values.get(t.name)) for t in thresholds]
 
     return Report(

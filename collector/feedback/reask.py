@@ -11,6 +11,7 @@ section; ``enabled: false`` turns it off.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from ..storage.clickhouse import Storage
 __all__ = ["ReaskDetector"]
 
 _NS = 1_000_000_000
+_LOOKBACK = 20  # earlier calls of a session compared with each new one
 
 
 class ReaskDetector:
@@ -37,8 +39,9 @@ class ReaskDetector:
             raise ValueError("feedback.reask.threshold must be within (0, 1]")
 
     def _earlier(self, traces: Sequence[RagTrace]) -> list[tuple[str, str, int, str, str]]:
-        """Stored traces of these sessions in the window; no FINAL (cheaper on the ingest path):
-        a replayed row repeats a trace id, which :meth:`detect` keeps once."""
+        """The latest stored traces of these sessions in the window, at most ``_LOOKBACK`` each
+        (bounded work per batch however busy a session is); no FINAL, cheaper on the ingest
+        path: a replayed row repeats a trace id, which :meth:`detect` keeps once."""
         sessions = sorted({t.session_id for t in traces})
         low = min(t.time for t in traces) - self.window_ns
         high = max(t.time for t in traces)
@@ -47,8 +50,9 @@ class ReaskDetector:
             for tid, sid, ns, q, svc in self.storage.query(
                 "SELECT trace_id, session_id, toUnixTimestamp64Nano(time), query, service "
                 "FROM {db}.rag_traces WHERE session_id IN %(s)s "
-                "AND time >= fromUnixTimestamp64Nano(%(lo)s) AND time <= fromUnixTimestamp64Nano(%(hi)s)",
-                {"s": sessions, "lo": low, "hi": high},
+                "AND time >= fromUnixTimestamp64Nano(%(lo)s) AND time <= fromUnixTimestamp64Nano(%(hi)s) "
+                "ORDER BY time DESC, trace_id DESC LIMIT %(k)s BY session_id",
+                {"s": sessions, "lo": low, "hi": high, "k": _LOOKBACK},
             )
         ]
 
@@ -57,33 +61,47 @@ class ReaskDetector:
         with_session = [t for t in traces if t.session_id and t.query]
         if not self.enabled or not with_session:
             return []
-        by_session: dict[str, dict[str, tuple[int, str, str]]] = {}
+        calls: dict[str, tuple[int, str, str]] = {}  # trace id -> (time, session, service)
+        queries: dict[str, str] = {}
         for tid, sid, ns, query, service in self._earlier(with_session):
-            by_session.setdefault(sid, {})[tid] = (ns, query, service)
+            calls[tid], queries[tid] = (ns, sid, service), query
         for t in with_session:
-            by_session.setdefault(t.session_id, {})[t.trace_id] = (t.time, t.query, t.service)
-        rows: list[dict[str, Any]] = []
+            calls[t.trace_id], queries[t.trace_id] = (t.time, t.session_id, t.service), t.query
+        by_session: dict[str, list[tuple[int, str]]] = {}
+        for tid, (ns, sid, _) in calls.items():
+            by_session.setdefault(sid, []).append((ns, tid))
+        for entries in by_session.values():
+            entries.sort()
+        grams: dict[str, set[str]] = {}
+
+        def grams_of(tid: str) -> set[str]:
+            g = grams.get(tid)
+            if g is None:
+                g = grams[tid] = shingles(normalize_query(queries[tid]))
+            return g
+
+        rows = []
         for t in sorted(with_session, key=lambda x: (x.time, x.trace_id)):
-            earlier = self._match(t, by_session[t.session_id])
+            earlier = self._match(t, by_session[t.session_id], grams_of)
             if earlier is not None:
-                rows.append(_row(earlier, t))
+                rows.append(_row(earlier, calls[earlier][2], t))
         return rows
 
-    def _match(self, t: RagTrace, session: dict[str, tuple[int, str, str]]) -> tuple[str, int, str] | None:
-        """The latest earlier trace of the session that ``t`` re-asks, or None."""
-        mine = shingles(normalize_query(t.query))
-        best: tuple[int, str, str] | None = None
-        for tid, (ns, query, service) in session.items():
-            if tid == t.trace_id or not t.time - self.window_ns <= ns < t.time:
-                continue
-            if jaccard(mine, shingles(normalize_query(query))) >= self.threshold:
-                if best is None or (ns, tid) > (best[0], best[1]):
-                    best = (ns, tid, service)
-        return None if best is None else (best[1], best[0], best[2])
+    def _match(self, t: RagTrace, entries: list[tuple[int, str]], grams_of: Any) -> str | None:
+        """The latest of the session's ``_LOOKBACK`` calls before ``t`` (in the window) that ``t``
+        re-asks, or None. Bounded so a session with thousands of calls stays cheap."""
+        mine = grams_of(t.trace_id)
+        end = bisect.bisect_left(entries, (t.time, ""))
+        low = t.time - self.window_ns
+        for ns, tid in reversed(entries[max(0, end - _LOOKBACK) : end]):
+            if ns < low:
+                break
+            if tid != t.trace_id and jaccard(mine, grams_of(tid)) >= self.threshold:
+                return tid
+        return None
 
 
-def _row(earlier: tuple[str, int, str], later: RagTrace) -> dict[str, Any]:
-    tid, _, service = earlier
+def _row(tid: str, service: str, later: RagTrace) -> dict[str, Any]:
     return {
         "trace_id": tid,
         "feedback_id": f"reask:{later.trace_id}",

@@ -5,8 +5,8 @@ citation marker followed by a conjunction, ``, and``/``, but`` before an
 independent clause). A clause that lost its subject ("... [C2] and documented
 authorization from the records officer") borrows the head of the first clause
 ("Earlier deletion requires"), so each claim can be checked on its own.
-Citation markers are attached to the claim they follow; greetings, closers and
-hedges are dropped, and sentences that say the sources do not answer are
+Citation markers are attached to the claim they follow; greetings, closers,
+meta sentences and questions are dropped, hedge prefixes stripped, and sentences that say the sources do not answer are
 recognised as abstention statements.
 """
 
@@ -24,6 +24,7 @@ __all__ = [
     "extract_claims",
     "find_markers",
     "is_abstention",
+    "is_non_claim",
     "normalise_claim",
     "has_verb",
     "split_head",
@@ -61,6 +62,14 @@ _GREETING_RE = re.compile(
     r"^\s*(?:hi|hello|hey|greetings|thanks|thank you|sure|certainly|of course|absolutely|great question|"
     r"good question|happy to help|i hope (?:this|that) helps|hope (?:this|that) helps|let me know|feel free|"
     r"please let me know|please note that this is not|this is not (?:legal|medical|financial) advice)\b",
+    re.I,
+)
+# Sentences about the answer itself rather than the world: they assert nothing to verify.
+_META_RE = re.compile(
+    r"^\s*(?:here (?:is|are)|here's|below (?:is|are)|the following (?:is|are)|let me|let's|i will|i'll|"
+    r"i can help|i'd be happy|i would be happy|to answer (?:your|this|the) question|as an ai|"
+    r"you (?:asked|want to know|are asking)|your question (?:is|was|asks)|i found the following|"
+    r"in this (?:answer|response)|this (?:answer|response) (?:is|explains|covers|summari[sz]es))\b",
     re.I,
 )
 _HEDGE_PREFIX_RE = re.compile(
@@ -287,6 +296,15 @@ def _complete(fragment: str, head_words: list[str], verb_at: int) -> str:
 _ENUM_RE = re.compile(r"^\s*(?:[-*\u2022\u00b7]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
 
 
+def is_non_claim(text: str) -> bool:
+    """Greetings and closers, meta sentences about the answer ("Here is what I found"), and
+    questions (a restated or rhetorical question asserts nothing): not claims."""
+    if _GREETING_RE.match(text) or text.rstrip(" \"')]").endswith("?"):
+        return True
+    # "Here is the rule: logs are kept five years" states a fact after its colon.
+    return bool(_META_RE.match(text)) and not (":" in text and has_content(text.split(":", 1)[1]))
+
+
 def normalise_claim(text: str) -> str:
     """A claim without citation markers and without a leading list bullet or number
     ("1. Choose a location" -> "Choose a location")."""
@@ -367,7 +385,7 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
             if is_abstention(text):
                 abstentions.append(_clean(text))
                 continue
-            if _GREETING_RE.match(text) or not has_content(_HEDGE_PREFIX_RE.sub("", text)):
+            if is_non_claim(text) or not has_content(_HEDGE_PREFIX_RE.sub("", text)):
                 continue
             if head_words:
                 cleaned = _clean(_complete(text, head_words, verb_at))

@@ -16,18 +16,27 @@ import re
 import time
 from typing import Any
 
+from .claim_features import ChunkIndex, ClaimEvidence, claim_evidence
+from .claim_model import ClaimModel, load_claim_model, response_verdict
 from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, split_head, starts_with_verb
 from .evidence import ChunkEvidence, build_evidence
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
-from .support import SupportModel, claim_view, load_model
-from .text import profile
+from .support import ClaimView, SupportModel, claim_view, load_model
+from .text import TextProfile, profile
 
-__all__ = ["LocalJudge", "LOCAL_VERSION", "attach_citations", "lexical_utilization"]
+__all__ = [
+    "LocalJudge",
+    "LOCAL_VERSION",
+    "QUESTION_WORDS",
+    "negation_conflicts",
+    "attach_citations",
+    "lexical_utilization",
+]
 
-LOCAL_VERSION = "1.0"
+LOCAL_VERSION = "2.0"
 
-_QUESTION_WORDS = frozenset(
+QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
     "please give list kind type mean".split()
 )
@@ -49,12 +58,14 @@ class LocalJudge:
         self,
         *,
         weights: str | None = None,
+        claim_weights: str | None = None,
         threshold: float | None = None,
         answerable_coverage: float = 0.34,
         require_citations: bool = False,
     ) -> None:
         self.model: SupportModel = load_model(weights)
-        self.threshold = self.model.threshold if threshold is None else float(threshold)
+        self.claim_model: ClaimModel = load_claim_model(claim_weights)
+        self.threshold = self.claim_model.threshold if threshold is None else float(threshold)
         self.answerable_coverage = float(answerable_coverage)
         self.require_citations = bool(require_citations)
         settings = {
@@ -62,6 +73,7 @@ class LocalJudge:
             "answerable_coverage": self.answerable_coverage,
             "require_citations": self.require_citations,
             "weights": self.model.digest,
+            "claim_weights": self.claim_model.digest,
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
         self.judge_id = f"local-{LOCAL_VERSION}:{digest}"
@@ -95,35 +107,40 @@ class LocalJudge:
         if rec["citations"]:
             attach_citations(claims, rec["citations"], answer, ids)
         qprof = profile(rec["query"])
-        qstems = frozenset(s for s in qprof.stem_set if s not in _QUESTION_WORDS)
+        qstems = frozenset(s for s in qprof.stem_set if s not in QUESTION_WORDS)
         chunk_qcov = {c.id: (len(qstems & c.whole.stem_set) / len(qstems) if qstems else 0.0) for c in chunks}
 
         judged: list[ClaimJudgment] = []
         evidence_stems: set[str] = set()
         answer_stems: set[str] = set()
         thr = self.threshold
-        support_all = self.model.support_all
+        index = ChunkIndex(chunks)
+        verdict_scores: list[float] = []
         claim_profiles = [profile(c.text) for c in claims]
         answer_all = frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset()
         for claim, cp in zip(claims, claim_profiles, strict=True):
             answer_stems |= cp.stem_set
             view = claim_view(cp, qstems)
-            scored = support_all(view, chunks)
-            probs = [p for p, _ in scored]
-            supporting = [ids[i] for i, p in enumerate(probs) if p >= thr]
-            prob_of = dict(zip(ids, probs, strict=True))
+            ce = claim_evidence(view, index, self.model)
+            p = round(self.claim_model.probability(ce.features), 4)
+            # Supported when the calibrated probability reaches the threshold, or when one
+            # chunk supports the claim on its own by the pair model (its number veto included).
+            strong = max(ce.pair_probs, default=0.0) >= 0.5
+            supporting = _supporting(ce, view, chunks, strong or p >= thr) if chunks else []
+            kept = [cid for cid in supporting if not negation_conflicts(cp, by_id[cid])]
+            if supporting and not kept:  # the evidence says the opposite: as a conflicting number
+                p = min(p, self.claim_model.number_cap)
+            supporting = kept
             cits = claim.citations
-            cit_ok = [cid in prob_of and prob_of[cid] >= thr for cid in cits]
-            on_topic = (
-                (not qstems) or bool(cp.stem_set & qstems) or any(chunk_qcov[s] > 0 for s in supporting)
-            )
+            cit_ok = [cid in supporting for cid in cits]
+            on_topic = _on_topic(cp, qstems, supporting, by_id)
             verdict = "supported" if supporting else "unsupported"
             source = None
             contradicting: list[str] = []
             omitted = None
             if supporting:
                 rel = [s for s in supporting if usable[s]] or supporting
-                best = max(rel, key=lambda s: prob_of[s])
+                best = max(rel, key=lambda s: ce.pair_probs[ids.index(s)])
                 sent_i, _ = _best_sentence(cp, by_id[best])
                 if usable[best]:
                     evidence_stems |= by_id[best].sentence_stems[sent_i]
@@ -132,8 +149,11 @@ class LocalJudge:
                 contradicting = _contradicting(cp, chunks)
                 if contradicting:
                     verdict = "contradicted"
-                best_cov = max((cov for _, cov in scored), default=0.0)
+                best_cov = max(ce.pair_covs, default=0.0)
                 source = "noise" if best_cov >= 0.5 or contradicting else "hallucination"
+            # Response verdict: a supported claim counts as at least the threshold, a
+            # contradicted one as clearly wrong.
+            verdict_scores.append(max(p, thr) if supporting else 0.0 if contradicting or p >= thr else p)
             judged.append(
                 ClaimJudgment(
                     text=claim.text,
@@ -145,9 +165,13 @@ class LocalJudge:
                     source=source,
                     contradicting=contradicting,
                     omitted=omitted,
-                    confidence=round(max(probs, default=0.0), 4),
+                    confidence=p,
+                    support_probability=p,
                 )
             )
+        if judged and asks_quantity(rec["query"]) and not any(answers_quantity(cp) for cp in claim_profiles):
+            for j in judged:  # asked how long / how many / how often, and no claim says
+                j.on_topic = False
         usable_chunks = [c for c in chunks if c.usable]
         union_cov = (
             len(qstems & frozenset().union(*(c.whole.stem_set for c in usable_chunks))) / len(qstems)
@@ -168,6 +192,9 @@ class LocalJudge:
             utilization=utilization,
         )
         extra = {
+            "response_verdict": None
+            if extracted.abstained and not judged
+            else response_verdict(verdict_scores, thr, self.claim_model.weak),
             "abstention_statements": extracted.abstention_sentences,
             "unusable_chunk_ids": [c.id for c in chunks if not c.usable],
         }
@@ -179,6 +206,80 @@ class LocalJudge:
             require_citations=self.require_citations,
             extra=extra,
         )
+
+
+def _supporting(ce: ClaimEvidence, cv: ClaimView, chunks: list[ChunkEvidence], supported: bool) -> list[str]:
+    """The chunks a supported claim rests on, in chunk order: every chunk whose pair
+    probability reaches 0.5, else the best-ranked chunk; joined by the chunk that best covers
+    the claim words those lack, when it covers at least half of them (joint support: "kept
+    for five years [1] in the Frankfurt archive [2]")."""
+    if not supported:
+        return []
+    chosen = {i for i, p in enumerate(ce.pair_probs) if p >= 0.5} or {ce.best}
+    have = frozenset().union(*(chunks[i].whole.keys for i in chosen))
+    missing = cv.keys - have
+    if missing:
+        gain = [len(missing & c.whole.keys) if i not in chosen else 0 for i, c in enumerate(chunks)]
+        extra = max(range(len(chunks)), key=gain.__getitem__)
+        if gain[extra] and 2 * gain[extra] >= len(missing):
+            chosen.add(extra)
+    return [chunks[i].id for i in sorted(chosen)]
+
+
+def negation_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
+    """The chunk sentence the claim rests on says the same words with the opposite polarity
+    ("logs are not retained" against "logs are retained"): a contradiction, not support.
+    A negated sentence much longer than the claim usually negates something else ("... not
+    only ...", a second clause), so it counts only when it has at most half again as many
+    content words as the claim."""
+    if not (cp.negated or chunk.whole.negated):
+        return False
+    i, shared = _best_sentence(cp, chunk)
+    if shared < 0.75:
+        return False
+    sp = chunk.sentence_profile(i)
+    if cp.negated == sp.negated:
+        return False
+    return cp.negated or len(chunk.sentence_stems[i]) <= 1.5 * len(cp.stem_set)
+
+
+_QUANTITY_Q_RE = re.compile(
+    r"\bhow (?:many|much|long|often|old|far|big|large|soon)\b|\bwhat (?:year|percentage|share|proportion)\b"
+    r"|\bin what year\b|\bhow frequently\b",
+    re.I,
+)
+_QUANTITY_WORDS = frozenset(
+    "daily weekly monthly quarterly annually yearly hourly nightly biweekly immediately never always "
+    "indefinitely permanently once twice few several some none all half one single dozen dozens "
+    "hundreds thousands millions".split()
+)
+
+
+def asks_quantity(query: str) -> bool:
+    """The query asks for a quantity, a duration or a frequency ("How long ...", "How many ...")."""
+    return bool(_QUANTITY_Q_RE.search(query))
+
+
+def answers_quantity(cp: TextProfile) -> bool:
+    """A claim gives a number or a frequency/duration word."""
+    return bool(cp.numbers) or not _QUANTITY_WORDS.isdisjoint(w.lower() for w in cp.tokens)
+
+
+def _on_topic(
+    cp: TextProfile, qstems: frozenset[str], supporting: list[str], by_id: dict[str, ChunkEvidence]
+) -> bool:
+    """Whether a claim addresses the query's subject: it shares a content word with the
+    query, or the chunk sentence it rests on does. Resting on a chunk that mentions the
+    query somewhere else is not enough: a faithful answer about another part of an
+    on-topic page is off topic."""
+    if not qstems or cp.stem_set & qstems:
+        return True
+    for cid in supporting:
+        chunk = by_id[cid]
+        i, _ = _best_sentence(cp, chunk)
+        if chunk.sentence_stems[i] & qstems:
+            return True
+    return False
 
 
 def lexical_utilization(

@@ -37,6 +37,7 @@ class ClaimJudgment:
     contradicting: list[str] = field(default_factory=list)
     omitted: str | None = None  # a condition of the relied-on evidence the answer leaves out
     confidence: float | None = None
+    support_probability: float | None = None  # calibrated P(supported); None when the judge has none
 
 
 @dataclass(slots=True)
@@ -52,6 +53,15 @@ class TraceFacts:
 
 def _ratio(num: int, den: int) -> float | None:
     return None if den == 0 else round(num / den, 4)
+
+
+def _response_verdict(claims: list[ClaimJudgment], facts: TraceFacts) -> str | None:
+    """From verdicts alone: ``hallucinated`` when a claim is not supported, else ``faithful``;
+    None for an abstention or an answer without claims. A judge with calibrated support
+    probabilities (the local judge) refines this with an ``unsure`` band."""
+    if facts.abstained or not claims:
+        return None
+    return "hallucinated" if any(c.verdict != "supported" for c in claims) else "faithful"
 
 
 def assemble(
@@ -137,9 +147,11 @@ def assemble(
             "on_topic": c.on_topic,
             "contradicting_chunk_ids": c.contradicting,
             "confidence": c.confidence,
+            "support_probability": c.support_probability,
         }
         for c in claims
     ]
+    out["response_verdict"] = _response_verdict(claims, facts)
     out["error"] = None
     if extra:
         out.update(extra)

@@ -365,6 +365,11 @@ class TextProfile:
         self._negated: bool | None = None
 
     @property
+    def tokens(self) -> list[str]:
+        """The raw tokens, in order."""
+        return self._tokens
+
+    @property
     def bigrams(self) -> frozenset[tuple[str, str]]:
         if self._bigrams is None:
             self._bigrams = frozenset(zip(self.stems, self.stems[1:], strict=False))

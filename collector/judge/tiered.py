@@ -1,8 +1,10 @@
 """The tiered judge: the local judge on every trace, the LLM judge on a
 deterministic sub-sample and on borderline local verdicts.
 
-A local verdict is borderline when some claim's support probability lies in
-the ``borderline`` band around the threshold, when the local judge saw an
+A local verdict is borderline when some claim's calibrated support probability
+(``support_probability``) lies in the configurable ``borderline`` band around the
+verdict threshold (by default 0.35-0.65: the claims the local judge gets right
+least often), when the local judge saw an
 abstention (refusals are the costliest mistake to get wrong), or when it
 errored. The record of the tier that judged last is returned; ``judge_tier``
 says which (``local`` or ``llm``) and ``escalation`` why. If the LLM judge
@@ -66,8 +68,8 @@ class TieredJudge:
             return "abstention"
         lo, hi = self.borderline
         for c in local_out.get("claims", []):
-            conf = c.get("confidence")
-            if conf is not None and lo <= conf <= hi:
+            p = c.get("support_probability", c.get("confidence"))
+            if p is not None and lo <= p <= hi:
                 return "borderline"
         return None
 

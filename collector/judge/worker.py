@@ -122,6 +122,7 @@ def judgment_rows(
                 "unsupported_source": str(c.get("unsupported_source") or c.get("source") or "")
                 if c.get("verdict") != "supported"
                 else "",
+                "support_probability": _probability(c.get("support_probability")),
                 "version": version,
             }
         )
@@ -223,3 +224,11 @@ class JudgeWorker:
             m.abstentions.labels(service, judge, row["abstention_kind"] or "unknown").inc()
         if row["failure_mode"]:
             m.failure_modes.labels(service, judge, row["failure_mode"]).inc()
+
+
+def _probability(value: Any) -> float | None:
+    """A claim's support probability for storage: a number in [0, 1], else NULL (the LLM
+    judge has none)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return min(1.0, max(0.0, float(value)))

@@ -49,7 +49,8 @@ JUDGMENT_COLUMNS = (
 
 CLAIM_COLUMNS = (
     "trace_id", "judge_id", "claim_index", "service", "time", "text", "verdict",
-    "supporting_chunk_ids", "cited_chunk_ids", "citation_valid", "unsupported_source", "version",
+    "supporting_chunk_ids", "cited_chunk_ids", "citation_valid", "unsupported_source", "support_probability",
+    "version",
 )  # fmt: skip
 
 

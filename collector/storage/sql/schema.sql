@@ -111,12 +111,16 @@ CREATE TABLE IF NOT EXISTS {db}.rag_claims
     cited_chunk_ids       Array(String),
     citation_valid        Nullable(UInt8),
     unsupported_source    LowCardinality(String),
+    support_probability   Nullable(Float32),
     version               UInt32
 )
 ENGINE = ReplacingMergeTree(version)
 PARTITION BY toYYYYMM(time)
 ORDER BY (trace_id, judge_id, claim_index)
 {ttl_claims};
+
+-- Tables created before the column existed gain it in place (NULL for their rows).
+ALTER TABLE {db}.rag_claims ADD COLUMN IF NOT EXISTS support_probability Nullable(Float32) AFTER unsupported_source;
 
 -- One row per feedback event. feedback_id is the feedback span's id (or an imported line's id,
 -- or the re-asking trace's id for an implicit re-ask), so replays and re-imports replace rows.

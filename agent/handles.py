@@ -1,0 +1,136 @@
+"""Handles returned by the with-statement forms and by ``current_rag()``.
+
+A handle writes into its span's side record (expanded in the export thread);
+on an untraced call (sampled out, disabled) every method does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.trace import format_trace_id
+
+from .records import GenerationRecord, RagRecord, Record, RetrievalRecord
+from .spans import emit
+
+__all__ = ["RagHandle", "RetrievalHandle", "GenerationHandle", "add_citation"]
+
+
+def add_citation(
+    record: RagRecord, doc_id: Any, start: int | None, end: int | None, marker: str | None
+) -> None:
+    """Record that chunk ``doc_id`` supports ``answer[start:end]``."""
+    if record.citations is None:
+        record.citations = []
+    record.citations.append((doc_id, start, end, marker))
+
+
+class _Handle:
+    __slots__ = ("_record", "_span")
+
+    def __init__(self, record: Record | None, span: Any):
+        self._record = record
+        self._span = span
+
+    @property
+    def recording(self) -> bool:
+        """False when this call is not traced (sampled out, disabled)."""
+        return self._record is not None
+
+    @property
+    def trace_id(self) -> str | None:
+        """The 32-hex trace id of this call (what Kafka records are keyed by), or None."""
+        if self._span is None:
+            return None
+        return format_trace_id(self._span.get_span_context().trace_id)
+
+    def feedback(self, value: float | None = None, **options: Any) -> bool:
+        """Feedback on this call (see :func:`ragpulse.agent.feedback`); the span's parent is this one."""
+        if self._span is None:
+            return False
+        from .feedback import feedback
+
+        ctx = self._span.get_span_context()
+        return feedback(format_trace_id(ctx.trace_id), value, span_id=ctx.span_id, **options)
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        """Add an attribute to this span (expanded and redacted in the export thread)."""
+        if self._record is not None:
+            self._record.set_attr(key, value)
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        for key, value in attributes.items():
+            self.set_attribute(key, value)
+
+
+class RagHandle(_Handle):
+    """The root of a RAG call: set the query, chunks, answer, citations."""
+
+    __slots__ = ()
+
+    def set_query(self, query: Any) -> None:
+        if self._record is not None:
+            self._record.input = query
+
+    def set_answer(self, answer: Any) -> None:
+        """The answer: a string, or a structured object/dict with ``answer`` and ``citations``."""
+        if self._record is not None:
+            self._record.answer = answer
+
+    def set_chunks(self, chunks: Any, *, name: str = "retrieval", top_k: int | None = None) -> None:
+        """Record retrieved chunks as a RETRIEVER child span (for code without a ``@retrieval``)."""
+        record = self._record
+        if not isinstance(record, RagRecord):
+            return
+        child = RetrievalRecord(record.input, top_k, record)
+        child.set_chunks(chunks)
+        emit(name, child)
+
+    def cite(
+        self, doc_id: Any, start: int | None = None, end: int | None = None, marker: str | None = None
+    ) -> None:
+        """An explicit citation: ``doc_id`` (a chunk id, or an int 1-based position) supports answer[start:end]."""
+        if isinstance(self._record, RagRecord):
+            add_citation(self._record, doc_id, start, end, marker)
+
+
+class RetrievalHandle(_Handle):
+    """A retrieval span opened with ``with retrieval(...) as r``."""
+
+    __slots__ = ()
+
+    def set_chunks(self, chunks: Any) -> None:
+        if isinstance(self._record, RetrievalRecord):
+            self._record.set_chunks(chunks)
+
+    def set_query(self, query: Any) -> None:
+        if self._record is not None:
+            self._record.input = query
+
+    def set_top_k(self, top_k: int) -> None:
+        if isinstance(self._record, RetrievalRecord):
+            self._record.top_k = top_k
+
+
+class GenerationHandle(_Handle):
+    """An LLM span opened with ``with generation(model=...) as g``."""
+
+    __slots__ = ()
+
+    def set_output(self, output: Any) -> None:
+        """The model's output: text, or a response object (its usage is read too)."""
+        if isinstance(self._record, GenerationRecord):
+            self._record.output = output
+
+    def set_usage(self, input_tokens: int | None = None, output_tokens: int | None = None) -> None:
+        if isinstance(self._record, GenerationRecord):
+            self._record.usage = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+
+    def set_model(self, model: str) -> None:
+        if isinstance(self._record, GenerationRecord):
+            self._record.model = model
+
+    def set_prompt(self, prompt: Any) -> None:
+        if self._record is not None:
+            self._record.input = prompt

@@ -1,0 +1,165 @@
+"""The judge's development data as claim items, featurised once and cached.
+
+Reads ``../shared/data`` (AttributionBench dev and ``judge-dev/``: FActScore,
+Factcheck-GPT, WiCE dev; HaluEval QA has response labels only and is judged
+whole by bench/judge_quality.py). Each labelled claim becomes one item with:
+
+- ``source`` (data set), ``sub`` (its sub-source), ``group`` (the cross-validation
+  group: FActScore topic, Factcheck-GPT response, WiCE article title,
+  AttributionBench question; records in one group share evidence), ``response``
+  (the answer the claim comes from, for response-level scores), ``label``
+  (1 = supported by the chunks; ``partial``, ``unsupported`` and ``contradicted`` are 0);
+- ``x``: the local judge's claim features (:mod:`ragpulse.collector.judge.claim_features`);
+- ``v1``: the current (v1) judge's claim confidence, the max pair probability
+  with its number veto, computed by the packaged v1 pair model;
+- ``neg``: the judge's negation rule fires on the best chunk (the claim says the opposite of
+  the sentence it rests on);
+- ``overlap``: the lexical-overlap baseline, the share of the claim's content
+  stems found anywhere in the chunks.
+
+Featurising all 16,700 claims takes a few minutes on one core, so the result
+is cached under ``.cache/judge-quality/`` keyed by the judge's source code and
+the data files; any change to either recomputes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import re
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ragpulse.collector.judge import claim_features, claim_model, claims, evidence, local, support, text
+from ragpulse.collector.judge.claim_features import ChunkIndex, claim_evidence
+from ragpulse.collector.judge.claims import normalise_claim
+from ragpulse.collector.judge.evidence import build_evidence
+from ragpulse.collector.judge.local import QUESTION_WORDS, negation_conflicts
+from ragpulse.collector.judge.support import claim_view, load_model
+from ragpulse.collector.judge.text import profile
+
+__all__ = ["DATA", "SOURCES", "load_items", "iter_records"]
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+CACHE = ROOT / ".cache" / "judge-quality"
+SOURCES: tuple[str, ...] = ("attributionbench", "factscore", "factcheck-gpt", "wice")
+_FILES = {
+    "attributionbench": "attributionbench-dev.jsonl",
+    "factscore": "judge-dev/factscore.jsonl",
+    "factcheck-gpt": "judge-dev/factcheck-gpt.jsonl",
+    "wice": "judge-dev/wice-dev.jsonl",
+}
+_URL_LINE = re.compile(r"^\[\d+\]\s*https?://\S+\s*", re.M)
+_V1_WEIGHTS = "weights/support-v1.json"
+
+
+def _read(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def iter_records(data: Path, source: str) -> Iterator[dict[str, Any]]:
+    """One dict per response: ``query``, ``chunks``, ``claims`` [(text, label)], ``group``,
+    ``response``, ``sub``."""
+    path = data / _FILES[source]
+    for r in _read(path):
+        if source == "attributionbench":
+            chunks = [
+                {"id": str(i), "content": _URL_LINE.sub("", ref) or ref}
+                for i, ref in enumerate(r["references"])
+            ]
+            label = 1 if r["attribution_label"] == "attributable" else 0
+            yield {
+                "query": r.get("question") or "",
+                "chunks": chunks,
+                "claims": [(r["claim"], label)],
+                "group": f"ab:{r.get('question') or r['id']}",
+                "response": f"ab:{r['id']}",
+                "sub": r.get("src_dataset", "?"),
+            }
+            continue
+        claims = [(c["text"], 1 if c["label"] == "supported" else 0) for c in r["claims"]]
+        if source == "factscore":
+            group, response = f"fs:{r.get('topic') or r['id']}", r["id"]
+        elif source == "factcheck-gpt":
+            group = response = f"fc:{r.get('response') or r['id']}"
+        else:
+            group, response = f"wice:{r.get('wiki_title') or r['query']}", r["id"]
+        yield {
+            "query": r["query"],
+            "chunks": [c for c in r["chunks"] if c["content"].strip()],
+            "claims": claims,
+            "group": group,
+            "response": response,
+            "sub": r["source"],
+        }
+
+
+def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any]]:
+    chunks = build_evidence(rec["chunks"])
+    qstems = frozenset(s for s in profile(rec["query"]).stem_set if s not in QUESTION_WORDS)
+    index = ChunkIndex(chunks)
+    all_stems = index.all_stems
+    out = []
+    for claim_text, label in rec["claims"]:
+        cp = profile(normalise_claim(claim_text))
+        view = claim_view(cp, qstems)
+        ce = claim_evidence(view, index, model)
+        v1_conf = max((p for p, _ in v1.support_all(view, chunks)), default=0.0)
+        overlap = len(cp.stem_set & all_stems) / max(1, len(cp.stem_set))
+        out.append(
+            {
+                "source": source,
+                "sub": rec["sub"],
+                "group": rec["group"],
+                "response": rec["response"],
+                "label": label,
+                "x": ce.features,
+                "v1": v1_conf,
+                "overlap": overlap,
+                "neg": bool(chunks) and negation_conflicts(cp, chunks[ce.best]),
+            }
+        )
+    return out
+
+
+def _cache_key(data: Path) -> str:
+    h = hashlib.sha256()
+    for mod in (claim_features, claim_model, claims, evidence, local, support, text, sys.modules[__name__]):
+        h.update(Path(mod.__file__).read_bytes())
+    h.update(Path(support.__file__).with_name("weights").joinpath("support-v1.json").read_bytes())
+    for name in _FILES.values():
+        st = (data / name).stat()
+        h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+def load_items(data: Path = DATA, *, use_cache: bool = True, verbose: bool = True) -> list[dict[str, Any]]:
+    """Every labelled claim of the claim-level dev sets, featurised (cached)."""
+    key = _cache_key(data)
+    path = CACHE / f"items-{key}.pkl"
+    if use_cache and path.is_file():
+        return pickle.loads(path.read_bytes())
+    v1 = load_model()
+    model = load_model()
+    items: list[dict[str, Any]] = []
+    for source in SOURCES:
+        t0 = time.perf_counter()
+        n0 = len(items)
+        for rec in iter_records(data, source):
+            items.extend(_items_of(rec, source, v1, model))
+        if verbose:
+            print(
+                f"featurised {source}: {len(items) - n0} claims in {time.perf_counter() - t0:.1f}s",
+                file=sys.stderr,
+            )
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(items))
+    return items

@@ -1,0 +1,129 @@
+"""Metrics and model fitting for bench/judge_quality.py (numpy; bench-only).
+
+- binary metrics with ``1`` = supported (claims) or hallucinated (responses):
+  balanced accuracy, macro-F1, F1 of the positive class, AUROC;
+- calibration: expected calibration error over ten equal-width probability
+  bins, ``ECE = sum_b n_b / N * |mean(p_b) - mean(y_b)|``, and the reliability
+  table it comes from;
+- L2-regularised, weighted logistic regression by Newton's method (IRLS);
+- grouped folds: a group's fold is a hash of its name, so records that share
+  evidence never straddle a split and the folds do not depend on row order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+__all__ = [
+    "balanced_accuracy",
+    "macro_f1",
+    "f1",
+    "auroc",
+    "ece",
+    "reliability",
+    "fit_logistic",
+    "fold_of",
+]
+
+
+def _counts(pred: np.ndarray, gold: np.ndarray) -> tuple[int, int, int, int]:
+    pred = np.asarray(pred, dtype=bool)
+    gold = np.asarray(gold, dtype=bool)
+    return (
+        int(np.sum(pred & gold)),
+        int(np.sum(pred & ~gold)),
+        int(np.sum(~pred & gold)),
+        int(np.sum(~pred & ~gold)),
+    )
+
+
+def balanced_accuracy(pred, gold) -> float:
+    """Mean of the recall of both classes (0.5 for a constant prediction)."""
+    tp, fp, fn, tn = _counts(pred, gold)
+    pos, neg = tp + fn, tn + fp
+    if not pos or not neg:
+        return float("nan")
+    return 0.5 * (tp / pos + tn / neg)
+
+
+def f1(pred, gold) -> float:
+    """F1 of the positive class."""
+    tp, fp, fn, _ = _counts(pred, gold)
+    return 2 * tp / max(1, 2 * tp + fp + fn)
+
+
+def macro_f1(pred, gold) -> float:
+    """Mean of the F1 of both classes."""
+    tp, fp, fn, tn = _counts(pred, gold)
+    return 0.5 * (2 * tp / max(1, 2 * tp + fp + fn) + 2 * tn / max(1, 2 * tn + fn + fp))
+
+
+def auroc(score, gold) -> float:
+    """Area under the ROC curve (ties count half), by ranks."""
+    score = np.asarray(score, dtype=float)
+    gold = np.asarray(gold, dtype=bool)
+    n_pos, n_neg = int(gold.sum()), int((~gold).sum())
+    if not n_pos or not n_neg:
+        return float("nan")
+    order = np.argsort(score, kind="mergesort")
+    ranks = np.empty(len(score))
+    s = score[order]
+    i = 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[i]:
+            j += 1
+        ranks[order[i : j + 1]] = 0.5 * (i + j) + 1
+        i = j + 1
+    return float((ranks[gold].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def reliability(prob, gold, bins: int = 10) -> list[tuple[float, float, float, int]]:
+    """Per equal-width bin: (lower edge, mean probability, observed frequency, count)."""
+    prob = np.clip(np.asarray(prob, dtype=float), 0.0, 1.0)
+    gold = np.asarray(gold, dtype=float)
+    idx = np.minimum((prob * bins).astype(int), bins - 1)
+    out = []
+    for b in range(bins):
+        m = idx == b
+        if m.any():
+            out.append((b / bins, float(prob[m].mean()), float(gold[m].mean()), int(m.sum())))
+    return out
+
+
+def ece(prob, gold, bins: int = 10) -> float:
+    """Expected calibration error over ``bins`` equal-width bins."""
+    n = len(prob)
+    return sum(c / n * abs(p - y) for _, p, y, c in reliability(prob, gold, bins)) if n else float("nan")
+
+
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None, l2: float = 1.0, iterations: int = 50
+) -> tuple[np.ndarray, float]:
+    """Weighted L2-regularised logistic regression (intercept unpenalised) by Newton steps.
+
+    ``l2`` is the penalty on the summed, weight-normalised log-loss (weights are rescaled to
+    sum to the number of rows). Returns (coefficients, intercept)."""
+    n, d = x.shape
+    w = np.ones(n) if weight is None else weight * (n / weight.sum())
+    xa = np.hstack([x, np.ones((n, 1))])
+    beta = np.zeros(d + 1)
+    reg = np.full(d + 1, l2)
+    reg[-1] = 0.0
+    for _ in range(iterations):
+        s = np.clip(xa @ beta, -30, 30)
+        p = 1.0 / (1.0 + np.exp(-s))
+        g = xa.T @ (w * (p - y)) + reg * beta
+        h = (xa * (w * p * (1 - p))[:, None]).T @ xa + np.diag(reg + 1e-9)
+        step = np.linalg.solve(h, g)
+        beta -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return beta[:-1], float(beta[-1])
+
+
+def fold_of(group: str, folds: int, seed: int = 0) -> int:
+    """The cross-validation fold of a group: a hash of its name (and the repetition seed)."""
+    return int(hashlib.sha1(f"{seed}:{group}".encode()).hexdigest()[:8], 16) % folds

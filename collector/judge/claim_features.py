@@ -1,0 +1,225 @@
+"""Claim-level evidence features for the local judge's support probability.
+
+:mod:`.support` scores a claim against one chunk at a time; this module looks at
+the claim against *all* the retrieved chunks at once, which is what a verdict
+is about:
+
+- the best chunk's pair features and its pair-model logit (the strongest single source);
+- sentence alignment: the best coverage by one chunk sentence and that sentence's
+  bigram coverage (a claim copied from one sentence beats words scattered over a page);
+- joint support: coverage by the union of the two best chunks and by all chunks
+  (a claim supported by two chunks together is not unsupported);
+- numbers missing from the best chunk or from the chunk that covers most of the claim
+  (a changed number must not hide behind another chunk that happens to hold it), and
+  from every chunk; names missing from the best chunk and from every chunk;
+- the claim's length and the number of chunks (more chunks make a high maximum
+  cheaper, so the same coverage means less).
+
+Every feature is in [0, 1]; :mod:`.claim_model` turns them into a calibrated
+probability. The names in :data:`CLAIM_FEATURES` are the weights file's contract.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .evidence import ChunkEvidence
+from .support import ClaimView, SupportModel, view_features
+
+__all__ = ["CLAIM_FEATURES", "ChunkIndex", "ClaimEvidence", "claim_evidence"]
+
+CLAIM_FEATURES: tuple[str, ...] = (
+    "pair_logit",
+    "cov",
+    "novel_cov",
+    "bigram_cov",
+    "best_window",
+    "tail_cov",
+    "sent_cov",
+    "sent_bigram",
+    "two_chunk_cov",
+    "all_chunk_cov",
+    "num_miss",
+    "num_miss_all",
+    "ent_miss",
+    "ent_miss_all",
+    "short",
+    "length",
+    "n_chunks",
+    "cov_x_window",
+    "window_sq",
+    "sent_sq",
+    "sent_num_miss",
+    "sent_ent_miss",
+    "window_bigram",
+)
+
+_LOG_LEN = math.log(31.0)
+_LOG_CHUNKS = math.log(101.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimEvidence:
+    """A claim against all chunks: its feature vector and what the verdict needs."""
+
+    features: list[float]
+    pair_probs: list[float]  # the pair model's probability per chunk (numbers veto), in chunk order
+    pair_covs: list[float]  # ``cov`` per chunk, in chunk order
+    best: int  # index of the best chunk (pair probability, then coverage); -1 without chunks
+    best_sentence: tuple[int, int] | None  # (chunk index, sentence index) of the best-aligned sentence
+
+
+def _pair_logit(model: SupportModel, feats: list[float]) -> float:
+    s = model.intercept
+    for w, x in zip(model.coef, feats, strict=True):
+        s += w * x
+    return s
+
+
+def _coverage(keys: frozenset[str], n: int, have: frozenset[str] | set[str]) -> float:
+    return len(keys & have) / n if n else 0.0
+
+
+def _best_sentence(
+    cv: ClaimView, chunks: list[ChunkEvidence], candidates: list[int]
+) -> tuple[float, tuple[int, int] | None]:
+    """Best single-sentence coverage of the claim's keys over the candidate chunks, and where."""
+    n = len(cv.keys)
+    best, where = 0, None
+    if not n:
+        return 0.0, where
+    inter = cv.keys.intersection
+    for ci in candidates:
+        counts = list(map(len, map(inter, chunks[ci].sentence_keys)))
+        m = max(counts, default=0)
+        if m > best:
+            best, where = m, (ci, counts.index(m))
+    return best / n, where
+
+
+class ChunkIndex:
+    """What every claim of a trace needs from the chunk set, built once per trace and each
+    part on first use: the union of the chunks' match keys, stems and numbers."""
+
+    __slots__ = ("chunks", "_all_keys", "_all_stems", "_all_numbers")
+
+    def __init__(self, chunks: list[ChunkEvidence]) -> None:
+        self.chunks = chunks
+        self._all_keys: frozenset[str] | None = None
+        self._all_stems: frozenset[str] | None = None
+        self._all_numbers: frozenset[str] | None = None
+
+    @property
+    def all_keys(self) -> frozenset[str]:
+        if self._all_keys is None:
+            self._all_keys = frozenset().union(*(c.whole.keys for c in self.chunks))
+        return self._all_keys
+
+    @property
+    def all_stems(self) -> frozenset[str]:
+        if self._all_stems is None:
+            self._all_stems = frozenset().union(*(c.whole.stem_set for c in self.chunks))
+        return self._all_stems
+
+    @property
+    def all_numbers(self) -> frozenset[str]:
+        if self._all_numbers is None:
+            self._all_numbers = frozenset().union(*(c.whole.numbers for c in self.chunks))
+        return self._all_numbers
+
+
+def _empty_features(cv: ClaimView) -> list[float]:
+    """The features of a claim when there are no chunks: nothing covered, everything missing."""
+    has_num, has_ent = (1.0 if cv.numbers else 0.0), (1.0 if cv.entities else 0.0)
+    values = dict.fromkeys(CLAIM_FEATURES, 0.0)
+    values["pair_logit"] = -1.0
+    for name in ("num_miss", "num_miss_all", "sent_num_miss"):
+        values[name] = has_num
+    for name in ("ent_miss", "ent_miss_all", "sent_ent_miss"):
+        values[name] = has_ent
+    values["short"] = 1.0 if len(cv.keys) <= 2 else 0.0
+    values["length"] = math.log1p(len(cv.keys)) / _LOG_LEN
+    return [values[name] for name in CLAIM_FEATURES]
+
+
+def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> ClaimEvidence:
+    """Score a prepared claim (:func:`.support.claim_view`) against every chunk of ``index``."""
+    chunks = index.chunks
+    if not chunks:
+        return ClaimEvidence(_empty_features(cv), [], [], -1, None)
+    scored = model.support_all(cv, chunks)
+    probs = [p for p, _ in scored]
+    covs = [c for _, c in scored]
+    n_chunks = len(chunks)
+    # The best chunk by pair probability (a missing number vetoes it), then by coverage; and
+    # the two chunks that cover most of the claim.
+    b = max(range(n_chunks), key=lambda i: (probs[i], covs[i]))
+    bf = view_features(cv, chunks[b])
+    nk = len(cv.keys)
+    c1 = max(range(n_chunks), key=covs.__getitem__)
+    two = chunks[c1].whole.keys
+    cands = [b] if b == c1 else [b, c1]
+    if n_chunks > 1:
+        c2 = max((i for i in range(n_chunks) if i != c1), key=covs.__getitem__)
+        two = two | chunks[c2].whole.keys
+        if c2 != b:
+            cands.append(c2)
+    sent_cov, where = _best_sentence(cv, chunks, cands)
+    sent_bigram = 0.0
+    sent_num_miss = 1.0 if cv.numbers else 0.0
+    sent_ent_miss = 1.0 if cv.entities else 0.0
+    if where is not None:
+        chunk, si = chunks[where[0]], where[1]
+        seq = chunk.sentence_stem_lists[si]
+        if cv.bigrams:
+            sent_bigram = len(cv.bigrams & frozenset(zip(seq, seq[1:], strict=False))) / len(cv.bigrams)
+        else:
+            sent_bigram = sent_cov
+        if cv.numbers:
+            sent_num_miss = len(cv.numbers - chunk.sentence_profile(si).numbers) / len(cv.numbers)
+        if cv.entities:
+            sent_ent_miss = len(cv.entities - chunk.sentence_stems[si]) / len(cv.entities)
+    num_miss_all = len(cv.numbers - index.all_numbers) / len(cv.numbers) if cv.numbers else 0.0
+    ent_miss_all = len(cv.entities - index.all_stems) / len(cv.entities) if cv.entities else 0.0
+    feats = [
+        max(-1.0, min(1.0, _pair_logit(model, bf) / 8.0)),
+        bf[0],
+        bf[1],
+        bf[2],
+        bf[3],
+        bf[10],
+        sent_cov,
+        sent_bigram,
+        _coverage(cv.keys, nk, two),
+        _coverage(cv.keys, nk, index.all_keys),
+        max(bf[4], _number_miss(cv, chunks[c1])),
+        num_miss_all,
+        bf[5],
+        ent_miss_all,
+        bf[6],
+        math.log1p(nk) / _LOG_LEN,
+        math.log1p(n_chunks) / _LOG_CHUNKS,
+        bf[0] * bf[3],
+        bf[3] * bf[3],
+        sent_cov * sent_cov,
+        sent_num_miss,
+        sent_ent_miss,
+        _window_bigram(cv, chunks, where),
+    ]
+    return ClaimEvidence(feats, probs, covs, b, where)
+
+
+def _number_miss(cv: ClaimView, chunk: ChunkEvidence) -> float:
+    """Share of the claim's numbers that ``chunk`` lacks."""
+    return len(cv.numbers - chunk.whole.numbers) / len(cv.numbers) if cv.numbers else 0.0
+
+
+def _window_bigram(cv: ClaimView, chunks: list[ChunkEvidence], where: tuple[int, int] | None) -> float:
+    """Bigram coverage of the claim by the best-aligned sentence and its two neighbours."""
+    if not cv.bigrams or where is None:
+        return 0.0
+    lists = chunks[where[0]].sentence_stem_lists
+    i = where[1]
+    seq = [t for j in range(max(0, i - 1), min(len(lists), i + 2)) for t in lists[j]]
+    return len(cv.bigrams & frozenset(zip(seq, seq[1:], strict=False))) / len(cv.bigrams)

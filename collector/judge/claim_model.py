@@ -1,0 +1,130 @@
+"""The local judge's calibrated claim support probability.
+
+``p = calibrate(sigmoid(b + w . x))`` over the claim features of
+:mod:`.claim_features`: a logistic model fit on the pooled development data
+(every data set weighted equally), then an isotonic map (piecewise-linear
+between fitted knots) fit on the logistic model's cross-validated outputs, so
+that a probability of 0.7 means about 70% of such claims are supported.
+
+The weights file (``weights/claim-v2.json``) also carries the thresholds the
+judge uses, all fit on the development data by ``bench/judge_quality.py
+--write-weights`` with grouped cross-validation:
+
+- ``threshold``: the claim verdict (``supported`` when ``p >= threshold``), chosen to
+  maximise the mean balanced accuracy over the data sets;
+- ``number_cap``: the ceiling on the probability of a claim whose best chunk lacks one of
+  its numbers;
+- ``weak``: below ``threshold`` but at or above ``weak`` a claim is weakly supported: one
+  such claim among well-supported ones makes the response ``unsure``, not
+  ``hallucinated`` (see :func:`response_verdict`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from .claim_features import CLAIM_FEATURES
+
+_NUM_MISS = CLAIM_FEATURES.index("num_miss")
+
+__all__ = ["ClaimModel", "load_claim_model", "response_verdict", "RESPONSE_VERDICTS"]
+
+RESPONSE_VERDICTS: tuple[str, ...] = ("faithful", "unsure", "hallucinated")
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimModel:
+    """Logistic model plus isotonic calibration over :data:`CLAIM_FEATURES`."""
+
+    version: str
+    coef: tuple[float, ...]
+    intercept: float
+    knots_x: tuple[float, ...]  # raw logistic probabilities, increasing
+    knots_y: tuple[float, ...]  # calibrated probabilities, non-decreasing
+    threshold: float
+    weak: float
+    number_cap: float  # the probability ceiling of a claim whose number the best chunk lacks
+    digest: str
+
+    def raw(self, feats: list[float]) -> float:
+        """The uncalibrated logistic probability."""
+        s = self.intercept
+        for w, x in zip(self.coef, feats, strict=True):
+            s += w * x
+        if s < -30:
+            return 0.0
+        if s > 30:
+            return 1.0
+        return 1.0 / (1.0 + math.exp(-s))
+
+    def calibrate(self, raw: float) -> float:
+        """The isotonic map, linear between knots, flat outside them."""
+        xs, ys = self.knots_x, self.knots_y
+        if not xs:
+            return raw
+        if raw <= xs[0]:
+            return ys[0]
+        if raw >= xs[-1]:
+            return ys[-1]
+        i = bisect.bisect_right(xs, raw)
+        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+        return y0 if x1 == x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
+
+    def probability(self, feats: list[float]) -> float:
+        """Calibrated probability that the chunks support the claim. A number of the claim
+        that its best chunk lacks caps the probability at ``number_cap`` (the supported
+        rate of such claims on the dev data): a changed number is the classic
+        hallucination, and lexical overlap elsewhere in the claim cannot outweigh it."""
+        p = self.calibrate(self.raw(feats))
+        return min(p, self.number_cap) if feats[_NUM_MISS] > 0 else p
+
+
+def response_verdict(probs: list[float], threshold: float, weak: float) -> str | None:
+    """The response-level decision from its claims' support probabilities.
+
+    ``hallucinated`` when a claim is clearly unsupported (``p < weak``) or when more than
+    one claim, or every claim, is only weakly supported; ``unsure`` when exactly one claim
+    among at least two is weakly supported (``weak <= p < threshold``); ``faithful``
+    otherwise. None without claims.
+    """
+    if not probs:
+        return None
+    if any(p < weak for p in probs):
+        return "hallucinated"
+    n_weak = sum(1 for p in probs if p < threshold)
+    if n_weak == 0:
+        return "faithful"
+    if n_weak == 1 and len(probs) >= 2:
+        return "unsure"
+    return "hallucinated"
+
+
+def load_claim_model(path: str | Path | None = None) -> ClaimModel:
+    """Load the weights file (the packaged ``weights/claim-v2.json`` by default)."""
+    if path is None:
+        raw = resources.files("ragpulse.collector.judge").joinpath("weights/claim-v2.json").read_bytes()
+    else:
+        raw = Path(path).read_bytes()
+    data = json.loads(raw)
+    if tuple(data["features"]) != CLAIM_FEATURES or len(data["coef"]) != len(CLAIM_FEATURES):
+        raise ValueError(f"claim weights features {data['features']} do not match {CLAIM_FEATURES}")
+    kx, ky = data.get("calibration", {}).get("x", []), data.get("calibration", {}).get("y", [])
+    if len(kx) != len(ky) or any(b < a for a, b in zip(kx, kx[1:], strict=False)):
+        raise ValueError("claim weights calibration knots must be paired and increasing")
+    return ClaimModel(
+        version=str(data["version"]),
+        coef=tuple(float(c) for c in data["coef"]),
+        intercept=float(data["intercept"]),
+        knots_x=tuple(float(v) for v in kx),
+        knots_y=tuple(float(v) for v in ky),
+        threshold=float(data["threshold"]),
+        weak=float(data["weak"]),
+        number_cap=float(data["number_cap"]),
+        digest=hashlib.sha256(raw).hexdigest()[:8],
+    )

@@ -1,0 +1,174 @@
+"""The local judge v2: calibrated support probability, response verdicts, and the
+hand-made misses of v1 (negation read as support, joint support by two chunks read as
+unsupported, an off-topic but faithful answer scored relevant, meta sentences and
+restated questions judged as claims)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from ragpulse.collector.judge import get_judge
+from ragpulse.collector.judge.claim_features import CLAIM_FEATURES
+from ragpulse.collector.judge.claim_model import load_claim_model, response_verdict
+from ragpulse.collector.judge.claims import extract_claims
+from ragpulse.collector.judge.local import LocalJudge
+from ragpulse.collector.judge.tiered import TieredJudge
+from ragpulse.collector.judge.worker import judgment_rows
+
+WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v2.json"
+
+
+@pytest.fixture(scope="module")
+def judge() -> LocalJudge:
+    return get_judge("local")  # type: ignore[return-value]
+
+
+def judged(judge: LocalJudge, query: str, answer: str, chunks: list[str]) -> dict:
+    return judge.judge(
+        {
+            "trace_id": "t",
+            "query": query,
+            "answer": answer,
+            "chunks": [{"id": f"C{i + 1}", "content": c} for i, c in enumerate(chunks)],
+        }
+    )
+
+
+def test_every_claim_carries_a_probability_and_the_record_a_response_verdict(judge: LocalJudge) -> None:
+    out = judged(
+        judge,
+        "How long are audit logs retained?",
+        "Audit logs are retained for five years [1]. The office is in Paris.",
+        ["Audit logs are retained for five years.", "Backups run nightly."],
+    )
+    probs = [c["support_probability"] for c in out["claims"]]
+    assert all(0.0 <= p <= 1.0 for p in probs)
+    assert probs[0] > probs[1]
+    assert [c["verdict"] for c in out["claims"]] == ["supported", "unsupported"]
+    assert out["response_verdict"] == "hallucinated"
+    assert out["judge_id"].startswith("local-2.0:")
+
+
+def test_negation_of_the_cited_sentence_is_a_contradiction_not_a_valid_citation(judge: LocalJudge) -> None:
+    out = judged(
+        judge,
+        "How long are audit logs retained?",
+        "Audit logs are not retained for five years [1].",
+        ["Audit logs are retained for five years in the primary archive.", "Backups run nightly."],
+    )
+    claim = out["claims"][0]
+    assert claim["verdict"] == "contradicted"
+    assert claim["contradicting_chunk_ids"] == ["C1"]
+    assert claim["citation_valid"] is False
+    assert claim["support_probability"] < judge.threshold
+    assert out["response_verdict"] == "hallucinated"
+
+
+def test_a_claim_supported_jointly_by_two_chunks_cites_both_validly(judge: LocalJudge) -> None:
+    out = judged(
+        judge,
+        "Where are audit logs stored and for how long?",
+        "Audit logs are retained for five years in the Frankfurt archive [1][2].",
+        ["Audit logs are retained for five years.", "The archive for audit logs is located in Frankfurt."],
+    )
+    claim = out["claims"][0]
+    assert claim["verdict"] == "supported"
+    assert claim["supporting_chunk_ids"] == ["C1", "C2"]
+    assert out["citation_correctness"] == 1.0
+
+
+def test_an_off_topic_but_faithful_answer_is_not_relevant(judge: LocalJudge) -> None:
+    chunks = ["Audit logs are retained for five years. Backups run nightly at midnight."]
+    out = judged(judge, "How long are audit logs retained?", "Backups run nightly at midnight [1].", chunks)
+    assert out["faithfulness"] == 1.0
+    assert out["answer_relevance"] == 0.0
+    on_topic = judged(judge, "How long are audit logs retained?", "They are kept for five years [1].", chunks)
+    assert on_topic["answer_relevance"] == 1.0
+
+
+def test_a_quantity_question_answered_without_a_quantity_is_not_relevant(judge: LocalJudge) -> None:
+    chunks = ["Audit logs are retained in the primary archive for five years."]
+    out = judged(
+        judge, "How long are audit logs retained?", "Audit logs are retained in the primary archive.", chunks
+    )
+    assert out["claims"][0]["verdict"] == "supported"
+    assert out["answer_relevance"] == 0.0
+
+
+def test_questions_meta_sentences_and_closers_are_not_claims() -> None:
+    answer = (
+        "What is the capital of France? Here is what I found in the documents. "
+        "The capital of France is Paris [1]. Let me know if you have other questions."
+    )
+    claims = extract_claims(answer, ["C1"]).claims
+    assert [c.text for c in claims] == ["The capital of France is Paris."]
+    assert claims[0].citations == ["C1"]
+    kept = extract_claims("Here is the rule: logs are kept for five years.", []).claims
+    assert len(kept) == 1
+
+
+def test_response_verdict_one_weak_claim_among_strong_ones_is_unsure() -> None:
+    assert response_verdict([0.9, 0.95, 0.45], threshold=0.5, weak=0.4) == "unsure"
+    assert response_verdict([0.9, 0.45, 0.45], threshold=0.5, weak=0.4) == "hallucinated"
+    assert response_verdict([0.9, 0.2], threshold=0.5, weak=0.4) == "hallucinated"
+    assert response_verdict([0.45], threshold=0.5, weak=0.4) == "hallucinated"
+    assert response_verdict([0.9, 0.8], threshold=0.5, weak=0.4) == "faithful"
+    assert response_verdict([], threshold=0.5, weak=0.4) is None
+
+
+def test_packaged_claim_model_is_well_formed_and_monotone() -> None:
+    data = json.loads(WEIGHTS.read_text())
+    model = load_claim_model()
+    assert tuple(data["features"]) == CLAIM_FEATURES
+    assert 0.0 < model.weak <= model.threshold < 1.0
+    assert 0.0 < model.number_cap < model.threshold
+    raws = [i / 100 for i in range(101)]
+    cal = [model.calibrate(r) for r in raws]
+    assert all(b >= a for a, b in zip(cal, cal[1:], strict=False))
+    assert 0.0 <= cal[0] and cal[-1] <= 1.0
+
+
+def test_a_claim_number_missing_from_its_evidence_caps_the_probability(judge: LocalJudge) -> None:
+    chunks = [
+        "Service account credentials are rotated every 180 days and after any suspected exposure.",
+        "Lost laptops are reported to the service desk within 4 hours.",
+    ]
+    out = judged(
+        judge,
+        "When are service account credentials rotated?",
+        "Service account credentials are rotated every 4 days and after any suspected exposure [1].",
+        chunks,
+    )
+    claim = out["claims"][0]
+    assert claim["verdict"] != "supported"
+    assert claim["support_probability"] <= judge.claim_model.number_cap
+
+
+def test_tiered_judge_escalates_by_the_configured_probability_band(judge: LocalJudge) -> None:
+    tiered = TieredJudge("openai/gpt-4o-mini", sample_rate=0.0, borderline=(0.3, 0.7))
+    try:
+        local = {"claims": [{"support_probability": 0.55, "confidence": 0.99}], "abstained": False}
+        assert tiered.escalation("t", local) == "borderline"
+        assert tiered.escalation("t", {"claims": [{"support_probability": 0.95}], "abstained": False}) is None
+        narrow = TieredJudge("openai/gpt-4o-mini", sample_rate=0.0, borderline=(0.5, 0.52))
+        assert narrow.escalation("t", local) is None
+        assert narrow.judge_id != tiered.judge_id
+        narrow.close()
+    finally:
+        tiered.close()
+
+
+def test_rag_claims_rows_store_the_support_probability(judge: LocalJudge) -> None:
+    out = judged(
+        judge,
+        "How long are audit logs retained?",
+        "Audit logs are kept for five years [1].",
+        ["Audit logs are kept for five years."],
+    )
+    _, rows = judgment_rows({"trace_id": "t", "service": "s"}, out, out["judge_id"], 1.0, 0)
+    assert rows[0]["support_probability"] == out["claims"][0]["support_probability"]
+    llm_like = dict(out, claims=[dict(out["claims"][0], support_probability=None)])
+    _, rows = judgment_rows({"trace_id": "t", "service": "s"}, llm_like, out["judge_id"], 1.0, 0)
+    assert rows[0]["support_probability"] is None

@@ -1,0 +1,179 @@
+"""End to end on real servers: demo traffic -> collector -> Prometheus rules -> Alertmanager -> webhook.
+
+A real Prometheus scrapes a real (embedded) collector serving the demo app's
+traffic and evaluates the mixin's rules, rendered by the same renderer from the
+same config with test-sized windows (seconds instead of minutes and hours; see
+docs/alerts.md). When the generator is switched to hallucinate numbers, the
+faithfulness burn alert must reach ``firing`` in ``/api/v1/alerts``, a real
+Alertmanager must deliver it to the webhook receiver this test runs, and after
+the traffic recovers the resolved notification must arrive. Everything is
+polled; no wait is longer than the rules need.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ragpulse.collector.monitoring.config import load_objectives
+from ragpulse.collector.monitoring.rules import render_rules
+
+from tests.live_demo import SERVICE, LiveDemo
+from tests.services import Alertmanager, Prometheus
+
+ALERT = "RagpulseFaithfulnessBudgetBurn"
+
+#: Test-sized windows: the production page is 1h/5m x 14.4 with 20 judged traces; here 20s/6s x 14.4 with 10.
+TEST_SIZED = {
+    "record_windows": ["6s", "20s"],
+    "burn_windows": [
+        {"name": "page-fast", "severity": "critical", "long": "20s", "short": "6s", "factor": 14.4, "for": "2s", "min_judged": 10}
+    ],
+}  # fmt: skip
+
+
+class Webhook:
+    """An HTTP receiver for Alertmanager's webhook: every POSTed JSON body goes to a queue."""
+
+    def __init__(self) -> None:
+        self.received: queue.Queue[dict[str, Any]] = queue.Queue()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.received.put(json.loads(body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/alerts"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def wait_for(self, match: Callable[[dict[str, Any]], bool], timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                payload = self.received.get(timeout=left)
+            except queue.Empty:
+                break
+            if match(payload):
+                return payload
+        raise AssertionError(f"no matching webhook notification within {timeout:.0f}s")
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _get_json(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return json.loads(resp.read())
+
+
+def _poll(what: str, check: Callable[[], Any], timeout: float, interval: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"{what}: not reached within {timeout:.0f}s")
+
+
+def _faithfulness_alerts(prom: Prometheus, state: str) -> list[dict[str, Any]]:
+    alerts = _get_json(f"{prom.url}/api/v1/alerts")["data"]["alerts"]
+    return [a for a in alerts if a["labels"]["alertname"] == ALERT and a["state"] == state]
+
+
+def _notified(status: str) -> Callable[[dict[str, Any]], bool]:
+    def match(payload: dict[str, Any]) -> bool:
+        return any(
+            a["labels"].get("alertname") == ALERT
+            and a["status"] == status
+            and a["labels"].get("service") == SERVICE
+            for a in payload.get("alerts", [])
+        )
+
+    return match
+
+
+@pytest.fixture()
+def stack(tmp_path: Path) -> Iterator[tuple[LiveDemo, Prometheus, Alertmanager, Webhook]]:
+    demo = LiveDemo(tmp_path / "db", rate=40.0).start()
+    hook = Webhook()
+    am = Alertmanager(
+        "route:\n  receiver: test\n  group_by: [alertname, service]\n  group_wait: 1s\n  group_interval: 1s\n"
+        "  repeat_interval: 1h\nreceivers:\n  - name: test\n    webhook_configs:\n"
+        f"      - url: {hook.url}\n        send_resolved: true\n",
+        workdir=tmp_path / "am",
+    )
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    rendered = render_rules(load_objectives(overrides=TEST_SIZED))
+    for name in ("ragpulse-recording.yaml", "ragpulse-slo-alerts.yaml"):
+        (rules_dir / name).write_text(rendered[name])
+    target = demo.metrics_url.removeprefix("http://")
+    prom = None
+    try:
+        am.start()
+        prom = Prometheus(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            f"rule_files: ['{rules_dir}/*.yaml']\n"
+            f"alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am.port}']\n"
+            f"scrape_configs:\n  - job_name: ragpulse\n    static_configs:\n      - targets: ['{target}']\n",
+            workdir=tmp_path / "prom",
+            extra_args=["--rules.alert.resend-delay=1s"],
+        ).start()
+        yield demo, prom, am, hook
+    finally:
+        demo.stop()
+        if prom:
+            prom.cleanup()
+        am.cleanup()
+        hook.close()
+
+
+@pytest.mark.services
+def test_faithfulness_burn_fires_in_prometheus_is_delivered_and_resolves(stack) -> None:
+    demo, prom, am, hook = stack
+    demo.set_rates()  # faithful answers only (retrieval failures from the traffic remain)
+    demo.run_in_background()
+
+    def scraped_judgments() -> bool:
+        q = _get_json(f"{prom.url}/api/v1/query?query=ragpulse:judged_traces:increase20s")["data"]["result"]
+        return bool(q) and float(q[0]["value"][1]) >= 10
+
+    _poll("judged traces visible in Prometheus", scraped_judgments, 60)
+    assert not _faithfulness_alerts(prom, "firing") and not _faithfulness_alerts(prom, "pending")
+
+    demo.set_rates(hallucinated_number=1.0)  # every answer gets a number no chunk supports
+    firing = _poll("the faithfulness burn alert firing", lambda: _faithfulness_alerts(prom, "firing"), 90)
+    alert = firing[0]
+    assert alert["labels"]["severity"] == "critical" and alert["labels"]["service"] == SERVICE
+    assert alert["labels"]["objective"] == "faithfulness" and alert["labels"]["window"] == "20s"
+    assert float(alert["value"]) > 0.432
+    notes = alert["annotations"]
+    assert notes["runbook_url"].endswith("docs/alerts.md#ragpulsefaithfulnessbudgetburn")
+    assert f"var-service={SERVICE}" in notes["dashboard_url"] and SERVICE in notes["summary"]
+
+    delivered = hook.wait_for(_notified("firing"), 60)
+    assert delivered["status"] == "firing" and delivered["receiver"] == "test"
+
+    demo.set_rates()  # recovery
+    _poll("the alert resolved in Prometheus", lambda: not _faithfulness_alerts(prom, "firing"), 90)
+    resolved = hook.wait_for(_notified("resolved"), 60)
+    resolved_alert = next(a for a in resolved["alerts"] if a["labels"]["alertname"] == ALERT)
+    assert resolved_alert["endsAt"] > resolved_alert["startsAt"]
