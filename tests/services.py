@@ -490,7 +490,7 @@ def _wait_ready(service: Any, process: ManagedProcess, url: str, timeout: float)
     raise ServiceError(f"{process.name} not ready after {timeout:.0f}s:\n{_tail(process.log_path)}")
 
 
-class Alertmanager:
+class Alertmanager(_ManagedService):
     """A real Alertmanager (Debian's prometheus-alertmanager) on loopback, clustering off."""
 
     def __init__(self, config_text: str, workdir: Path | None = None):

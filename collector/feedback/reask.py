@@ -2,7 +2,7 @@
 
 A re-ask is a trace whose ``session.id`` matches an earlier trace's, within
 ``window_s`` of it, with a near-duplicate query (character-shingle Jaccard
-similarity at least ``threshold`` after normalisation, collector/export/text.py).
+similarity at least ``threshold`` (0.7) after normalisation, collector/export/text.py).
 It becomes one implicit negative feedback row on the *earlier* trace
 (kind ``reask``, source ``implicit``), keyed by the later trace's id so a
 replay writes the same row again. Configured by the ``feedback.reask``
@@ -34,7 +34,7 @@ class ReaskDetector:
         self.storage = storage
         self.enabled = bool(section.get("enabled", True))
         self.window_ns = int(float(section.get("window_s", 300)) * _NS)
-        self.threshold = float(section.get("threshold", 0.6))
+        self.threshold = float(section.get("threshold", 0.7))
         if not 0.0 < self.threshold <= 1.0:
             raise ValueError("feedback.reask.threshold must be within (0, 1]")
 
