@@ -259,13 +259,18 @@ class EmbeddedCollector:
     def _store(self, assembled: list[Any]) -> None:
         start = time.perf_counter()
         traces = self._ingestor.prepare(assembled)
-        requeued = self._feedback.handle(self._assembler.take_feedback(), traces)
+        after_store = self._feedback.prepare(self._assembler.take_feedback(), traces)
         backoff = Backoff(self.config["storage"]["retry_initial_s"], self.config["storage"]["retry_max_s"])
         try:
             retry_storage(lambda: self._ingestor.store(traces), self.metrics, backoff, self._wait)
         except Exception:  # noqa: BLE001 - only on shutdown while storage is down
             log.exception("dropping %d traces at shutdown: storage unavailable", len(traces))
             return
+        try:
+            requeued = after_store() if after_store is not None else []
+        except Exception:  # noqa: BLE001 - only on shutdown while storage is down
+            log.exception("dropping feedback at shutdown: storage unavailable")
+            requeued = []
         sampled = [t.judge_message() for t in traces if t.sampled] + requeued
         if sampled and self._worker is not None:
             self._judge_q.put(sampled)

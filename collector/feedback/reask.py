@@ -14,13 +14,23 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..export.text import jaccard, normalize_query, shingles
-from ..ingest.model import RagTrace
 from ..storage.clickhouse import Storage
 
-__all__ = ["ReaskDetector"]
+__all__ = ["Call", "ReaskDetector"]
+
+
+class Call(NamedTuple):
+    """What re-ask detection needs of a trace (taken before the trace's objects are freed)."""
+
+    trace_id: str
+    session_id: str
+    time: int
+    query: str
+    service: str
+
 
 _NS = 1_000_000_000
 _LOOKBACK = 20  # earlier calls of a session compared with each new one
@@ -38,7 +48,7 @@ class ReaskDetector:
         if not 0.0 < self.threshold <= 1.0:
             raise ValueError("feedback.reask.threshold must be within (0, 1]")
 
-    def _earlier(self, traces: Sequence[RagTrace]) -> list[tuple[str, str, int, str, str]]:
+    def _earlier(self, traces: Sequence[Call]) -> list[tuple[str, str, int, str, str]]:
         """The latest stored traces of these sessions in the window, at most ``_LOOKBACK`` each
         (bounded work per batch however busy a session is); no FINAL, cheaper on the ingest
         path: a replayed row repeats a trace id, which :meth:`detect` keeps once."""
@@ -56,7 +66,7 @@ class ReaskDetector:
             )
         ]
 
-    def detect(self, traces: Sequence[RagTrace]) -> list[dict[str, Any]]:
+    def detect(self, traces: Sequence[Call]) -> list[dict[str, Any]]:
         """Feedback rows (``rag_feedback`` columns) for the re-asks among ``traces``."""
         with_session = [t for t in traces if t.session_id and t.query]
         if not self.enabled or not with_session:
@@ -87,7 +97,7 @@ class ReaskDetector:
                 rows.append(_row(earlier, calls[earlier][2], t))
         return rows
 
-    def _match(self, t: RagTrace, entries: list[tuple[int, str]], grams_of: Any) -> str | None:
+    def _match(self, t: Call, entries: list[tuple[int, str]], grams_of: Any) -> str | None:
         """The latest of the session's ``_LOOKBACK`` calls before ``t`` (in the window) that ``t``
         re-asks, or None. Bounded so a session with thousands of calls stays cheap."""
         mine = grams_of(t.trace_id)
@@ -101,7 +111,7 @@ class ReaskDetector:
         return None
 
 
-def _row(tid: str, service: str, later: RagTrace) -> dict[str, Any]:
+def _row(tid: str, service: str, later: Call) -> dict[str, Any]:
     return {
         "trace_id": tid,
         "feedback_id": f"reask:{later.trace_id}",

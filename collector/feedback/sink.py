@@ -2,7 +2,9 @@
 
 Called once per ingest batch by the Kafka collector and the embedded
 collector, with the feedback spans the assembler set aside and the batch's
-freshly decided traces (not yet stored). Feedback never waits for its trace:
+freshly decided traces: :meth:`FeedbackSink.prepare` in memory before they
+are stored, its returned step (storage reads and writes) after, on the thread
+that stores the batch, so the Kafka consumer's loop never waits for storage. Feedback never waits for its trace:
 rows go to ``rag_feedback`` at once, keyed by trace id, whether the trace was
 stored an hour ago, is in this batch, or arrives later.
 
@@ -27,7 +29,7 @@ from ..ingest.sampling import Sampler
 from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage
 from ..storage.retry import default_backoff, retry_storage, sleep
-from .reask import ReaskDetector
+from .reask import Call, ReaskDetector
 from .spans import FEEDBACK_COLUMNS, FEEDBACK_REASON, feedback_row, is_negative
 
 __all__ = ["FeedbackSink", "store_feedback_rows"]
@@ -71,24 +73,41 @@ class FeedbackSink:
         return retry_storage(fn, self.metrics, default_backoff(), self._wait)
 
     def handle(self, spans: Sequence[Span], traces: Sequence[RagTrace]) -> list[dict[str, Any]]:
-        """Store the feedback of ``spans`` and the re-asks among ``traces``; returns the judge
-        messages of stored traces now queued for judging (``traces`` are flipped in place)."""
+        """:meth:`prepare` then the storage step at once (for callers that store in between
+        themselves, the embedded collector calls the two around its insert)."""
+        after = self.prepare(spans, traces)
+        return after() if after is not None else []
+
+    def prepare(self, spans: Sequence[Span], traces: Sequence[RagTrace]) -> Callable[[], list[dict]] | None:
+        """In memory, before ``traces`` are stored: flip this batch's traces that have negative
+        feedback pending. Returns the storage step to run once the batch is stored (None when
+        there is nothing to do): it stores the feedback and the re-asks and returns the judge
+        messages of stored traces now queued for judging."""
         rows = [feedback_row(s) for s in spans]
-        if traces:
-            rows += self._retry(lambda: self.reask.detect(traces))
+        calls = [Call(t.trace_id, t.session_id, t.time, t.query, t.service) for t in traces if t.session_id]
+        if self.judge_on_negative:
+            for tid in sorted({r["trace_id"] for r in rows if is_negative(r)} - self._queued.keys()):
+                self._remember(self._pending, tid)
+            in_batch = {t.trace_id: t for t in traces}
+            for tid in [tid for tid in self._pending if tid in in_batch]:
+                del self._pending[tid]
+                self._claim(in_batch[tid])
+        if not rows and not (calls and self.reask.enabled):
+            return None
+        return lambda: self._after_store(rows, calls)
+
+    def _after_store(self, rows: list[dict[str, Any]], calls: list[Call]) -> list[dict[str, Any]]:
+        if calls:
+            rows = rows + self._retry(lambda: self.reask.detect(calls))
         if rows:
             self._retry(lambda: store_feedback_rows(self.storage, self.metrics, rows))
         if not self.judge_on_negative:
             return []
-        negative = sorted({r["trace_id"] for r in rows if is_negative(r)} - self._queued.keys())
+        negative = {r["trace_id"] for r in rows if is_negative(r)} - self._queued.keys()
         for tid in negative:
             self._remember(self._pending, tid)
-        in_batch = {t.trace_id: t for t in traces}
-        for tid in [tid for tid in self._pending if tid in in_batch]:
-            del self._pending[tid]
-            self._claim(in_batch[tid])
-        stored = [tid for tid in negative if tid in self._pending]
-        return self._requeue_stored(stored) if stored else []
+        ids = sorted(tid for tid in negative if tid in self._pending)
+        return self._requeue_stored(ids) if ids else []
 
     def _claim(self, t: RagTrace) -> None:
         if t.sampled or not self.sampler.admit_rule(t.time):

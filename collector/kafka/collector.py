@@ -85,7 +85,7 @@ class _Stop(Exception):
 class _Batch:
     """Traces and dead letters cut together, the offsets they let us commit, and the store."""
 
-    __slots__ = ("sent", "count", "dead", "targets", "started", "block", "future")
+    __slots__ = ("sent", "count", "dead", "targets", "started", "block", "future", "after_store")
 
     def __init__(
         self,
@@ -100,7 +100,8 @@ class _Batch:
         self.targets = targets
         self.started = started
         self.block = b""  # the encoded rows, joined (kept for a retry on the main thread)
-        self.future: Future[None] | None = None
+        self.future: Future[list[dict[str, Any]]] | None = None
+        self.after_store: Any = None  # the feedback stage's storage step (run by the writer)
 
     def done(self) -> bool:
         return self.future is None or self.future.done()
@@ -411,24 +412,21 @@ class KafkaCollector:
         self._load_marks()
         ready, self._ready = self._ready, []
         traces = self.ingestor.prepare(ready) if ready else []
-        topic = self.config["kafka"]["judge_topic"]
-        requeued = [
-            (topic, m["trace_id"].encode(), json_bytes(m), [])
-            for m in self.feedback.handle(self.assembler.take_feedback(), traces)
-        ]
+        after_store = self.feedback.prepare(self.assembler.take_feedback(), traces)
         dead, self._dead = self._dead, []
         batch = _Batch(len(traces), dead, self._commit_targets(), time.perf_counter())
         if traces:
             # Encode here; the writer thread only runs the insert, during which chDB (or the
             # HTTP client) releases the GIL: storing one batch overlaps decoding the next.
             batch.block = b"".join(encode_traces(traces, self.topic))
-            batch.future = self._writer.submit(self.ingestor.store_encoded, batch.block, len(traces))
+            batch.future = self._writer.submit(self._store_batch, batch.block, len(traces), after_store)
             # The judge messages go out now, so their acknowledgements arrive while the batch is
             # stored; the commit still waits for both. (Sent before the rows are stored: a crash
             # in between replays the records, and the judge dedupes by trace id.)
-            batch.sent = self._start_sends(self._judge_sends(traces) + requeued)
-        elif requeued:
-            batch.sent = self._start_sends(requeued)
+            batch.sent = self._start_sends(self._judge_sends(traces))
+        elif after_store is not None:
+            batch.future = self._writer.submit(self._store_batch, b"", 0, after_store)
+        batch.after_store = after_store
         # The batch keeps only its rows and send futures: the traces are freed now.
         del traces, ready
         self._batch = batch
@@ -439,16 +437,17 @@ class KafkaCollector:
         batch = self._batch
         if batch is None:
             return
+        requeued: list[dict[str, Any]] = []
         if batch.future is not None:
             try:
-                batch.future.result()
+                requeued = batch.future.result()
             except StorageUnavailable as exc:
                 self.metrics.storage_up.set(0)
                 self.metrics.storage_retries.inc()
                 log.warning("storage unavailable (%s); retrying", str(exc).splitlines()[0][:200])
                 # Retry here, on the main thread, where waiting keeps the paused consumer alive.
-                retry_storage(
-                    lambda: self.ingestor.store_encoded(batch.block, batch.count),
+                requeued = retry_storage(
+                    lambda: self._store_batch(batch.block, batch.count, batch.after_store),
                     self.metrics,
                     self._backoff(),
                     self._wait_paused,
@@ -456,7 +455,8 @@ class KafkaCollector:
             self.metrics.storage_up.set(1)
             batch.block = b""
         judged = len(batch.sent)
-        self._await_sends(batch.sent + self._start_sends(self._dead_sends(batch.dead)))
+        later = self._requeue_sends(requeued) + self._dead_sends(batch.dead)
+        self._await_sends(batch.sent + self._start_sends(later))
         batch.sent = []
         self.metrics.judge_queue_sent.inc(judged)
         self._batch = None
@@ -481,6 +481,18 @@ class KafkaCollector:
         """The ``ragpulse.judge`` messages of the sampled traces."""
         topic = self.config["kafka"]["judge_topic"]
         return [(topic, t.trace_id.encode(), json_bytes(t.judge_message()), []) for t in traces if t.sampled]
+
+    def _store_batch(self, block: bytes, count: int, after_store: Any) -> list[dict[str, Any]]:
+        """The writer thread's job: the batch's rows, then the feedback stage's storage step
+        (collector/feedback/sink.py), whose judge messages the batch sends before its commit."""
+        if count:
+            self.ingestor.store_encoded(block, count)
+        return after_store() if after_store is not None else []
+
+    def _requeue_sends(self, messages: list[dict[str, Any]]) -> list[_Send]:
+        """Judge messages of stored traces that negative feedback queued (reason rule:feedback)."""
+        topic = self.config["kafka"]["judge_topic"]
+        return [(topic, m["trace_id"].encode(), json_bytes(m), []) for m in messages]
 
     def _dead_sends(self, dead: list[tuple[Any, str, str]]) -> list[_Send]:
         """Dead letters: the record as it came, with the reason and its source in headers."""
