@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import logging
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["keep_freed_memory", "release_free_memory", "release_library_pages"]
+__all__ = ["keep_freed_memory", "release_free_memory"]
 
 
 def _libc_function(name: str, argtypes: list[Any]) -> Callable[..., int] | None:
@@ -68,62 +67,3 @@ def release_free_memory() -> bool:
         return False
     _malloc_trim(0)
     return True
-
-
-_MADV_DONTNEED = 4
-
-log = logging.getLogger("ragpulse.memory")
-
-
-def _clean_mappings(path: str) -> list[tuple[int, int, int]]:
-    """(start, end, resident bytes) of the read-only mappings of ``path`` that hold no private
-    (modified) pages, from /proc/self/smaps: their resident pages are unmodified file pages."""
-    out: list[tuple[int, int, int]] = []
-    current: tuple[int, int] | None = None
-    resident = 0
-    with open("/proc/self/smaps") as fh:
-        for line in fh:
-            if line[:1] in "0123456789abcdef" and "-" in line.split(None, 1)[0]:
-                fields = line.split(None, 5)
-                current = None
-                if len(fields) == 6 and fields[5].rstrip("\n") == path and "w" not in fields[1]:
-                    low, high = (int(x, 16) for x in fields[0].split("-"))
-                    current = (low, high)
-            elif current is not None and line.startswith("Rss:"):
-                resident = int(line.split()[1]) << 10
-            elif current is not None and line.startswith("Anonymous:"):
-                if int(line.split()[1]) == 0:
-                    out.append((*current, resident))
-                current = None
-    return out
-
-
-def release_library_pages(path: str) -> int:
-    """Drop this process's resident pages of the shared library at ``path`` that are plain,
-    unmodified file pages; returns the resident bytes released (0 where it cannot be done).
-
-    The embedded ClickHouse engine (chDB) is one ~500 MB library. Opening it touches about
-    170 MB of its code and read-only data once (static initialisation of every subsystem);
-    those pages stay mapped, and counted in the process's RSS, although ingest then uses
-    about a third of them. ``MADV_DONTNEED`` unmaps them from this process: the ones still
-    used are mapped again on their next access from the page cache (a minor fault), the
-    rest stay out. Only read-only mappings without a single modified (private) page are
-    touched, so nothing is lost: relocated data (RELRO) and everything writable are left
-    alone. Measured: RSS after opening chDB 338 -> 167 MB; after six 1,000-row inserts and
-    the collector's queries 364 -> 255 MB.
-    """
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        madvise = libc.madvise
-        mappings = _clean_mappings(path)
-    except (OSError, AttributeError, ValueError):
-        return 0
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    madvise.restype = ctypes.c_int
-    released = 0
-    for low, high, resident in mappings:
-        if madvise(low, high - low, _MADV_DONTNEED) != 0:
-            log.debug("madvise(MADV_DONTNEED) on %s failed: errno %d", path, ctypes.get_errno())
-            return released
-        released += resident
-    return released

@@ -34,32 +34,30 @@ provision_kafka() {
     log "kafka: $(ls "$libs" | wc -l) jars in $libs"
 }
 
+# apt_server PACKAGE: install a Debian package of a server that tests start themselves, and stop
+# the service the package starts (it must not run in the background of a test machine).
+apt_server() {
+    log "$1: installing Debian's $1 package"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "$1" >/dev/null
+    if command -v service >/dev/null; then service "$1" stop >/dev/null 2>&1 || true; fi
+}
+
 provision_prometheus() {
     if command -v promtool >/dev/null && command -v prometheus >/dev/null; then
         log "prometheus: present ($(promtool --version 2>&1 | head -1))"
         return
     fi
-    log "prometheus: installing Debian's prometheus package"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-    # The package's service must not run in the background of a test machine.
-    if command -v service >/dev/null; then service prometheus stop >/dev/null 2>&1 || true; fi
+    apt_server prometheus
     pkill -x prometheus >/dev/null 2>&1 || true
     log "prometheus: $(promtool --version 2>&1 | head -1)"
 }
 
 provision_alertmanager() {
-    if command -v prometheus-alertmanager >/dev/null; then
-        log "alertmanager: present ($(prometheus-alertmanager --version 2>&1 | head -1))"
-        return
+    if ! command -v prometheus-alertmanager >/dev/null; then
+        apt_server prometheus-alertmanager
     fi
-    log "alertmanager: installing Debian's prometheus-alertmanager package"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends prometheus-alertmanager >/dev/null
-    # Tests start their own Alertmanager; the package's service must not keep running.
-    if command -v service >/dev/null; then service prometheus-alertmanager stop >/dev/null 2>&1 || true; fi
     log "alertmanager: $(prometheus-alertmanager --version 2>&1 | head -1)"
 }
 

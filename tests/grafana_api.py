@@ -17,9 +17,9 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.http_thread import BackgroundServer, QuietHandler
 
 __all__ = ["FakeGrafana"]
 
@@ -42,7 +42,7 @@ class FakeGrafana:
         self._next_id = 1
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _handle(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
@@ -64,17 +64,11 @@ class FakeGrafana:
             def do_PUT(self) -> None:  # noqa: N802
                 self._handle("PUT")
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self._http = BackgroundServer(Handler)
+        self.url = self._http.url
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._http.close()
 
     @property
     def writes(self) -> list[tuple[str, str]]:
@@ -188,16 +182,7 @@ class FakeGrafana:
 
     # -- alert rules: /api/v1/provisioning/alert-rules ---------------------------------------------
 
-    _RULE_REQUIRED = (
-        "title",
-        "folderUID",
-        "ruleGroup",
-        "condition",
-        "data",
-        "for",
-        "noDataState",
-        "execErrState",
-    )
+    _RULE_REQUIRED = ("title", "folderUID", "ruleGroup", "condition", "data", "for", "noDataState", "execErrState")  # fmt: skip
 
     def _get_rule(self, uid: str, _body: Any) -> tuple[int, Any]:
         return (200, self.rules[uid]) if uid in self.rules else (404, {"message": "rule not found"})

@@ -419,58 +419,6 @@ def helm_binary() -> str:
     return str(path)
 
 
-class Prometheus(_ManagedService):
-    """A real Prometheus server on loopback with a config the caller writes."""
-
-    def __init__(
-        self,
-        config_text: str,
-        workdir: Path | None = None,
-        rule_files: list[Path] | None = None,
-        extra_args: list[str] | None = None,
-    ):
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="ragpulse-prom-"))
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.config_text = config_text
-        self.rule_files = rule_files or []
-        self.extra_args = extra_args or []
-        self.process: ManagedProcess | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> Prometheus:
-        if not shutil.which("prometheus"):
-            _provision("prometheus")
-        binary = shutil.which("prometheus")
-        if not binary:
-            raise ServiceError("prometheus not found after provisioning")
-        config = self.workdir / "prometheus.yml"
-        config.write_text(self.config_text)
-        argv = [
-            binary,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={self.workdir / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{self.port}",
-            "--web.enable-lifecycle",
-            *self.extra_args,
-        ]
-        self.process = ManagedProcess("prometheus", argv, self.workdir / "prometheus.log")
-        self.process.start()
-        _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
-        return self
-
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-
 def _wait_ready(service: Any, process: ManagedProcess, url: str, timeout: float) -> None:
     """Poll ``url`` until it answers 200; stop ``service`` and raise with its log tail otherwise."""
     import urllib.request
@@ -490,11 +438,15 @@ def _wait_ready(service: Any, process: ManagedProcess, url: str, timeout: float)
     raise ServiceError(f"{process.name} not ready after {timeout:.0f}s:\n{_tail(process.log_path)}")
 
 
-class Alertmanager(_ManagedService):
-    """A real Alertmanager (Debian's prometheus-alertmanager) on loopback, clustering off."""
+class _LoopbackServer(_ManagedService):
+    """One server from a Debian package on a free loopback port, with a config file the caller writes."""
+
+    command = ""  # the binary on PATH
+    provision = ""  # the scripts/provision.sh target that installs it
+    config_name = ""
 
     def __init__(self, config_text: str, workdir: Path | None = None):
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="ragpulse-am-"))
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"ragpulse-{self.command}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.config_text = config_text
@@ -504,25 +456,66 @@ class Alertmanager(_ManagedService):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> Alertmanager:
-        if not shutil.which("prometheus-alertmanager"):
-            _provision("alertmanager")
-        binary = shutil.which("prometheus-alertmanager")
+    def _argv(self, binary: str, config: Path) -> list[str]:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 30.0) -> Any:
+        """Start and wait until ``/-/ready`` answers; returns self."""
+        if not shutil.which(self.command):
+            _provision(self.provision)
+        binary = shutil.which(self.command)
         if not binary:
-            raise ServiceError("prometheus-alertmanager not found after provisioning")
-        config = self.workdir / "alertmanager.yml"
+            raise ServiceError(f"{self.command} not found after provisioning")
+        config = self.workdir / self.config_name
         config.write_text(self.config_text)
-        argv = [
+        self.process = ManagedProcess(
+            self.command, self._argv(binary, config), self.workdir / f"{self.command}.log"
+        )
+        self.process.start()
+        _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
+        return self
+
+
+class Prometheus(_LoopbackServer):
+    """A real Prometheus server on loopback with a config the caller writes."""
+
+    command, provision, config_name = "prometheus", "prometheus", "prometheus.yml"
+
+    def __init__(
+        self,
+        config_text: str,
+        workdir: Path | None = None,
+        rule_files: list[Path] | None = None,
+        extra_args: list[str] | None = None,
+    ):
+        super().__init__(config_text, workdir)
+        self.rule_files = rule_files or []
+        self.extra_args = extra_args or []
+
+    def _argv(self, binary: str, config: Path) -> list[str]:
+        return [
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={self.workdir / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--web.enable-lifecycle",
+            *self.extra_args,
+        ]
+
+
+class Alertmanager(_LoopbackServer):
+    """A real Alertmanager (Debian's prometheus-alertmanager) on loopback, clustering off."""
+
+    command, provision, config_name = "prometheus-alertmanager", "alertmanager", "alertmanager.yml"
+
+    def _argv(self, binary: str, config: Path) -> list[str]:
+        return [
             binary,
             f"--config.file={config}",
             f"--storage.path={self.workdir / 'data'}",
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--cluster.listen-address=",
         ]
-        self.process = ManagedProcess("alertmanager", argv, self.workdir / "alertmanager.log")
-        self.process.start()
-        _wait_ready(self, self.process, f"{self.url}/-/ready", timeout)
-        return self
 
 
 def main() -> None:

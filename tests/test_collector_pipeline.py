@@ -267,7 +267,7 @@ def test_healthz_fails_while_a_kafka_poll_is_stuck_and_recovers() -> None:
     (a liveness probe then restarts the process); /readyz is unaffected."""
     import threading
 
-    from ragpulse.collector.serve.metrics import MetricsServer
+    from ragpulse.collector.serve.server import MetricsServer
 
     metrics = Metrics()
     server = MetricsServer(metrics, port=0, stall_s=0.3).start()
@@ -304,7 +304,7 @@ def test_healthz_fails_while_a_kafka_poll_is_stuck_and_recovers() -> None:
 
 
 def test_a_group_join_that_outlasts_the_rebalance_timeout_counts_as_stuck() -> None:
-    from ragpulse.collector.kafka.liveness import PollWatch
+    from ragpulse.collector.serve.health import PollWatch
 
     watch = PollWatch()
     assert watch.joining("collector", False, 1.0) == 0.0

@@ -198,3 +198,7 @@ def test_snapshot_needs_an_app_that_takes_chunks(
     assert err == [
         "ragpulse eval: error: --corpus-from-snapshot: the app does not accept a 'chunks' argument"
     ]
+    rc, _ = _eval(tmp_path, str(evalset), "--app", f"{APP}:instrumented", "--sweep-position")
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["ragpulse eval: error: --sweep-position: the app does not accept a 'chunks' argument"]

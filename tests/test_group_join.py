@@ -83,3 +83,52 @@ def test_a_joined_member_is_left_alone(kafka_broker: KafkaBroker) -> None:
     finally:
         standalone.close()
     assert keep_join_going(object()) is False  # not a kafka-python consumer at all
+
+
+def test_the_guard_is_pinned_to_the_version_it_is_tested_on() -> None:
+    """pyproject.toml pins kafka-python to the guard's tested minor version, and the installed
+    kafka-python is that version (otherwise the tests above test a guard that is skipped)."""
+    import re
+    from pathlib import Path
+
+    import kafka
+    from ragpulse.collector.kafka.group_join import TESTED_MINOR, guard_applies
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    pins = set(re.findall(r'"kafka-python([^"]*)"', pyproject))
+    major, minor = (int(x) for x in TESTED_MINOR.split("."))
+    assert pins == {f">={TESTED_MINOR}.12,<{major}.{minor + 1}"}, pins
+    assert guard_applies(kafka.__version__), kafka.__version__
+    assert not guard_applies(f"{major}.{minor + 1}.0") and not guard_applies(f"{major + 1}.{minor}.0")
+
+
+def test_outside_the_tested_version_the_guard_stands_aside(
+    kafka_broker: KafkaBroker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another kafka-python: the private coordinator is not read (logged once), the guard does
+    nothing and the rebalance watch reads "not rebalancing"."""
+    import kafka
+    from kafka import KafkaConsumer
+    from kafka.structs import MemberState
+    from ragpulse.collector.kafka import group_join
+    from ragpulse.collector.kafka.liveness import rebalancing
+
+    consumer = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap, enable_auto_commit=False)
+    try:
+        consumer._coordinator.state = MemberState.REBALANCING
+        consumer._coordinator.rejoin_needed = False
+        monkeypatch.setattr(kafka, "__version__", "3.1.0")
+        monkeypatch.setattr(group_join, "_checked", {})
+        with caplog.at_level("WARNING", logger="ragpulse.collect"):
+            assert keep_join_going(consumer) is False
+            assert rebalancing(consumer) is False
+        assert consumer._coordinator.rejoin_needed is False
+        assert [r.getMessage() for r in caplog.records] == [
+            "group-join guard and rebalance watch skipped: kafka-python 3.1.0 is not the tested 3.0.x"
+        ]
+        monkeypatch.setattr(kafka, "__version__", "3.0.12")
+        monkeypatch.setattr(group_join, "_checked", {})
+        assert rebalancing(consumer) is True and keep_join_going(consumer) is True
+    finally:
+        consumer._coordinator.state = MemberState.UNJOINED
+        consumer.close()

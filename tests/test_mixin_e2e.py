@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import json
 import queue
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ import pytest
 from ragpulse.collector.monitoring.config import load_objectives
 from ragpulse.collector.monitoring.rules import render_rules
 
+from tests.http_thread import BackgroundServer, QuietHandler
 from tests.live_demo import SERVICE, LiveDemo
 from tests.services import Alertmanager, Prometheus
 
@@ -47,20 +46,15 @@ class Webhook:
         self.received: queue.Queue[dict[str, Any]] = queue.Queue()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 outer.received.put(json.loads(body))
                 self.send_response(200)
                 self.end_headers()
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/alerts"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self._http = BackgroundServer(Handler)
+        self.url = f"{self._http.url}/alerts"
 
     def wait_for(self, match: Callable[[dict[str, Any]], bool], timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -74,8 +68,7 @@ class Webhook:
         raise AssertionError(f"no matching webhook notification within {timeout:.0f}s")
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._http.close()
 
 
 def _get_json(url: str) -> dict[str, Any]:

@@ -75,7 +75,8 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
     from ..judge.service import KafkaJudgeService
     from ..kafka.collector import KafkaCollector
     from ..serve.alertmanager import start_from_config
-    from ..serve.metrics import Metrics, MetricsServer
+    from ..serve.metrics import Metrics
+    from ..serve.server import MetricsServer
     from ..storage.clickhouse import Storage
 
     st = cfg["storage"]
@@ -132,7 +133,7 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
     from kafka import KafkaProducer
 
     from ..ingest.otlp import Limits, split_by_trace
-    from ..kafka.collector import kafka_client_settings
+    from ..kafka.clients import kafka_client_settings
     from ..serve.otlp_http import OtlpHttpReceiver
 
     producer = KafkaProducer(**kafka_client_settings(cfg), acks="all", linger_ms=5, max_request_size=8 << 20)

@@ -86,10 +86,13 @@ def _progress(msg: str) -> None:
 
 
 def _replay(args: argparse.Namespace, cases: list[dict[str, Any]]) -> tuple[Any, dict[str, dict[str, Any]]]:
-    from ..eval.files import write_jsonl
-    from ..eval.replay import Replayer, load_app
+    from ..eval.files import EvalInputError, write_jsonl
+    from ..eval.replay import Replayer, accepts_chunks, load_app
 
-    replayer = Replayer(load_app(args.app), corpus_from_snapshot=args.corpus_from_snapshot)
+    fn = load_app(args.app)
+    if args.sweep_position and not accepts_chunks(fn):
+        raise EvalInputError("--sweep-position: the app does not accept a 'chunks' argument")
+    replayer = Replayer(fn, corpus_from_snapshot=args.corpus_from_snapshot)
     run = replayer.run(cases, progress=_progress)
     if args.save_run:
         write_jsonl(args.save_run, run.values())

@@ -27,14 +27,16 @@ from typing import Any
 from ..config import load_config
 from ..feedback.sink import FeedbackSink
 from ..ingest.assemble import Assembler
+from ..ingest.batcher import Batcher
 from ..ingest.model import Span
 from ..ingest.otlp import Limits, spans_from_readable
 from ..ingest.pipeline import Ingestor
 from ..ingest.sampling import SamplingPolicy
 from ..judge.worker import JudgeLike, JudgeWorker, load_judge
-from ..serve.metrics import Metrics, MetricsServer
+from ..serve.metrics import Metrics
+from ..serve.server import MetricsServer
 from ..storage.clickhouse import Storage
-from ..storage.retry import Backoff, retry_storage
+from ..storage.retry import StorageRetry
 
 __all__ = ["EmbeddedCollector"]
 
@@ -77,6 +79,7 @@ class EmbeddedCollector:
         st = self.config["storage"]
         self.storage = Storage(st["dsn"], st["database"], st["ttl_days"])
         self.metrics = Metrics()
+        self.retry = StorageRetry.from_config(st, self.metrics, self._wait)
         self.limits = Limits(**self.config["limits"])
         self._judge_spec = judge
         self._metrics_port = metrics_port
@@ -99,23 +102,23 @@ class EmbeddedCollector:
         """Apply the schema, start threads and endpoints, install the agent sink."""
         if self._started:
             return self
-        backoff = Backoff(self.config["storage"]["retry_initial_s"], self.config["storage"]["retry_max_s"])
-        retry_storage(self.storage.apply_schema, self.metrics, backoff, self._wait)
+        self.retry(self.storage.apply_schema)
         if self._judge_spec is not None:
             self.judge = (
                 load_judge(self._judge_spec, self.config["judge"]["settings"])
                 if isinstance(self._judge_spec, str)
                 else self._judge_spec
             )
-        self._ingestor = Ingestor(
-            self.storage, SamplingPolicy.from_config(self.config["sampling"]), self.metrics
-        )
+        policy = SamplingPolicy.from_config(self.config["sampling"])
+        self._ingestor = Ingestor(self.storage, policy, self.metrics, self.retry)
         self._assembler = Assembler(
             self.config["assembly"]["timeout_s"], self.config["assembly"]["max_traces"]
         )
         self._feedback = FeedbackSink(
             self.storage, self.metrics, self._ingestor.sampler, self.config.get("feedback"), self._wait
         )
+        self.metrics.assembly_buffer.read_from(lambda: len(self._assembler))
+        self.metrics.late_spans.read_from(lambda: self._assembler.late_spans)
         self._worker = JudgeWorker(self.judge, self.storage, self.metrics) if self.judge is not None else None
         self._threads = [
             threading.Thread(target=self._ingest_loop, name="ragpulse-ingest", daemon=True),
@@ -217,9 +220,7 @@ class EmbeddedCollector:
 
     def _ingest_loop(self) -> None:
         cfg = self.config["storage"]
-        batch_max, batch_secs = cfg["batch_max_traces"], float(cfg["batch_max_seconds"])
-        ready: list[Any] = []
-        first_ready = 0.0
+        batcher = Batcher(cfg["batch_max_traces"], cfg["batch_max_seconds"], time.monotonic())
         while True:
             try:
                 item = self._in.get(timeout=0.1)
@@ -240,17 +241,10 @@ class EmbeddedCollector:
                 self.metrics.records.labels("ok").inc()
                 self.metrics.spans_received.inc(len(spans))
                 self._assembler.add(spans, None, now)
-            got = self._assembler.pop_ready(now) if marker is None else self._assembler.drain()
-            if got:
-                if not ready:
-                    first_ready = now
-                ready.extend(got)
-            self.metrics.assembly_buffer.set(len(self._assembler))
-            if (ready or self._assembler.feedback) and (
-                marker is not None or len(ready) >= batch_max or now - first_ready >= batch_secs
-            ):
-                self._store(ready)
-                ready = []
+            batcher.add(self._assembler.pop_ready(now) if marker is None else self._assembler.drain())
+            due = batcher.ready and (marker is not None or batcher.due(now, caught_up=item is None))
+            if due or (self._assembler.feedback and not batcher.ready):  # feedback alone: at once
+                self._store(batcher.take(now))
             if marker is not None:
                 self._judge_q.put(marker)
                 if marker.stop:
@@ -260,9 +254,8 @@ class EmbeddedCollector:
         start = time.perf_counter()
         traces = self._ingestor.prepare(assembled)
         after_store = self._feedback.prepare(self._assembler.take_feedback(), traces)
-        backoff = Backoff(self.config["storage"]["retry_initial_s"], self.config["storage"]["retry_max_s"])
         try:
-            retry_storage(lambda: self._ingestor.store(traces), self.metrics, backoff, self._wait)
+            self.retry(lambda: self._ingestor.store(traces))
         except Exception:  # noqa: BLE001 - only on shutdown while storage is down
             log.exception("dropping %d traces at shutdown: storage unavailable", len(traces))
             return
@@ -292,10 +285,7 @@ class EmbeddedCollector:
                 continue
             for i in range(0, len(item), batch_size):
                 results = self._worker.judge_messages(item[i : i + batch_size])
-                backoff = Backoff(
-                    self.config["storage"]["retry_initial_s"], self.config["storage"]["retry_max_s"]
-                )
                 try:
-                    retry_storage(lambda r=results: self._worker.store(r), self.metrics, backoff, self._wait)
+                    self.retry(lambda r=results: self._worker.store(r))
                 except Exception:  # noqa: BLE001 - only on shutdown while storage is down
                     log.exception("dropping %d judgments at shutdown: storage unavailable", len(results))

@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from .evaluate import Progress, score_run
+from .files import EvalInputError
 from .metrics import answerable
 from .ranking import doc_keys
-from .replay import Replayer, snapshot_chunks
+from .replay import Replayer, accepts_chunks, snapshot_chunks
 
 __all__ = ["SWEEP_METRICS", "sweep_contexts", "position_sweep"]
 
@@ -46,6 +47,8 @@ def position_sweep(
     progress: Progress | None = None,
 ) -> dict[str, Any] | None:
     """{"positions", "n", "metrics": {name: [mean at each position]}}; None when no case qualifies."""
+    if not accepts_chunks(replayer.fn):
+        raise EvalInputError("--sweep-position: the app does not accept a 'chunks' argument")
     contexts = {c["id"]: sweep_contexts(c) for c in cases}
     depth = max((len(v) for v in contexts.values()), default=0)
     if depth == 0:

@@ -4,7 +4,10 @@
 decides sampling once per trace (re-using stored decisions for traces it
 replays), and stores them. Deciding and storing are separate steps so that a
 storage retry never spends the sampling budget twice. Transport (Kafka
-offsets, in-process queues) is the caller's business.
+offsets, in-process queues) is the caller's business, and so is waiting: the
+storage reads made while deciding (the budget already spent, replayed traces'
+stored decisions) retry through the caller's :class:`StorageRetry`, whose wait
+keeps the caller's loop alive (the Kafka loop polls with consumption paused).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage, encode_traces
-from ..storage.retry import default_backoff, retry_storage, sleep
+from ..storage.retry import StorageRetry
 from .assemble import Assembled, build_trace
 from .model import RagTrace
 from .sampling import Sampler, SamplingPolicy
@@ -25,20 +28,18 @@ __all__ = ["Ingestor"]
 class Ingestor:
     """Assembled traces -> sampled RagTrace rows -> rag_traces."""
 
-    def __init__(self, storage: Storage, policy: SamplingPolicy, metrics: Metrics) -> None:
+    def __init__(
+        self, storage: Storage, policy: SamplingPolicy, metrics: Metrics, retry: StorageRetry
+    ) -> None:
         self.storage = storage
         self.metrics = metrics
+        self.retry = retry
         reasons = policy.budgeted_reasons()
         self.sampler = Sampler(policy, budget_loader=lambda minute_ns: self._budget_spent(minute_ns, reasons))
         self.replay_marks: dict[Any, int] = {}
 
     def _budget_spent(self, minute_ns: int, reasons: Sequence[str]) -> int:
-        return retry_storage(
-            lambda: self.storage.budget_spent(minute_ns, reasons),
-            self.metrics,
-            default_backoff(),
-            sleep,
-        )
+        return self.retry(lambda: self.storage.budget_spent(minute_ns, reasons))
 
     def build(self, assembled: Sequence[Assembled]) -> None:
         """Build each RAG trace now and drop its spans (a batch in flight holds traces, not spans)."""
@@ -68,11 +69,7 @@ class Ingestor:
             if marks and any(off <= marks.get(part, -1) for part, off in a.positions.items()):
                 replayed.append(t.trace_id)
         traces = list(by_id.values())
-        stored = (
-            retry_storage(lambda: self.storage.stored_decisions(replayed), m, default_backoff(), sleep)
-            if replayed
-            else {}
-        )
+        stored = self.retry(lambda: self.storage.stored_decisions(replayed)) if replayed else {}
         decided: dict[tuple[str, str], int] = {}
         received: dict[tuple[str, str], int] = {}
         decide = self.sampler.decide

@@ -154,7 +154,9 @@ def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> Cla
     n_chunks = len(chunks)
     # The best chunk by pair probability (a missing number vetoes it), then by coverage; and
     # the two chunks that cover most of the claim.
-    b = max(range(n_chunks), key=lambda i: (probs[i], covs[i]))
+    top = max(probs)
+    tied = [i for i, p in enumerate(probs) if p == top]
+    b = tied[0] if len(tied) == 1 else max(tied, key=covs.__getitem__)
     bf = view_features(cv, chunks[b])
     nk = len(cv.keys)
     c1 = max(range(n_chunks), key=covs.__getitem__)
@@ -173,7 +175,7 @@ def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> Cla
         chunk, si = chunks[where[0]], where[1]
         seq = chunk.sentence_stem_lists[si]
         if cv.bigrams:
-            sent_bigram = len(cv.bigrams & frozenset(zip(seq, seq[1:], strict=False))) / len(cv.bigrams)
+            sent_bigram = len(cv.bigrams.intersection(zip(seq, seq[1:]))) / len(cv.bigrams)  # noqa: B905
         else:
             sent_bigram = sent_cov
         if cv.numbers:
@@ -222,4 +224,4 @@ def _window_bigram(cv: ClaimView, chunks: list[ChunkEvidence], where: tuple[int,
     lists = chunks[where[0]].sentence_stem_lists
     i = where[1]
     seq = [t for j in range(max(0, i - 1), min(len(lists), i + 2)) for t in lists[j]]
-    return len(cv.bigrams & frozenset(zip(seq, seq[1:], strict=False))) / len(cv.bigrams)
+    return len(cv.bigrams.intersection(zip(seq, seq[1:]))) / len(cv.bigrams)  # noqa: B905

@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from .claim_features import ChunkIndex, ClaimEvidence, claim_evidence
@@ -41,6 +42,19 @@ QUESTION_WORDS = frozenset(
     "please give list kind type mean".split()
 )
 _CONJUNCT_RE = re.compile(r",?\s+(?:and|as well as|plus|along with)\s+|,\s+|;\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class _TraceContext:
+    """What every claim of one trace is judged against."""
+
+    chunks: list[ChunkEvidence]
+    ids: list[str]
+    by_id: dict[str, ChunkEvidence]
+    pos: dict[str, int]
+    index: ChunkIndex
+    qstems: frozenset[str]
+    answer_all: frozenset[str]
 
 
 class LocalJudge:
@@ -113,62 +127,24 @@ class LocalJudge:
         judged: list[ClaimJudgment] = []
         evidence_stems: set[str] = set()
         answer_stems: set[str] = set()
-        thr = self.threshold
-        index = ChunkIndex(chunks)
         verdict_scores: list[float] = []
         claim_profiles = [profile(c.text) for c in claims]
-        answer_all = frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset()
+        ctx = _TraceContext(
+            chunks=chunks,
+            ids=ids,
+            by_id=by_id,
+            pos={cid: i for i, cid in enumerate(ids)},
+            index=ChunkIndex(chunks),
+            qstems=qstems,
+            answer_all=frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset(),
+        )
         for claim, cp in zip(claims, claim_profiles, strict=True):
             answer_stems |= cp.stem_set
-            view = claim_view(cp, qstems)
-            ce = claim_evidence(view, index, self.model)
-            p = round(self.claim_model.probability(ce.features), 4)
-            # Supported when the calibrated probability reaches the threshold, or when one
-            # chunk supports the claim on its own by the pair model (its number veto included).
-            strong = max(ce.pair_probs, default=0.0) >= 0.5
-            supporting = _supporting(ce, view, chunks, strong or p >= thr) if chunks else []
-            kept = [cid for cid in supporting if not negation_conflicts(cp, by_id[cid])]
-            if supporting and not kept:  # the evidence says the opposite: as a conflicting number
-                p = min(p, self.claim_model.number_cap)
-            supporting = kept
-            cits = claim.citations
-            cit_ok = [cid in supporting for cid in cits]
-            on_topic = _on_topic(cp, qstems, supporting, by_id)
-            verdict = "supported" if supporting else "unsupported"
-            source = None
-            contradicting: list[str] = []
-            omitted = None
-            if supporting:
-                rel = [s for s in supporting if usable[s]] or supporting
-                best = max(rel, key=lambda s: ce.pair_probs[ids.index(s)])
-                sent_i, _ = _best_sentence(cp, by_id[best])
-                if usable[best]:
-                    evidence_stems |= by_id[best].sentence_stems[sent_i]
-                    omitted = _omitted_condition(by_id[best].sentence_texts[sent_i], answer_all)
-            else:
-                contradicting = _contradicting(cp, chunks)
-                if contradicting:
-                    verdict = "contradicted"
-                best_cov = max(ce.pair_covs, default=0.0)
-                source = "noise" if best_cov >= 0.5 or contradicting else "hallucination"
-            # Response verdict: a supported claim counts as at least the threshold, a
-            # contradicted one as clearly wrong.
-            verdict_scores.append(max(p, thr) if supporting else 0.0 if contradicting or p >= thr else p)
-            judged.append(
-                ClaimJudgment(
-                    text=claim.text,
-                    verdict=verdict,
-                    supporting=supporting,
-                    citations=list(cits),
-                    citation_ok=cit_ok,
-                    on_topic=on_topic,
-                    source=source,
-                    contradicting=contradicting,
-                    omitted=omitted,
-                    confidence=p,
-                    support_probability=p,
-                )
-            )
+            judgment, score, used = self._judge_claim(ctx, claim, cp)
+            judged.append(judgment)
+            verdict_scores.append(score)
+            evidence_stems |= used
+        thr = self.threshold
         if judged and asks_quantity(rec["query"]) and not any(answers_quantity(cp) for cp in claim_profiles):
             for j in judged:  # asked how long / how many / how often, and no claim says
                 j.on_topic = False
@@ -206,6 +182,60 @@ class LocalJudge:
             require_citations=self.require_citations,
             extra=extra,
         )
+
+    def _judge_claim(
+        self, ctx: _TraceContext, claim: Claim, cp: TextProfile
+    ) -> tuple[ClaimJudgment, float, frozenset[str]]:
+        """One claim's judgment, its score for the response verdict, and the content stems of
+        the usable evidence sentence it rests on (for context utilization)."""
+        thr = self.threshold
+        by_id = ctx.by_id
+        view = claim_view(cp, ctx.qstems)
+        ce = claim_evidence(view, ctx.index, self.model)
+        p = round(self.claim_model.probability(ce.features), 4)
+        # Supported when the calibrated probability reaches the threshold, or when one
+        # chunk supports the claim on its own by the pair model (its number veto included).
+        strong = max(ce.pair_probs, default=0.0) >= 0.5
+        supporting = _supporting(ce, view, ctx.chunks, strong or p >= thr) if ctx.chunks else []
+        kept = [cid for cid in supporting if not negation_conflicts(cp, by_id[cid])]
+        if supporting and not kept:  # the evidence says the opposite: as a conflicting number
+            p = min(p, self.claim_model.number_cap)
+        supporting = kept
+        verdict = "supported" if supporting else "unsupported"
+        source = None
+        contradicting: list[str] = []
+        omitted = None
+        used: frozenset[str] = frozenset()
+        if supporting:
+            rel = [s for s in supporting if by_id[s].usable] or supporting
+            best = max(rel, key=lambda s: ce.pair_probs[ctx.pos[s]])
+            sent_i, _ = _best_sentence(cp, by_id[best])
+            if by_id[best].usable:
+                used = by_id[best].sentence_stems[sent_i]
+                omitted = _omitted_condition(by_id[best].sentence_texts[sent_i], ctx.answer_all)
+        else:
+            contradicting = _contradicting(cp, ctx.chunks)
+            if contradicting:
+                verdict = "contradicted"
+            best_cov = max(ce.pair_covs, default=0.0)
+            source = "noise" if best_cov >= 0.5 or contradicting else "hallucination"
+        # Response verdict: a supported claim counts as at least the threshold, a
+        # contradicted one as clearly wrong.
+        score = max(p, thr) if supporting else 0.0 if contradicting or p >= thr else p
+        judgment = ClaimJudgment(
+            text=claim.text,
+            verdict=verdict,
+            supporting=supporting,
+            citations=list(claim.citations),
+            citation_ok=[cid in supporting for cid in claim.citations],
+            on_topic=_on_topic(cp, ctx.qstems, supporting, by_id),
+            source=source,
+            contradicting=contradicting,
+            omitted=omitted,
+            confidence=p,
+            support_probability=p,
+        )
+        return judgment, score, used
 
 
 def _supporting(ce: ClaimEvidence, cv: ClaimView, chunks: list[ChunkEvidence], supported: bool) -> list[str]:

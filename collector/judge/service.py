@@ -18,11 +18,13 @@ import threading
 import time
 from typing import Any
 
+from ..kafka.clients import kafka_client_settings
+from ..kafka.deadletter import dead_letter
 from ..kafka.group_join import keep_join_going
 from ..kafka.liveness import rebalance_allowance_s, rebalancing
 from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage
-from ..storage.retry import Backoff, retry_storage
+from ..storage.retry import StorageRetry
 from .worker import JudgeLike, JudgeWorker
 
 __all__ = ["KafkaJudgeService"]
@@ -40,6 +42,7 @@ class KafkaJudgeService:
         self.worker = JudgeWorker(judge, storage, metrics)
         self.metrics = metrics
         self._stop = threading.Event()
+        self.retry = StorageRetry.from_config(config["storage"], metrics, self._wait)
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self.restarts = 0
@@ -88,10 +91,7 @@ class KafkaJudgeService:
     def run(self) -> None:
         from kafka import KafkaConsumer, KafkaProducer
 
-        from ..kafka.collector import REASON_HEADER, kafka_client_settings
-
         k = self.config["kafka"]
-        st = self.config["storage"]
         common = kafka_client_settings(self.config)
         max_poll_interval_ms = int(self.config["judge"]["max_poll_interval_s"] * 1000)
         consumer = KafkaConsumer(
@@ -138,14 +138,11 @@ class KafkaJudgeService:
                         ):
                             messages[msg["trace_id"]] = msg
                 results = self.worker.judge_messages(list(messages.values()))
-                backoff = Backoff(st["retry_initial_s"], st["retry_max_s"])
-                if not retry_storage(
-                    lambda r=results: self.worker.store(r) or True, self.metrics, backoff, self._wait
-                ):
+                if not self.retry(lambda r=results: self.worker.store(r) or True):
                     return
                 for rec, reason in dead:
-                    producer.send(k["deadletter_topic"], key=rec.key, value=rec.value,
-                                  headers=[(REASON_HEADER, reason.encode())])  # fmt: skip
+                    topic, key, value, headers = dead_letter(k["deadletter_topic"], rec, reason)
+                    producer.send(topic, key=key, value=value, headers=headers)
                     self.metrics.deadlettered.labels("bad_judge_message").inc()
                 if dead:
                     producer.flush(30)

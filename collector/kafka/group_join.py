@@ -29,15 +29,60 @@ with the current assignment. A join that is merely slow is not disturbed:
 the flag only makes the next poll wait for the same task.
 
 It reads kafka-python's private coordinator (``consumer._coordinator``), as
-:func:`ragpulse.collector.liveness.rebalancing` does; any other shape is left
-alone.
+:func:`.liveness.rebalancing` does. Both go through :func:`coordinator`,
+which hands the coordinator out only on the kafka-python minor version they
+were written and tested on (:data:`TESTED_MINOR`, the version pyproject.toml
+pins); on any other version it logs once and both do nothing (the guard
+skipped, the rebalance watch reading "not rebalancing"). tests/test_group_join.py
+fails when the guard stops working, when the race it guards against is no
+longer reached, and when the pin and :data:`TESTED_MINOR` disagree.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-__all__ = ["keep_join_going"]
+__all__ = ["keep_join_going", "coordinator", "guard_description", "TESTED_MINOR"]
+
+log = logging.getLogger("ragpulse.collect")
+
+TESTED_MINOR = "3.0"  # pyproject.toml pins kafka-python to this minor version
+_checked: dict[str, bool] = {}
+
+
+def _installed_version() -> str:
+    try:
+        import kafka
+    except ImportError:
+        return "not installed"
+    return str(getattr(kafka, "__version__", "unknown"))
+
+
+def guard_applies(version: str | None = None) -> bool:
+    """True when kafka-python ``version`` (default: the installed one) is the tested minor."""
+    version = _installed_version() if version is None else version
+    return version.split(".")[:2] == TESTED_MINOR.split(".")
+
+
+def guard_description() -> str:
+    """For the start-up log: whether the guard and the rebalance watch are active."""
+    version = _installed_version()
+    if guard_applies(version):
+        return f"active (kafka-python {version})"
+    return f"skipped: kafka-python {version} is not the tested {TESTED_MINOR}.x"
+
+
+def coordinator(consumer: Any) -> Any | None:
+    """kafka-python's private group coordinator of ``consumer``, or None when this
+    kafka-python is not the tested minor version (logged once) or has no such attribute."""
+    if "applies" not in _checked:
+        _checked["applies"] = guard_applies()
+        if not _checked["applies"]:
+            log.warning("group-join guard and rebalance watch %s", guard_description())
+    if not _checked["applies"]:
+        return None
+    return getattr(consumer, "_coordinator", None)
 
 
 def keep_join_going(consumer: Any) -> bool:
@@ -46,16 +91,16 @@ def keep_join_going(consumer: Any) -> bool:
     Returns True when it had to set the rejoin flag (the member was rebalancing with
     nothing asking for the join to finish), False otherwise. Never raises.
     """
-    try:
-        from kafka.structs import MemberState
-    except ImportError:  # another kafka-python: nothing to keep going
+    coord = coordinator(consumer)
+    if coord is None:
         return False
-    coordinator = getattr(consumer, "_coordinator", None)
-    if coordinator is None or getattr(coordinator, "state", None) != MemberState.REBALANCING:
+    from kafka.structs import MemberState
+
+    if getattr(coord, "state", None) != MemberState.REBALANCING:
         return False
-    if getattr(coordinator, "rejoin_needed", True):
+    if getattr(coord, "rejoin_needed", True):
         return False
-    request = getattr(coordinator, "request_rejoin", None)
+    request = getattr(coord, "request_rejoin", None)
     if request is None:
         return False
     request()

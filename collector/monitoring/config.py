@@ -7,7 +7,6 @@ is how the end-to-end test renders the same rules with test-sized windows.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from importlib import resources
@@ -16,13 +15,13 @@ from typing import Any
 
 import yaml
 
+from ..config import merge
+
 __all__ = [
     "ObjectivesError",
     "load_objectives",
-    "merge",
     "duration_seconds",
     "error_budget",
-    "ratio_objectives",
 ]
 
 _DURATION = re.compile(r"^(\d+)(ms|s|m|h|d|w|y)$")
@@ -50,25 +49,9 @@ def duration_seconds(text: str) -> float:
     return int(m.group(1)) * _UNIT_S[m.group(2)]
 
 
-def merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` updated by ``over``: nested dicts merge, everything else replaces."""
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def error_budget(objective: Mapping[str, Any]) -> float:
     """The allowed bad-event share of a quality objective (1 - objective), rounded to kill float noise."""
     return round(1.0 - float(objective["objective"]), 10)
-
-
-def ratio_objectives(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The quality objectives by name, in config order."""
-    return dict(config["objectives"])
 
 
 def load_objectives(

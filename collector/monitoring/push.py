@@ -178,18 +178,7 @@ def grafana_alert_rules(
     return rules
 
 
-_RULE_FIELDS = (
-    "title",
-    "folderUID",
-    "ruleGroup",
-    "condition",
-    "data",
-    "for",
-    "labels",
-    "annotations",
-    "noDataState",
-    "execErrState",
-)
+_RULE_FIELDS = ("title", "folderUID", "ruleGroup", "condition", "data", "for", "labels", "annotations", "noDataState", "execErrState")  # fmt: skip
 
 
 def _alert_rule(api: GrafanaApi, rule: dict[str, Any], dry_run: bool, result: PushResult) -> None:

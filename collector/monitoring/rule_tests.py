@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..serve.metrics import SCORE_NAMES
 from .config import duration_seconds, error_budget
 from .templates import expand
 from .yamlout import dump_yaml
@@ -209,22 +210,23 @@ def _shares(obj: Mapping[str, Any], windows: Sequence[Mapping[str, Any]]) -> dic
 
 
 def _page_cases(config: Mapping[str, Any]) -> list[Case]:
+    """2-minute samples: two of them fit the 5m short window, and the cases need half the steps."""
     windows = {bw["name"]: bw for bw in config["burn_windows"]}
     fast_bw, slow_bw = windows["page-fast"], windows["page-slow"]
     cases = []
     for name, obj in config["objectives"].items():
         s, alert = _shares(obj, config["burn_windows"]), obj["alert"]
         cases += [
-            Case(f"{alert} fast burn pages", "1m", _slo_series(name, [(s["fast"], 1000, 12)], 1),
+            Case(f"{alert} fast burn pages", "2m", _slo_series(name, [(s["fast"], 1000, 6)], 2),
                  [("10m", alert, [_burn(name, fast_bw, s["fast"])])]),
-            Case(f"{alert} slow burn pages", "1m", _slo_series(name, [(s["slow"], 1000, 42)], 1),
+            Case(f"{alert} slow burn pages", "2m", _slo_series(name, [(s["slow"], 1000, 21)], 2),
                  [("10m", alert, []), ("40m", alert, [_burn(name, slow_bw, s["slow"])])]),
-            Case(f"{alert} healthy does not fire", "1m", _slo_series(name, [(s["healthy"], 1000, 42)], 1),
+            Case(f"{alert} healthy does not fire", "2m", _slo_series(name, [(s["healthy"], 1000, 21)], 2),
                  [("10m", alert, []), ("40m", alert, [])]),
-            Case(f"{alert} volume guard: fast burn on few judged traces", "1m",
-                 _slo_series(name, [(s["fast"], 0.2, 42)], 1), [("10m", alert, []), ("40m", alert, [])]),
-            Case(f"{alert} resolves after recovery", "1m", _slo_series(name, [(s["fast"], 1000, 20), (0.0, 1000, 30)], 1),
-                 [("10m", alert, [_burn(name, fast_bw, s["fast"])]), ("49m", alert, [])]),
+            Case(f"{alert} volume guard: fast burn on few judged traces", "2m",
+                 _slo_series(name, [(s["fast"], 0.2, 21)], 2), [("10m", alert, []), ("40m", alert, [])]),
+            Case(f"{alert} resolves after recovery", "2m", _slo_series(name, [(s["fast"], 1000, 10), (0.0, 1000, 16)], 2),
+                 [("10m", alert, [_burn(name, fast_bw, s["fast"])]), ("50m", alert, [])]),
         ]  # fmt: skip
     return cases
 
@@ -283,7 +285,7 @@ def _drift_cases(config: Mapping[str, Any]) -> list[Case]:
         return f"{steps * step // 3600}h"
 
     cases = []
-    for score in sd["scores"]:
+    for score in SCORE_NAMES:
         fired = Expect({"severity": sd["severity"], "score": score}, QUALITY, round(0.9 - drop, 6))
         cases += [
             Case(f"{alert} {score} drop fires and resolves", "1h", _score_inputs(score, per, drop, phases),
@@ -298,7 +300,7 @@ def _drift_cases(config: Mapping[str, Any]) -> list[Case]:
 
 #: Rendered test files -> (rule files they load, evaluation interval).
 TEST_FILES: dict[str, tuple[tuple[str, ...], str]] = {
-    "slo-page_test.yaml": (("ragpulse-recording.yaml", "ragpulse-slo-alerts.yaml"), "1m"),
+    "slo-page_test.yaml": (("ragpulse-recording.yaml", "ragpulse-slo-alerts.yaml"), "2m"),
     "slo-ticket_test.yaml": (("ragpulse-recording.yaml", "ragpulse-slo-alerts.yaml"), "4m"),
     "drift_test.yaml": (("ragpulse-drift-alerts.yaml",), "1h"),
     "pipeline_test.yaml": (("ragpulse-pipeline-alerts.yaml",), "1m"),

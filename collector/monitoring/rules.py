@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..serve.metrics import SCORE_NAMES
 from .common import QUALITY_BY, alert_annotations, num, pct
 from .config import error_budget
 from .pipeline_rules import pipeline_alerts
@@ -119,7 +120,7 @@ def _drift_alerts(config: Mapping[str, Any]) -> dict[str, Any]:
     sd = config["score_drop"]
     w, off, drop, n = sd["window"], sd["offset"], num(sd["min_drop"]), sd["min_judged"]
     rules = []
-    for score in sd["scores"]:
+    for score in SCORE_NAMES:
         expr = (
             f"(\n  {_score_mean(score, w)}\n)\n<\n(\n  {_score_mean(score, w, off)}\n) - {drop}\n"
             f"and on ({QUALITY_BY}) sum by ({QUALITY_BY}) (increase(ragpulse_{score}_count[{w}])) >= {n}\n"

@@ -1,7 +1,10 @@
-"""Prometheus metrics of the collector and the judge workers, plus /healthz and /readyz.
+"""Prometheus metrics of the collector and the judge workers.
 
 Every metric lives in the :class:`Metrics` object's own ``CollectorRegistry``
-(several pipelines can run in one process, e.g. in tests). Names start with
+(several pipelines can run in one process, e.g. in tests). Events (records,
+traces stored, judgments) are counters the loops increment; state (assembly
+buffer, consumer lag, late spans) is read at scrape time (:mod:`.state`).
+The HTTP endpoint is :mod:`.server`, health is :mod:`.health`. Names start with
 ``ragpulse_``; quality metrics are labelled by ``service`` and ``judge`` only,
 never by trace or user id, so cardinality stays bounded. The full list is in
 docs/collector.md.
@@ -9,17 +12,12 @@ docs/collector.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
-from typing import Any
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from ..kafka.liveness import DEFAULT_STALL_S, PollWatch
-from .http_server import BackgroundHTTPServer
+from .health import PollWatch
+from .state import StateCollector, StateMetric
 
-__all__ = ["Metrics", "MetricsServer", "SCORE_NAMES"]
+__all__ = ["Metrics", "SCORE_NAMES"]
 
 SCORE_NAMES = (
     "faithfulness",
@@ -39,7 +37,18 @@ class Metrics:
 
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
-        # ingest
+        self._ingest_metrics(r)
+        self._judge_metrics(r)
+        # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
+        self.decoder = Gauge(
+            "ragpulse_otlp_decoder_info", "1 for the OTLP protobuf decoder in use", ["decoder"], registry=r
+        )
+        from ..ingest.otlp import DECODER
+
+        self.decoder.labels(DECODER).set(1)
+        self.polls = PollWatch()  # Kafka polls in progress, reported by the loops for /healthz
+
+    def _ingest_metrics(self, r: CollectorRegistry) -> None:
         self.records = Counter(
             "ragpulse_records_total", "Kafka records / OTLP requests received", ["result"], registry=r
         )
@@ -59,17 +68,14 @@ class Metrics:
             ["reason"],
             registry=r,
         )
-        self.late_spans = Counter(
-            "ragpulse_late_spans_total", "Spans arriving after their trace was emitted", registry=r
+        self.late_spans = StateMetric(
+            "ragpulse_late_spans_total", "Spans arriving after their trace was emitted", kind="counter"
         )
         self.deadlettered = Counter(
             "ragpulse_deadlettered_total", "Records sent to the dead-letter topic", ["kind"], registry=r
         )
-        self.consumer_lag = Gauge(
-            "ragpulse_consumer_lag",
-            "Records behind the end of the partition",
-            ["topic", "partition"],
-            registry=r,
+        self.consumer_lag = StateMetric(
+            "ragpulse_consumer_lag", "Records behind the end of the partition", ["topic", "partition"]
         )
         self.batch_latency = Histogram(
             "ragpulse_batch_seconds",
@@ -91,7 +97,8 @@ class Metrics:
         self.storage_up = Gauge(
             "ragpulse_storage_up", "1 when the last storage operation succeeded", registry=r
         )
-        self.assembly_buffer = Gauge("ragpulse_assembly_buffer_traces", "Partial traces buffered", registry=r)
+        self.assembly_buffer = StateMetric("ragpulse_assembly_buffer_traces", "Partial traces buffered")
+        r.register(StateCollector([self.late_spans, self.consumer_lag, self.assembly_buffer]))
         self.judge_queue_sent = Counter(
             "ragpulse_judge_queued_total", "Traces queued for judging", registry=r
         )
@@ -107,7 +114,8 @@ class Metrics:
             "Unjudged traces queued for judging because of negative feedback",
             registry=r,
         )
-        # judging
+
+    def _judge_metrics(self, r: CollectorRegistry) -> None:
         self.traces_judged = Counter(
             "ragpulse_traces_judged_total", "Traces judged", ["service", "judge"], registry=r
         )
@@ -168,68 +176,6 @@ class Metrics:
         self.judgments_stored = Counter(
             "ragpulse_judgments_stored_total", "Rows written to rag_judgments", registry=r
         )
-        # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
-        self.decoder = Gauge(
-            "ragpulse_otlp_decoder_info", "1 for the OTLP protobuf decoder in use", ["decoder"], registry=r
-        )
-        from ..ingest.otlp import DECODER
-
-        self.decoder.labels(DECODER).set(1)
-        self.polls = PollWatch()  # Kafka polls in progress, for /healthz
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
-
-
-class MetricsServer(BackgroundHTTPServer):
-    """``/metrics``, ``/healthz`` (alive, and no Kafka poll stuck for more than ``stall_s``)
-    and ``/readyz`` (``ready()`` returns True) on one port."""
-
-    thread_name = "ragpulse-metrics"
-
-    def __init__(
-        self,
-        metrics: Metrics,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        ready: Callable[[], bool] | None = None,
-        stall_s: float = DEFAULT_STALL_S,
-    ) -> None:
-        self.metrics = metrics
-        self.ready = ready or (lambda: True)
-        self.stall_s = stall_s
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server API
-                path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    self._send(200, outer.metrics.render(), CONTENT_TYPE_LATEST)
-                elif path == "/healthz":
-                    stuck = outer.metrics.polls.stuck(outer.stall_s)
-                    if stuck:
-                        text = ", ".join(f"{n} stuck for {s:.0f}s" for n, s in sorted(stuck.items()))
-                        self._send(503, f"stalled: {text}\n".encode())
-                    else:
-                        self._send(200, b"ok\n")
-                elif path == "/readyz":
-                    ok = False
-                    try:
-                        ok = bool(outer.ready())
-                    except Exception:  # noqa: BLE001 - not ready is the answer
-                        ok = False
-                    self._send(200 if ok else 503, b"ready\n" if ok else b"not ready\n")
-                else:
-                    self._send(404, b"not found\n")
-
-            def _send(self, code: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._bind(host, port, Handler)

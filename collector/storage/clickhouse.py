@@ -250,20 +250,6 @@ class Storage:
         with self._lock:
             self._drop_client()
 
-    def release_engine_pages(self) -> int:
-        """In-process chDB only: drop the engine library's pages that opening it touched and
-        ingest does not use (see memory.release_library_pages); returns the bytes released.
-        Call once the engine is open and the schema applied."""
-        if not self._in_process or self._client is None:
-            return 0
-        import sys
-
-        from ..memory import release_library_pages
-
-        engine = sys.modules.get("chdb._chdb")
-        path = getattr(engine, "__file__", None)
-        return release_library_pages(path) if path else 0
-
     def ping(self) -> bool:
         """True when ClickHouse answers a trivial query."""
         try:

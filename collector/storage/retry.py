@@ -1,24 +1,30 @@
 """Retrying storage calls: exponential backoff, and a loop that waits through outages.
 
 Every stage that writes or reads ClickHouse on a loop (Kafka consumer, judge
-service, embedded collector, the sampler's budget reads) retries through
-:func:`retry_storage`, so an outage pauses work instead of losing it.
+service, embedded collector, the sampler's budget reads) retries through one
+:class:`StorageRetry`, built once per loop from the ``storage`` settings with
+that loop's wait function, so an outage pauses work instead of losing it, and
+the loop's wait keeps doing what it must meanwhile (the Kafka loop keeps
+polling with consumption paused, every loop notices shutdown).
 """
 
 from __future__ import annotations
 
 import logging
 import random
-import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from ..serve.metrics import Metrics
 from .clickhouse import StorageUnavailable
 
-__all__ = ["Backoff", "retry_storage", "default_backoff", "sleep"]
+__all__ = ["Backoff", "StorageRetry", "Wait", "retry_storage"]
 
 log = logging.getLogger("ragpulse.collector")
+
+T = TypeVar("T")
+# Called with a delay in seconds between attempts; returns False when the caller must give up.
+Wait = Callable[[float], bool]
 
 
 class Backoff:
@@ -66,10 +72,25 @@ def retry_storage(
         return result
 
 
-def default_backoff() -> Backoff:
-    return Backoff(0.5, 10.0)
+class StorageRetry:
+    """One loop's storage retries: the backoff settings of the ``storage`` section and the
+    loop's own wait, so every storage call of that loop waits the same way."""
 
+    def __init__(self, metrics: Metrics, wait: Wait, initial_s: float = 0.5, max_s: float = 10.0) -> None:
+        self.metrics = metrics
+        self.wait = wait
+        self.initial_s = initial_s
+        self.max_s = max_s
 
-def sleep(delay: float) -> bool:
-    time.sleep(delay)
-    return True
+    @classmethod
+    def from_config(cls, storage: Mapping[str, Any], metrics: Metrics, wait: Wait) -> StorageRetry:
+        """From the ``storage`` section (``retry_initial_s``, ``retry_max_s``)."""
+        return cls(metrics, wait, float(storage["retry_initial_s"]), float(storage["retry_max_s"]))
+
+    def backoff(self) -> Backoff:
+        """A fresh backoff with these settings (also for retries that are not storage calls)."""
+        return Backoff(self.initial_s, self.max_s)
+
+    def __call__(self, op: Callable[[], T], wait: Wait | None = None) -> T:
+        """``op()`` retried through outages; ``wait`` overrides the loop's wait for this call."""
+        return retry_storage(op, self.metrics, self.backoff(), wait or self.wait)

@@ -12,13 +12,12 @@ mod build;
 mod fast;
 mod json;
 mod keys;
-mod records;
 mod schema;
 mod wire;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList};
 
 /// Bumped whenever a function's contract changes (or one is added); otlp.py refuses a mismatch.
 const ABI: u32 = 4;
@@ -113,46 +112,6 @@ fn trace_details<'py>(
     fast::trace_details(py, data, index, &classes, caps)
 }
 
-/// The `ConsumerRecord`s of one Kafka record batch (format v2) and each record's size,
-/// from its records section `buffer[pos:]` (decompressed), or None when kafka-python
-/// must unpack the batch itself (records.rs).
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn unpack_records<'py>(
-    py: Python<'py>,
-    buffer: Bound<'py, PyAny>,
-    pos: usize,
-    count: i64,
-    base_offset: i64,
-    first_timestamp: i64,
-    max_timestamp: i64,
-    timestamp_type: i64,
-    topic: Bound<'py, PyAny>,
-    partition: Bound<'py, PyAny>,
-    leader_epoch: Bound<'py, PyAny>,
-    record_cls: Bound<'py, PyAny>,
-) -> PyResult<Option<(Bound<'py, PyList>, Bound<'py, PyList>)>> {
-    let info = records::BatchInfo {
-        count,
-        base_offset,
-        first_timestamp,
-        max_timestamp,
-        timestamp_type,
-        topic,
-        partition,
-        leader_epoch,
-        record_cls,
-    };
-    // A bytearray is copied: building the records calls Python, which must not see it change.
-    if let Ok(b) = buffer.cast::<PyBytes>() {
-        records::unpack_records(py, b.as_bytes(), pos, &info)
-    } else if let Ok(b) = buffer.cast::<PyByteArray>() {
-        records::unpack_records(py, &b.to_vec(), pos, &info)
-    } else {
-        Ok(None)
-    }
-}
-
 /// orjson's text for a float (tests compare it with orjson).
 #[pyfunction]
 fn json_float(f: f64) -> String {
@@ -176,7 +135,6 @@ fn ragpulse_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_traces, m)?)?;
     m.add_function(wrap_pyfunction!(complete_traces, m)?)?;
     m.add_function(wrap_pyfunction!(trace_details, m)?)?;
-    m.add_function(wrap_pyfunction!(unpack_records, m)?)?;
     m.add_function(wrap_pyfunction!(json_float, m)?)?;
     m.add_function(wrap_pyfunction!(json_string, m)?)?;
     Ok(())

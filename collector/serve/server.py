@@ -1,0 +1,55 @@
+"""One HTTP port for ``/metrics`` (Prometheus text) and the health endpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from .health import DEFAULT_STALL_S, Health
+from .http_server import BackgroundHTTPServer
+from .metrics import Metrics
+
+__all__ = ["MetricsServer"]
+
+_TEXT = "text/plain; charset=utf-8"
+
+
+class MetricsServer(BackgroundHTTPServer):
+    """``/metrics`` from ``metrics``, ``/healthz`` and ``/readyz`` from a :class:`Health`
+    over ``metrics.polls`` and ``ready``."""
+
+    thread_name = "ragpulse-metrics"
+
+    def __init__(
+        self,
+        metrics: Metrics,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ready: Callable[[], bool] | None = None,
+        stall_s: float = DEFAULT_STALL_S,
+    ) -> None:
+        self.metrics = metrics
+        self.health = Health(metrics.polls, ready, stall_s)
+        routes: dict[str, Callable[[], tuple[int, bytes, str]]] = {
+            "/metrics": lambda: (200, metrics.render(), CONTENT_TYPE_LATEST),
+            "/healthz": lambda: (*self.health.healthz(), _TEXT),
+            "/readyz": lambda: (*self.health.readyz(), _TEXT),
+        }
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                route = routes.get(self.path.split("?", 1)[0])
+                code, body, ctype = route() if route else (404, b"not found\n", _TEXT)
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._bind(host, port, Handler)
