@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -28,7 +29,7 @@ from ..ingest.model import RagTrace, Span
 from ..ingest.sampling import Sampler
 from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage
-from ..storage.retry import default_backoff, retry_storage, sleep
+from ..storage.retry import Backoff, retry_storage
 from .reask import Call, ReaskDetector
 from .spans import FEEDBACK_COLUMNS, FEEDBACK_REASON, feedback_row, is_negative
 
@@ -57,7 +58,7 @@ class FeedbackSink:
         metrics: Metrics,
         sampler: Sampler,
         section: Mapping[str, Any] | None = None,
-        wait: Callable[[float], bool] = sleep,
+        wait: Callable[[float], bool] = lambda delay: not time.sleep(delay),
     ) -> None:
         section = dict(section or {})
         self.storage = storage
@@ -70,7 +71,7 @@ class FeedbackSink:
         self._queued: OrderedDict[str, None] = OrderedDict()  # already queued by this sink
 
     def _retry(self, fn: Callable[[], Any]) -> Any:
-        return retry_storage(fn, self.metrics, default_backoff(), self._wait)
+        return retry_storage(fn, self.metrics, Backoff(), self._wait)
 
     def handle(self, spans: Sequence[Span], traces: Sequence[RagTrace]) -> list[dict[str, Any]]:
         """:meth:`prepare` then the storage step at once (for callers that store in between
