@@ -154,7 +154,13 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
 
     r = cfg["receiver"]
     receiver = OtlpHttpReceiver(
-        lambda spans: True, Limits(**cfg["limits"]), metrics, r["host"], r["port"], forward
+        lambda spans: True,
+        Limits(**cfg["limits"]),
+        metrics,
+        r["host"],
+        r["port"],
+        forward,
+        read_timeout_s=float(r["read_timeout_s"]),
     )
     receiver.start()
     logging.getLogger("ragpulse.collect").info("OTLP/HTTP receiver on %s/v1/traces", receiver.url)

@@ -134,7 +134,11 @@ class EmbeddedCollector:
             from ..serve.otlp_http import OtlpHttpReceiver
 
             self.receiver = OtlpHttpReceiver(
-                self.submit_decoded, self.limits, self.metrics, port=self._receiver_port
+                self.submit_decoded,
+                self.limits,
+                self.metrics,
+                port=self._receiver_port,
+                read_timeout_s=float(self.config["receiver"]["read_timeout_s"]),
             )
             self.receiver.start()
         if self._install_sink:
