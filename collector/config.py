@@ -104,6 +104,8 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "settings": dict,
     },
     "shutdown": {"grace_s": (int, float)},
+    "feedback": {"judge_on_negative": bool, "reask": dict},
+    "alertmanager": {"enabled": bool, "host": str, "port": int, "token": str, "lookback_s": (int, float)},
 }
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..config import load_config
 from ..contract import Judge
+from ..feedback.sink import FeedbackSink
 from ..ingest.assemble import Assembler
 from ..ingest.batcher import Batcher
 from ..ingest.model import Span
@@ -114,6 +115,9 @@ class EmbeddedCollector:
         self._ingestor = Ingestor(self.storage, policy, self.metrics, self.retry)
         self._assembler = Assembler(
             self.config["assembly"]["timeout_s"], self.config["assembly"]["max_traces"]
+        )
+        self._feedback = FeedbackSink(
+            self.storage, self.metrics, self._ingestor.sampler, self.config.get("feedback"), self._wait
         )
         self.metrics.assembly_buffer.read_from(lambda: len(self._assembler))
         self.metrics.late_spans.read_from(lambda: self._assembler.late_spans)
@@ -244,7 +248,8 @@ class EmbeddedCollector:
                 self.metrics.spans_received.inc(len(spans))
                 self._assembler.add(spans, None, now)
             batcher.add(self._assembler.pop_ready(now) if marker is None else self._assembler.drain())
-            if batcher.ready and (marker is not None or batcher.due(now, caught_up=item is None)):
+            due = batcher.ready and (marker is not None or batcher.due(now, caught_up=item is None))
+            if due or (self._assembler.feedback and not batcher.ready):  # feedback alone: at once
                 self._store(batcher.take(now))
             if marker is not None:
                 self._judge_q.put(marker)
@@ -254,16 +259,23 @@ class EmbeddedCollector:
     def _store(self, assembled: list[Any]) -> None:
         start = time.perf_counter()
         traces = self._ingestor.prepare(assembled)
+        after_store = self._feedback.prepare(self._assembler.take_feedback(), traces)
         try:
             self.retry(lambda: self._ingestor.store(traces))
         except Exception:  # noqa: BLE001 - only on shutdown while storage is down
             log.exception("dropping %d traces at shutdown: storage unavailable", len(traces))
             return
-        sampled = [t.judge_message() for t in traces if t.sampled]
+        try:
+            requeued = after_store() if after_store is not None else []
+        except Exception:  # noqa: BLE001 - only on shutdown while storage is down
+            log.exception("dropping feedback at shutdown: storage unavailable")
+            requeued = []
+        sampled = [t.judge_message() for t in traces if t.sampled] + requeued
         if sampled and self._worker is not None:
             self._judge_q.put(sampled)
             self.metrics.judge_queue_sent.inc(len(sampled))
-        self.metrics.batch_traces.observe(len(traces))
+        if traces:
+            self.metrics.batch_traces.observe(len(traces))
         self.metrics.batch_latency.observe(time.perf_counter() - start)
 
     def _judge_loop(self) -> None:
