@@ -33,6 +33,7 @@ __all__ = [
     "GEN_AI_COMPLETION_CONTENT", "GEN_AI_ROLE", "GEN_AI_CONTENT",
     "OP_RETRIEVAL", "OP_CHAT", "OP_RERANK", "RETRIEVAL_OPS", "LLM_OPS",
     "RAG_ROOT", "RAG_CORPUS_VERSION", "RAG_RISK_LEVEL", "RAG_QUERY_TYPE", "RAG_FEEDBACK",
+    "FEEDBACK_SPAN", "FEEDBACK_KIND", "FEEDBACK_VALUE", "FEEDBACK_LABEL", "FEEDBACK_COMMENT", "FEEDBACK_SOURCE",
     "RAG_DOCUMENTS_COUNT", "RAG_CITATION_COUNT", "RAG_STREAM", "RAG_STREAM_CLOSED_EARLY",
     "RAG_TRUNCATED", "RAG_TRUNCATED_FIELDS",
     "CITATION_EVENT", "CITATION_DOCUMENT_ID", "CITATION_MARKER", "CITATION_START", "CITATION_END",
@@ -92,6 +93,13 @@ RAG_CORPUS_VERSION = "rag.corpus.version"
 RAG_RISK_LEVEL = "rag.risk_level"
 RAG_QUERY_TYPE = "rag.query_type"
 RAG_FEEDBACK = "rag.feedback"
+# A feedback span (name FEEDBACK_SPAN, its trace the answer's) and its attributes.
+FEEDBACK_SPAN = RAG_FEEDBACK
+FEEDBACK_KIND = "rag.feedback.kind"
+FEEDBACK_VALUE = "rag.feedback.value"
+FEEDBACK_LABEL = "rag.feedback.label"
+FEEDBACK_COMMENT = "rag.feedback.comment"
+FEEDBACK_SOURCE = "rag.feedback.source"
 RAG_DOCUMENTS_COUNT = "rag.retrieval.documents.count"  # before the agent's max_chunks cut
 RAG_CITATION_COUNT = "rag.citation.count"
 RAG_STREAM = "rag.stream"

@@ -23,6 +23,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .conventions import (
+    FEEDBACK_COMMENT,
+    FEEDBACK_KIND,
+    FEEDBACK_LABEL,
+    FEEDBACK_SOURCE,
+    FEEDBACK_SPAN,
+    FEEDBACK_VALUE,
+)
 from .runtime import STATE, get_runtime
 
 __all__ = [
@@ -39,12 +47,6 @@ __all__ = [
 
 _log = logging.getLogger("ragpulse.agent")
 
-FEEDBACK_SPAN = "rag.feedback"
-FEEDBACK_KIND = "rag.feedback.kind"
-FEEDBACK_VALUE = "rag.feedback.value"
-FEEDBACK_LABEL = "rag.feedback.label"
-FEEDBACK_COMMENT = "rag.feedback.comment"
-FEEDBACK_SOURCE = "rag.feedback.source"
 _MAX_NAME = 64
 _logged: set[str] = set()
 
