@@ -27,10 +27,12 @@ from .decorators import (
     RetrievalHandle,
     cite,
     current_rag,
+    current_trace_id,
     generation,
     retrieval,
     trace_rag,
 )
+from .feedback import feedback
 from .runtime import configure, flush, shutdown, stats
 
 __all__ = [
@@ -40,6 +42,8 @@ __all__ = [
     "generation",
     "cite",
     "current_rag",
+    "current_trace_id",
+    "feedback",
     "flush",
     "shutdown",
     "stats",

@@ -35,6 +35,7 @@ __all__ = [
     "generation",
     "cite",
     "current_rag",
+    "current_trace_id",
     "RagHandle",
     "RetrievalHandle",
     "GenerationHandle",
@@ -143,6 +144,11 @@ def current_rag() -> RagHandle:
     except Exception:  # noqa: BLE001
         internal_error("current_rag")
     return RagHandle(None, None)
+
+
+def current_trace_id() -> str | None:
+    """The 32-hex trace id of the RAG call running in this context (keep it for later feedback)."""
+    return current_rag().trace_id
 
 
 def cite(doc_id: Any, start: int | None = None, end: int | None = None, *, marker: str | None = None) -> None:

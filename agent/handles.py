@@ -45,6 +45,15 @@ class _Handle:
             return None
         return format_trace_id(self._span.get_span_context().trace_id)
 
+    def feedback(self, value: float | None = None, **options: Any) -> bool:
+        """Feedback on this call (see :func:`ragpulse.agent.feedback`); the span's parent is this one."""
+        if self._span is None:
+            return False
+        from .feedback import feedback
+
+        ctx = self._span.get_span_context()
+        return feedback(format_trace_id(ctx.trace_id), value, span_id=ctx.span_id, **options)
+
     def set_attribute(self, key: str, value: Any) -> None:
         """Add an attribute to this span (expanded and redacted in the export thread)."""
         if self._record is not None:

@@ -35,6 +35,8 @@ class Stats:
         self.records_acked = 0
         self.internal_errors = 0
         self.truncated_spans = 0
+        self.feedback_sent = 0  # feedback spans queued for export (ragpulse.agent.feedback)
+        self.feedback_invalid = 0  # feedback calls with invalid arguments, logged and dropped
         self.dropped = dict.fromkeys(DROP_REASONS, 0)
 
     def drop(self, reason: str, n: int = 1) -> None:
@@ -52,6 +54,8 @@ class Stats:
                 "records_sent": self.records_sent,
                 "records_acked": self.records_acked,
                 "internal_errors": self.internal_errors,
+                "feedback_sent": self.feedback_sent,
+                "feedback_invalid": self.feedback_invalid,
                 "spans_dropped": sum(self.dropped.values()),
                 "dropped": dict(self.dropped),
             }

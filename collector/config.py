@@ -94,7 +94,7 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "rules": list,
     },
     "metrics": {"host": str, "port": int, "stall_s": (int, float)},
-    "receiver": {"enabled": bool, "host": str, "port": int},
+    "receiver": {"enabled": bool, "host": str, "port": int, "read_timeout_s": (int, float)},
     "judge": {
         "enabled": bool,
         "judge": str,
@@ -104,6 +104,8 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "settings": dict,
     },
     "shutdown": {"grace_s": (int, float)},
+    "feedback": {"judge_on_negative": bool, "reask": dict},
+    "alertmanager": {"enabled": bool, "host": str, "port": int, "token": str, "lookback_s": (int, float)},
 }
 
 
@@ -144,6 +146,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ("judge", "batch_size"),
         ("metrics", "stall_s"),
         ("judge", "max_poll_interval_s"),
+        ("receiver", "read_timeout_s"),
     ):
         if cfg[section][key] <= 0:
             raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")

@@ -6,10 +6,11 @@
 #   scripts/image_install.sh wheels SRC WHEELDIR   build the ragpulse and ragpulse-native wheels
 #                                                  (the native extension needs cargo)
 #   scripts/image_install.sh venv WHEELDIR PREFIX  create a venv at PREFIX with those wheels and
-#                                                  the service extras (Kafka, ClickHouse, LLM judge)
+#                                                  the service extras (Kafka, ClickHouse, LLM judge, eval)
 set -euo pipefail
 # No `embedded` extra: in a cluster the collector talks to a ClickHouse server, never chDB.
-EXTRAS="kafka,collector,llm"
+# `eval`: the `ragpulse` command imports the eval command's dependencies (numpy, scipy) at start.
+EXTRAS="kafka,collector,llm,eval"
 # The image's own interpreter, never one uv would download.
 export UV_PYTHON_DOWNLOADS=never
 

@@ -1,9 +1,9 @@
-"""The judge test data the repository carries (tests/data/), as judge records.
+"""The judge test data the repository carries, as judge records.
 
-- ``worked_example.json``: the article's regulatory worked example (runs A-D)
+- examples/worked_example/: the article's regulatory worked example (runs A-D)
   with its reference annotations and the figures its tables report;
-- ``attribution_cases.json``: claim-support cases written for this project
-  (question, claim, evidence passages, label), in AttributionBench's shape.
+- tests/data/attribution_cases.json: claim-support cases written for this
+  project (question, claim, evidence passages, label), in AttributionBench's shape.
 
 See tests/data/README.md for what each file holds and where it comes from.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data"
+WORKED = Path(__file__).resolve().parents[1] / "examples" / "worked_example"
 
 
 def _load(name: str) -> Any:
@@ -23,8 +24,29 @@ def _load(name: str) -> Any:
 
 
 def worked_example() -> dict[str, Any]:
-    """The worked example: corpus C1-C5, the query, and runs A-D with annotations and expected figures."""
-    return _load("worked_example.json")
+    """The worked example: corpus C1-C5, the query, and runs A-D with annotations and expected figures.
+
+    Assembled from examples/worked_example/ (run.jsonl: what each run retrieved and answered;
+    article.json: the article's annotations and figures per run), so the example has one copy.
+    """
+    lines = (WORKED / "run.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    article = json.loads((WORKED / "article.json").read_text(encoding="utf-8"))["cases"]
+    corpus: dict[str, dict[str, Any]] = {}
+    runs = []
+    for rec in records:
+        for chunk in rec["chunks"]:
+            corpus[chunk["id"]] = {"id": chunk["id"], "content": chunk["content"], **chunk["metadata"]}
+        runs.append(
+            {
+                "id": rec["case_id"].removeprefix("worked-example-"),
+                "retrieved": [chunk["id"] for chunk in rec["chunks"]],
+                "answer": rec["answer"],
+                "citations": rec["citations"],
+                **article[rec["case_id"]],
+            }
+        )
+    return {"query": records[0]["query"], "corpus": [corpus[k] for k in sorted(corpus)], "runs": runs}
 
 
 def worked_record(ex: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:

@@ -173,6 +173,10 @@ class Setup:
             "metrics": {"port": 0},
             "judge": {"enabled": False},
             "sampling": sampling or {"rate": 0.1, "budget_per_minute": None},
+            # The synthetic streams repeat a query within a session (the same rng per trace
+            # number across seeds): re-asks by definition, whose implicit feedback would queue
+            # judge messages that these sampling and delivery invariants do not model.
+            "feedback": {"reask": {"enabled": False}},
         }
         for key, value in extra.items():
             self.config.setdefault(key, {}).update(value)

@@ -74,6 +74,7 @@ def _judge(cfg: dict[str, Any]) -> Any:
 def _run_kafka(cfg: dict[str, Any], role: str) -> int:
     from ..judge.service import KafkaJudgeService
     from ..kafka.collector import KafkaCollector
+    from ..serve.alertmanager import start_from_config
     from ..serve.metrics import Metrics
     from ..serve.server import MetricsServer
     from ..storage.clickhouse import Storage
@@ -113,11 +114,14 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
     collector = KafkaCollector(cfg, storage=storage, metrics=metrics)
     collector.install_signal_handlers()  # before anything slow; run() re-installs after chDB opens
     receiver = _kafka_receiver(cfg, metrics) if cfg["receiver"]["enabled"] else None
+    alerts = start_from_config(cfg, storage)
     try:
         rc = collector.run()
     finally:
         if receiver is not None:
             receiver.stop()
+        if alerts is not None:
+            alerts.stop()
         for j in judges:
             j.stop()
     logging.getLogger("ragpulse.collect").info("collector stopped (exit status %d)", rc)
@@ -150,7 +154,13 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
 
     r = cfg["receiver"]
     receiver = OtlpHttpReceiver(
-        lambda spans: True, Limits(**cfg["limits"]), metrics, r["host"], r["port"], forward
+        lambda spans: True,
+        Limits(**cfg["limits"]),
+        metrics,
+        r["host"],
+        r["port"],
+        forward,
+        read_timeout_s=float(r["read_timeout_s"]),
     )
     receiver.start()
     logging.getLogger("ragpulse.collect").info("OTLP/HTTP receiver on %s/v1/traces", receiver.url)
@@ -159,6 +169,7 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
 
 def _run_embedded(cfg: dict[str, Any]) -> int:
     from ..embedded.collector import EmbeddedCollector
+    from ..serve.alertmanager import start_from_config
 
     dsn = cfg["storage"]["dsn"]
     from .errors import CliError
@@ -184,10 +195,13 @@ def _run_embedded(cfg: dict[str, Any]) -> int:
         raise CliError(f"cannot start: {str(exc).splitlines()[0]}") from None
     for sig in (signal.SIGTERM, signal.SIGINT):  # again: opening chDB installs its own handlers
         signal.signal(sig, lambda *_: stop.set())
+    alerts = start_from_config(cfg, collector.storage)
     print(
         f"collecting on {collector.receiver_url}/v1/traces; metrics on {collector.metrics_url}/metrics",
         flush=True,
     )
     stop.wait()
+    if alerts is not None:
+        alerts.stop()
     collector.stop(timeout=float(cfg["shutdown"]["grace_s"]))
     return 0

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import load_config
+from ..feedback.sink import FeedbackSink
 from ..ingest.assemble import Assembler
 from ..ingest.batcher import Batcher
 from ..ingest.model import Span
@@ -113,6 +114,9 @@ class EmbeddedCollector:
         self._assembler = Assembler(
             self.config["assembly"]["timeout_s"], self.config["assembly"]["max_traces"]
         )
+        self._feedback = FeedbackSink(
+            self.storage, self.metrics, self._ingestor.sampler, self.config.get("feedback"), self._wait
+        )
         self.metrics.assembly_buffer.read_from(lambda: len(self._assembler))
         self.metrics.late_spans.read_from(lambda: self._assembler.late_spans)
         self._worker = JudgeWorker(self.judge, self.storage, self.metrics) if self.judge is not None else None
@@ -130,7 +134,11 @@ class EmbeddedCollector:
             from ..serve.otlp_http import OtlpHttpReceiver
 
             self.receiver = OtlpHttpReceiver(
-                self.submit_decoded, self.limits, self.metrics, port=self._receiver_port
+                self.submit_decoded,
+                self.limits,
+                self.metrics,
+                port=self._receiver_port,
+                read_timeout_s=float(self.config["receiver"]["read_timeout_s"]),
             )
             self.receiver.start()
         if self._install_sink:
@@ -238,7 +246,8 @@ class EmbeddedCollector:
                 self.metrics.spans_received.inc(len(spans))
                 self._assembler.add(spans, None, now)
             batcher.add(self._assembler.pop_ready(now) if marker is None else self._assembler.drain())
-            if batcher.ready and (marker is not None or batcher.due(now, caught_up=item is None)):
+            due = batcher.ready and (marker is not None or batcher.due(now, caught_up=item is None))
+            if due or (self._assembler.feedback and not batcher.ready):  # feedback alone: at once
                 self._store(batcher.take(now))
             if marker is not None:
                 self._judge_q.put(marker)
@@ -248,16 +257,23 @@ class EmbeddedCollector:
     def _store(self, assembled: list[Any]) -> None:
         start = time.perf_counter()
         traces = self._ingestor.prepare(assembled)
+        after_store = self._feedback.prepare(self._assembler.take_feedback(), traces)
         try:
             self.retry(lambda: self._ingestor.store(traces))
         except Exception:  # noqa: BLE001 - only on shutdown while storage is down
             log.exception("dropping %d traces at shutdown: storage unavailable", len(traces))
             return
-        sampled = [t.judge_message() for t in traces if t.sampled]
+        try:
+            requeued = after_store() if after_store is not None else []
+        except Exception:  # noqa: BLE001 - only on shutdown while storage is down
+            log.exception("dropping feedback at shutdown: storage unavailable")
+            requeued = []
+        sampled = [t.judge_message() for t in traces if t.sampled] + requeued
         if sampled and self._worker is not None:
             self._judge_q.put(sampled)
             self.metrics.judge_queue_sent.inc(len(sampled))
-        self.metrics.batch_traces.observe(len(traces))
+        if traces:
+            self.metrics.batch_traces.observe(len(traces))
         self.metrics.batch_latency.observe(time.perf_counter() - start)
 
     def _judge_loop(self) -> None:

@@ -6,7 +6,9 @@ arrived; otherwise it is emitted when ``timeout_s`` has passed since its first
 span (a trace without any RAG span is then dropped and counted as non-RAG).
 The buffer is bounded: when it holds ``max_traces`` traces the oldest is
 emitted early. Spans arriving for a trace that was already emitted are
-counted as late.
+counted as late. Feedback spans (``rag.feedback``, written after the call,
+often long after) are never buffered or counted as late: :meth:`Assembler.add`
+sets them aside for the feedback sink (:meth:`Assembler.take_feedback`).
 
 For at-least-once delivery the assembler remembers, per trace, the earliest
 source position (Kafka partition, offset) that contributed a span, so the
@@ -24,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from ..feedback.spans import is_feedback_span
 from .model import STATUS_ERROR, Chunk, Citation, RagTrace, Span
 
 __all__ = ["Assembler", "Assembled", "build_trace", "is_rag_span", "span_role"]
@@ -125,6 +128,7 @@ class Assembler:
         self._recent_max = recent
         self.late_spans = 0
         self.evicted = 0
+        self.feedback: list[Span] = []
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -134,6 +138,9 @@ class Assembler:
         pending = self._pending
         touched: dict[str, _Pending] = {}
         for span in spans:
+            if is_feedback_span(span):
+                self.feedback.append(span)
+                continue
             tid = span.trace_id
             p = pending.get(tid)
             if p is None:
@@ -169,6 +176,11 @@ class Assembler:
             tid = next(iter(pending))
             self.evicted += 1
             self._emit(tid, complete=False)
+
+    def take_feedback(self) -> list[Span]:
+        """The feedback spans set aside since the last call (for the feedback sink)."""
+        out, self.feedback = self.feedback, []
+        return out
 
     def add_built(self, traces: list[RagTrace], position: tuple[Any, int] | None) -> bool:
         """Take the traces the native fast path built from one record at ``position``.

@@ -20,7 +20,6 @@ matches; ``RAGPULSE_NATIVE=0`` in the environment forces the Python path.
 from __future__ import annotations
 
 import base64
-import json
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
+from .json_depth import MAX_VALUE_DEPTH, JsonTooDeep, loads_bounded
 from .model import Chunk, Citation, RagTrace, Span
 
 __all__ = [
@@ -372,7 +372,9 @@ def _get(d: dict[str, Any], camel: str, snake: str, default: Any = None) -> Any:
     return v
 
 
-def _json_value(v: Any) -> Any:
+def _json_value(v: Any, depth: int = 0) -> Any:
+    if depth > MAX_VALUE_DEPTH:
+        raise JsonTooDeep(f"attribute value nested deeper than {MAX_VALUE_DEPTH} levels")
     if not isinstance(v, dict):
         raise MalformedRecord(f"attribute value must be an AnyValue object, got {type(v).__name__}")
     if "stringValue" in v or "string_value" in v:
@@ -387,10 +389,11 @@ def _json_value(v: Any) -> Any:
     if "boolValue" in v or "bool_value" in v:
         return bool(_get(v, "boolValue", "bool_value"))
     if "arrayValue" in v or "array_value" in v:
-        return [_json_value(x) for x in (_get(v, "arrayValue", "array_value") or {}).get("values", [])]
+        values = (_get(v, "arrayValue", "array_value") or {}).get("values", [])
+        return [_json_value(x, depth + 1) for x in values]
     if "kvlistValue" in v or "kvlist_value" in v:
         return {
-            kv["key"]: _json_value(kv.get("value", {}))
+            kv["key"]: _json_value(kv.get("value", {}), depth + 1)
             for kv in (_get(v, "kvlistValue", "kvlist_value") or {}).get("values", [])
         }
     if "bytesValue" in v or "bytes_value" in v:
@@ -442,7 +445,7 @@ def _status_code(status: Any) -> int:
 def decode_otlp_json(data: bytes, limits: Limits) -> DecodeResult:
     """Decode the OTLP/JSON encoding of ``TracesData`` (hex ids, camelCase; snake_case accepted too)."""
     try:
-        doc = json.loads(data)
+        doc = loads_bounded(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedRecord(f"invalid JSON: {exc}") from None
     if not isinstance(doc, dict):

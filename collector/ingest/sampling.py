@@ -210,10 +210,14 @@ class Sampler:
         return _hash_of(self._hash_prefix + trace_id.encode())
 
     def _budget_ok(self, trace: RagTrace) -> bool:
+        return self.budget_allows(trace.time)
+
+    def budget_allows(self, time_ns: int) -> bool:
+        """Spend one unit of the budget of ``time_ns``'s minute; False when it is used up."""
         limit = self.policy.budget_per_minute
         if limit is None:
             return True
-        minute = trace.time // self.MINUTE_NS
+        minute = time_ns // self.MINUTE_NS
         spent = self._spent.get(minute)
         if spent is None:
             spent = self.budget_loader(minute * self.MINUTE_NS) if self.budget_loader else 0
@@ -224,6 +228,11 @@ class Sampler:
             return False
         self._spent[minute] = spent + 1
         return True
+
+    def admit_rule(self, time_ns: int) -> bool:
+        """Whether a rule-like decision taken outside :meth:`decide` (negative feedback) may sample
+        a trace of ``time_ns``: always, unless rules spend the budget and it is used up."""
+        return not self.policy.budget_includes_rules or self.budget_allows(time_ns)
 
     def decide(self, trace: RagTrace) -> tuple[bool, str]:
         """(sampled, reason) for a freshly seen trace; spends budget when sampled."""

@@ -34,6 +34,8 @@ import threading
 import time
 from typing import Any
 
+from ..feedback.sink import FeedbackSink
+from ..feedback.spans import may_hold_feedback
 from ..ingest.assemble import Assembler
 from ..ingest.batcher import Batcher
 from ..ingest.otlp import Limits, MalformedRecord, decode_complete_traces, decode_record, decoder_description
@@ -87,6 +89,11 @@ class KafkaCollector:
         self.assembler = Assembler(config["assembly"]["timeout_s"], config["assembly"]["max_traces"])
         policy = SamplingPolicy.from_config(config["sampling"])
         self.ingestor = Ingestor(self.storage, policy, self.metrics, self.retry)
+        # Its storage step runs on the writer thread: no waiting there; a failure goes to the
+        # batch's retry on the loop's thread (with consumption paused).
+        self.feedback = FeedbackSink(
+            self.storage, self.metrics, self.ingestor.sampler, config.get("feedback"), wait=lambda _: False
+        )
         self.batcher = Batcher(st["batch_max_traces"], st["batch_max_seconds"], time.monotonic())
         self.dead = DeadLetters(config["kafka"]["deadletter_topic"], self.metrics)
         self.offsets = OffsetTracker(self.topic)
@@ -298,7 +305,7 @@ class KafkaCollector:
         """Decode one record into the assembler; returns its span count, or -1 when it is
         dead-lettered whole. A record with some invalid spans is dead-lettered *and* its
         valid spans are used."""
-        built = decode_complete_traces(rec.value, self.limits)
+        built = None if may_hold_feedback(rec.value) else decode_complete_traces(rec.value, self.limits)
         if built is not None and self.assembler.add_built(built, (partition, rec.offset)):
             spans = 0
             for t in built:
@@ -334,9 +341,13 @@ class KafkaCollector:
         self._load_marks()
         ready = self.batcher.take(time.monotonic())
         traces = self.ingestor.prepare(ready) if ready else []
+        after_store = self.feedback.prepare(self.assembler.take_feedback(), traces)
         # Dead letters and targets after prepare(): its storage reads may poll (paused) meanwhile.
         targets = self.offsets.targets(self.assembler.min_positions())
         batch = Batch(len(traces), self.dead.take(), targets, time.perf_counter())
+        batch.after_store = after_store
+        if not traces and after_store is not None:
+            self.writer.submit(batch, b"")
         if traces:
             self.writer.submit(batch, b"".join(encode_traces(traces, self.topic)))
             # The judge messages go out now, so their acknowledgements arrive while the batch is
@@ -346,6 +357,11 @@ class KafkaCollector:
         # The batch keeps only its rows and send futures: the traces are freed now.
         del traces, ready
         self._batch = batch
+
+    def _requeue_sends(self, messages: list[dict[str, Any]]) -> list[Send]:
+        """Judge messages of stored traces that negative feedback queued (reason rule:feedback)."""
+        topic = self.config["kafka"]["judge_topic"]
+        return [(topic, m["trace_id"].encode(), json_bytes(m), []) for m in messages]
 
     def _finish_batch(self) -> None:
         """Wait for the batch in flight to be stored, its judge messages and dead letters to be
@@ -357,7 +373,9 @@ class KafkaCollector:
         judged = len(batch.sent)
         producer = self.producer
         assert producer is not None
-        started = batch.sent + producer.start(self.dead.sends(batch.dead))
+        started = batch.sent + producer.start(
+            self._requeue_sends(batch.requeued) + self.dead.sends(batch.dead)
+        )
         producer.await_acks(started, self.retry.backoff, self._wait_paused)
         batch.sent = []
         self.metrics.judge_queue_sent.inc(judged)

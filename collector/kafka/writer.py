@@ -29,7 +29,7 @@ log = logging.getLogger("ragpulse.collect")
 class Batch:
     """Traces and dead letters cut together, the offsets they let the loop commit, the store."""
 
-    __slots__ = ("sent", "count", "dead", "targets", "started", "block", "future")
+    __slots__ = ("sent", "count", "dead", "targets", "started", "block", "future", "after_store", "requeued")
 
     def __init__(
         self, count: int, dead: list[tuple[Any, str, str]], targets: Targets, started: float
@@ -41,6 +41,10 @@ class Batch:
         self.started = started
         self.block = b""  # the encoded rows, joined (kept for a retry on the loop's thread)
         self.future: Future[None] | None = None
+        # The feedback stage's storage step (collector/feedback/sink.py), run after the rows,
+        # and the judge messages it returned, which the batch sends before its commit.
+        self.after_store: Any = None
+        self.requeued: list[dict[str, Any]] = []
 
     def done(self) -> bool:
         return self.future is None or self.future.done()
@@ -55,7 +59,7 @@ class BatchWriter:
 
     def submit(self, batch: Batch, block: bytes) -> None:
         batch.block = block
-        batch.future = self._pool.submit(self.ingestor.store_encoded, block, batch.count)
+        batch.future = self._pool.submit(self._store, batch)
 
     def wait_stored(self, batch: Batch, retry: StorageRetry, wait: Wait) -> None:
         """Return once the batch's rows are stored. While storage is down the insert is
@@ -68,9 +72,15 @@ class BatchWriter:
             retry.metrics.storage_up.set(0)
             retry.metrics.storage_retries.inc()
             log.warning("storage unavailable (%s); retrying", str(exc).splitlines()[0][:200])
-            retry(lambda: self.ingestor.store_encoded(batch.block, batch.count), wait)
+            retry(lambda: self._store(batch), wait)
         retry.metrics.storage_up.set(1)
         batch.block = b""
+
+    def _store(self, batch: Batch) -> None:
+        if batch.count:
+            self.ingestor.store_encoded(batch.block, batch.count)
+        if batch.after_store is not None:
+            batch.requeued = batch.after_store()
 
     def shutdown(self) -> None:
         """Wait for an insert in flight (before storage closes)."""

@@ -102,6 +102,18 @@ class Metrics:
         self.judge_queue_sent = Counter(
             "ragpulse_judge_queued_total", "Traces queued for judging", registry=r
         )
+        # feedback (collector/feedback/)
+        self.feedback = Counter(
+            "ragpulse_feedback_total",
+            "Feedback events stored (explicit, imported and implicit re-asks)",
+            ["service", "kind", "label"],
+            registry=r,
+        )
+        self.feedback_requeued = Counter(
+            "ragpulse_feedback_requeued_total",
+            "Unjudged traces queued for judging because of negative feedback",
+            registry=r,
+        )
 
     def _judge_metrics(self, r: CollectorRegistry) -> None:
         self.traces_judged = Counter(

@@ -12,9 +12,7 @@ types.
 
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -22,8 +20,9 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ..ingest.model import Span
-from ..ingest.otlp import Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
+from ..ingest.otlp import DecodeResult, Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
 from .http_server import BackgroundHTTPServer
+from .intake_body import DRAIN_MAX_BYTES, IntakeRejected, declared_length, discard, inflate, read_body
 from .metrics import Metrics
 
 __all__ = ["OtlpHttpReceiver"]
@@ -42,10 +41,13 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         host: str = "127.0.0.1",
         port: int = 4318,
         raw_submit: Callable[[bytes, str], bool] | None = None,
+        read_timeout_s: float = 10.0,
     ) -> None:
         """``raw_submit(body, kind)`` (kind ``proto`` or ``json``), when given, receives the
-        validated body instead of decoded spans (the Kafka service forwards it to the spans topic)."""
+        validated body instead of decoded spans (the Kafka service forwards it to the spans topic).
+        ``read_timeout_s`` bounds the time to receive one request's headers or its whole body."""
         self.submit = submit
+        self.read_timeout_s = read_timeout_s
         self.raw_submit = raw_submit
         self.limits = limits
         self.metrics = metrics
@@ -53,6 +55,7 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = read_timeout_s  # socket timeout: a silent client cannot hold its thread forever
 
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 outer._handle(self)
@@ -66,32 +69,29 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
 
     def _handle(self, req: BaseHTTPRequestHandler) -> None:
         path = req.path.split("?", 1)[0]
-        length = int(req.headers.get("Content-Length") or 0)
-        body = req.rfile.read(length) if length else b""
-        if path != "/v1/traces":
-            return _reply(req, 404, b"not found\n", "text/plain")
         ctype = (req.headers.get("Content-Type") or "application/x-protobuf").split(";")[0].strip().lower()
         is_json = ctype == "application/json"
+        try:
+            body = self._read(req)
+        except IntakeRejected as exc:
+            return self._refuse(req, exc, is_json)
+        if path != "/v1/traces":
+            return _reply(req, 404, b"not found\n", "text/plain")
         if not is_json and ctype not in ("application/x-protobuf", "application/protobuf"):
             return _reply(req, 415, b"unsupported media type\n", "text/plain")
-        encoding = (req.headers.get("Content-Encoding") or "").lower()
         try:
-            if encoding == "gzip":
-                body = gzip.decompress(body)
-            elif encoding == "deflate":
-                body = zlib.decompress(body)
-            elif encoding not in ("", "identity"):
-                return _reply(req, 415, b"unsupported content encoding\n", "text/plain")
-            if len(body) > self.limits.max_record_bytes:
-                raise MalformedRecord(f"body of {len(body)} bytes exceeds max_record_bytes")
-            result = decode_otlp_json(body, self.limits) if is_json else decode_otlp_proto(body, self.limits)
-        except (MalformedRecord, OSError, EOFError, zlib.error) as exc:
-            self.metrics.records.labels("rejected").inc()
-            return _status_reply(req, 400, str(exc), is_json)
+            body = inflate(body, req.headers.get("Content-Encoding") or "", self.limits.max_record_bytes)
+            result = _decode(body, is_json, self.limits)
+        except IntakeRejected as exc:
+            return self._refuse(req, exc, is_json)
+        if not result.spans:
+            # Every span was rejected: nothing was accepted, and retrying cannot help.
+            reasons = "; ".join(result.errors[:5])[:1000]
+            return self._refuse(req, IntakeRejected(400, f"no usable span: {reasons}"), is_json)
         if self.raw_submit is not None:
             accepted = self.raw_submit(body, "json" if is_json else "proto")
         else:
-            accepted = self.submit(result.spans) if result.spans else True
+            accepted = self.submit(result.spans)
         if not accepted:
             self.metrics.records.labels("throttled").inc()
             return _status_reply(req, 503, "pipeline queue full", is_json, retry_after=1)
@@ -110,17 +110,53 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             return _reply(req, 200, json.dumps(payload).encode(), "application/json")
         return _reply(req, 200, resp.SerializeToString(), "application/x-protobuf")
 
+    def _read(self, req: BaseHTTPRequestHandler) -> bytes:
+        length = declared_length(
+            req.headers.get("Content-Length"),
+            req.headers.get("Transfer-Encoding"),
+            self.limits.max_record_bytes,
+        )
+        return read_body(req.rfile, req.connection, length, self.read_timeout_s) if length else b""
+
+    def _refuse(self, req: BaseHTTPRequestHandler, exc: IntakeRejected, is_json: bool) -> None:
+        """Answer a refused request; close the connection when its body was not read to the end."""
+        self.metrics.records.labels("rejected").inc()
+        if exc.close:
+            req.close_connection = True
+        if 0 < exc.unread <= DRAIN_MAX_BYTES:
+            discard(req.rfile, req.connection, exc.unread, self.read_timeout_s)
+        _status_reply(req, exc.status, str(exc), is_json, close=exc.close)
+
+
+def _decode(body: bytes, is_json: bool, limits: Limits) -> DecodeResult:
+    """The decoded request; any failure on hostile bytes is a 400, never an unanswered request."""
+    try:
+        return decode_otlp_json(body, limits) if is_json else decode_otlp_proto(body, limits)
+    except MalformedRecord as exc:
+        raise IntakeRejected(400, str(exc)) from None
+    except (ValueError, TypeError, RecursionError, MemoryError) as exc:
+        raise IntakeRejected(400, f"undecodable body: {type(exc).__name__}: {exc}"[:1000]) from None
+
+
+# HTTP status -> google.rpc.Code carried in the protobuf error body (UNAVAILABLE otherwise).
+_RPC_CODES = {400: 3, 411: 3, 415: 3, 408: 4, 413: 8}
+
 
 def _status_reply(
-    req: BaseHTTPRequestHandler, code: int, message: str, is_json: bool, retry_after: int | None = None
+    req: BaseHTTPRequestHandler,
+    code: int,
+    message: str,
+    is_json: bool,
+    retry_after: int | None = None,
+    close: bool = False,
 ) -> None:
     if is_json:
         body = json.dumps({"code": code, "message": message}).encode()
         ctype = "application/json"
     else:
-        body = _rpc_status(3 if code == 400 else 14, message)
+        body = _rpc_status(_RPC_CODES.get(code, 14), message)
         ctype = "application/x-protobuf"
-    _reply(req, code, body, ctype, retry_after)
+    _reply(req, code, body, ctype, retry_after, close)
 
 
 def _varint(n: int) -> bytes:
@@ -140,12 +176,22 @@ def _rpc_status(code: int, message: str) -> bytes:
 
 
 def _reply(
-    req: BaseHTTPRequestHandler, code: int, body: bytes, ctype: str, retry_after: int | None = None
+    req: BaseHTTPRequestHandler,
+    code: int,
+    body: bytes,
+    ctype: str,
+    retry_after: int | None = None,
+    close: bool = False,
 ) -> None:
-    req.send_response(code)
-    req.send_header("Content-Type", ctype)
-    req.send_header("Content-Length", str(len(body)))
-    if retry_after is not None:
-        req.send_header("Retry-After", str(retry_after))
-    req.end_headers()
-    req.wfile.write(body)
+    try:
+        req.send_response(code)
+        req.send_header("Content-Type", ctype)
+        req.send_header("Content-Length", str(len(body)))
+        if retry_after is not None:
+            req.send_header("Retry-After", str(retry_after))
+        if close:
+            req.send_header("Connection", "close")
+        req.end_headers()
+        req.wfile.write(body)
+    except OSError:  # the client went away (or timed out) before the answer: nothing left to tell it
+        req.close_connection = True

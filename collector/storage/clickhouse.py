@@ -68,7 +68,13 @@ def schema_statements(database: str = "ragpulse", ttl_days: int = 90) -> list[st
         return f"TTL toDateTime({col}) + INTERVAL {int(ttl_days)} DAY" if ttl_days else ""
 
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
-    body = body.format(db=database, ttl_traces=ttl("time"), ttl_judgments=ttl("time"), ttl_claims=ttl("time"))
+    body = body.format(
+        db=database,
+        ttl_traces=ttl("time"),
+        ttl_judgments=ttl("time"),
+        ttl_claims=ttl("time"),
+        ttl_feedback=ttl("time"),
+    )
     return [s.strip() for s in body.split(";") if s.strip()]
 
 

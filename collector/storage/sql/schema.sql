@@ -121,3 +121,45 @@ ORDER BY (trace_id, judge_id, claim_index)
 
 -- Tables created before the column existed gain it in place (NULL for their rows).
 ALTER TABLE {db}.rag_claims ADD COLUMN IF NOT EXISTS support_probability Nullable(Float32) AFTER unsupported_source;
+
+-- One row per feedback event. feedback_id is the feedback span's id (or an imported line's id,
+-- or the re-asking trace's id for an implicit re-ask), so replays and re-imports replace rows.
+CREATE TABLE IF NOT EXISTS {db}.rag_feedback
+(
+    trace_id     String,
+    feedback_id  String,
+    time         DateTime64(9, 'UTC'),
+    service      LowCardinality(String),
+    kind         LowCardinality(String),
+    value        Nullable(Float64),
+    label        LowCardinality(String),
+    comment      String,
+    source       LowCardinality(String),
+    attributes   String,
+    ingested_at  DateTime64(3, 'UTC') DEFAULT now64(3)
+)
+ENGINE = ReplacingMergeTree(ingested_at)
+PARTITION BY toYYYYMM(time)
+ORDER BY (trace_id, feedback_id)
+{ttl_feedback};
+
+-- The eval-set export's ledger. kind 'exported': one row per exported case (its trace ids,
+-- reasons, normalised query for near-duplicate matching, the run). kind 'queued': one row per
+-- firing alert (key = alert fingerprint + start), the window whose failing traces the next
+-- export takes first. No TTL: the watermark must outlive the traces it covers.
+CREATE TABLE IF NOT EXISTS {db}.rag_exports
+(
+    kind          LowCardinality(String),
+    case_id       String,
+    trace_ids     Array(String),
+    reasons       Array(String),
+    service       LowCardinality(String),
+    query         String,
+    export_run    String,
+    window_start  DateTime64(9, 'UTC'),
+    window_end    DateTime64(9, 'UTC'),
+    time          DateTime64(3, 'UTC'),
+    version       UInt64
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY (kind, case_id);

@@ -1,0 +1,70 @@
+"""``ragpulse feedback import FILE.jsonl``: load feedback recorded outside the app into rag_feedback."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import CliError
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("feedback", help="import feedback signals", description=__doc__)
+    sub = parser.add_subparsers(dest="feedback_command", metavar="ACTION")
+    imp = sub.add_parser("import", help="import a JSONL file of feedback (docs/eval-loop.md)")
+    imp.add_argument("file", help="JSONL, one feedback object per line ('-' for stdin)")
+    imp.add_argument("--db", help="chdb:///path, a database directory, or http://user:pass@host:8123/db")
+    imp.add_argument("--config", help="collector YAML config (its storage section; --db overrides)")
+    imp.set_defaults(func=_import)
+    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+
+
+def _import(args: argparse.Namespace) -> int:
+    from ..feedback.importer import ImportError_, parse_lines
+    from ..feedback.sink import store_feedback_rows
+    from ..storage.clickhouse import StorageUnavailable
+    from .export import open_storage
+
+    try:
+        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
+    try:
+        rows = parse_lines(data.splitlines(), time.time_ns())
+    except ImportError_ as exc:
+        for n, why in exc.problems:
+            print(f"{args.file}:{n}: {why}", file=sys.stderr)
+        raise CliError(f"{len(exc.problems)} invalid line(s); nothing imported") from None
+    storage = open_storage(args, must_exist=False)
+    try:
+        storage.apply_schema()
+        _fill_services(storage, rows)
+        n = store_feedback_rows(storage, None, rows)
+    except StorageUnavailable as exc:
+        raise CliError(str(exc).splitlines()[0]) from None
+    finally:
+        storage.close()
+    negative = sum(1 for r in rows if (r["value"] or 0) < 0 or r["label"] == "negative")
+    print(f"imported {n} feedback row(s) ({negative} negative) from {args.file}")
+    return 0
+
+
+def _fill_services(storage: Any, rows: list[dict[str, Any]]) -> None:
+    """Rows without a service take their trace's, when the trace is stored."""
+    missing = sorted({r["trace_id"] for r in rows if not r["service"]})
+    if not missing:
+        return
+    found = dict(
+        storage.query(
+            "SELECT trace_id, any(service) FROM {db}.rag_traces WHERE trace_id IN %(ids)s GROUP BY trace_id",
+            {"ids": missing},
+        )
+    )
+    for r in rows:
+        if not r["service"]:
+            r["service"] = found.get(r["trace_id"], "")

@@ -1,0 +1,1 @@
+"""The weekly export of failing production cases into the offline eval set (``ragpulse export``)."""

@@ -1,0 +1,36 @@
+"""Query text normalisation and shingles: what "the same question" means to ragpulse.
+
+Shared by the re-ask detector (collector/feedback/reask.py) and the export's
+near-duplicate merge (collector/export/dedup.py), so both agree.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["normalize_query", "shingles", "jaccard"]
+
+_NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+
+
+def normalize_query(text: str) -> str:
+    """Lower case, accents folded, punctuation dropped, whitespace collapsed."""
+    folded = unicodedata.normalize("NFKD", text or "")
+    folded = "".join(c for c in folded if not unicodedata.combining(c)).lower()
+    return " ".join(_NON_WORD.sub(" ", folded).split())
+
+
+def shingles(normalized: str, size: int = 3) -> set[str]:
+    """Character ``size``-grams of the normalised text (word order and typos change few of them)."""
+    text = f" {normalized} "
+    if len(text) <= size:
+        return {text}
+    return {text[i : i + size] for i in range(len(text) - size + 1)}
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """|a ∩ b| / |a ∪ b| (1.0 for two empty sets)."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)

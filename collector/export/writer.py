@@ -1,0 +1,66 @@
+"""Writing the eval-set file: append new cases, never touch existing lines; the manifest beside it.
+
+An existing file's lines are kept byte for byte (a ``reviewed`` case, edited
+by hand, survives every later export unchanged); a new case whose id is
+already in the file is skipped. New records are serialised with a fixed key
+order and compact separators, so the same data always gives the same bytes.
+The file is replaced atomically (written beside it, then renamed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["read_existing", "record_line", "write_evalset", "write_manifest", "manifest_path"]
+
+
+def record_line(record: dict[str, Any]) -> bytes:
+    """One JSONL line, deterministic for the record."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+def read_existing(path: Path) -> tuple[list[bytes], set[str]]:
+    """(lines, case ids) of an existing eval set; ValueError names a line that is not a case."""
+    if not path.exists():
+        return [], set()
+    lines, ids = [], set()
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw)
+            except ValueError as exc:
+                raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+                raise ValueError(f"{path}:{n}: an eval-set case needs a string 'id'")
+            lines.append(raw if raw.endswith(b"\n") else raw + b"\n")
+            ids.add(rec["id"])
+    return lines, ids
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def write_evalset(path: Path, existing: list[bytes], records: list[dict[str, Any]]) -> int:
+    """Write ``existing`` lines then ``records``; returns how many records were appended."""
+    _atomic_write(path, b"".join(existing) + b"".join(record_line(r) for r in records))
+    return len(records)
+
+
+def manifest_path(path: Path) -> Path:
+    """``evalset.jsonl`` -> ``evalset.manifest.json`` (beside the file)."""
+    return path.with_name(path.stem + ".manifest.json")
+
+
+def write_manifest(path: Path, manifest: dict[str, Any]) -> Path:
+    target = manifest_path(path)
+    _atomic_write(target, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+    return target
