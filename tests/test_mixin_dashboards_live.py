@@ -100,9 +100,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveDemo, d
         demo.rejudge(_Unreachable(), limit=3)  # judge failures, recorded as errors by the worker
         # Series the embedded demo has no occasion to create (Kafka lag, dead letters, the cost and
         # budget pauses of an LLM judge; the local judge is free) are set through the collector's
-        # own metric objects, whose .labels() raises on a wrong label name.
+        # own metric objects, whose .labels() raises on a wrong label name; the consumer lag is
+        # read at scrape time, from a reader the Kafka loop attaches (here: one partition, lag 0).
         m = demo.collector.metrics
-        m.consumer_lag.labels(topic="ragpulse.spans", partition="0").set(0)
+        m.consumer_lag.read_from(lambda: [(("ragpulse.spans", "0"), 0)])
         m.deadlettered.labels(kind="bad_record").inc(0)
         m.judge_budget_paused.labels(judge="local").inc(0)
         m.judge_cost.labels(service=SERVICE, judge="local").inc(0)
