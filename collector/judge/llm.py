@@ -5,8 +5,9 @@ judge, so both judges score the same claims) and sent with the chunks in one
 request; the reply must validate against :func:`.prompt.response_schema`. An
 invalid reply gets one repair request; a second failure is recorded as a judge
 error (null scores, never 0). Transient failures (timeouts, 429, 5xx,
-connection errors) are retried with exponential backoff and full jitter,
-honouring ``Retry-After``. A semaphore bounds concurrent requests, a
+connection errors) are retried with exponential backoff and half jitter
+(each delay drawn between half the cap and the cap), honouring
+``Retry-After``. A semaphore bounds concurrent requests, a
 :class:`.budget.CostBudget` pauses judging when the per-minute/per-hour spend
 is used up, and a :class:`.cache.JudgmentCache` answers repeated content
 without a request.
