@@ -118,6 +118,12 @@ class Metrics:
             ["service", "judge"],
             registry=r,
         )
+        self.escalation_errors = Counter(
+            "ragpulse_judge_escalation_errors_total",
+            "Tiered judgments whose LLM tier failed (the local verdict was stored instead)",
+            ["service", "judge"],
+            registry=r,
+        )
         self.scores = {
             name: Histogram(
                 f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", ["service", "judge"],
