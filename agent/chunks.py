@@ -35,6 +35,7 @@ class Chunk(NamedTuple):
     content: str
     score: float | None
     metadata: dict[str, Any]
+    source: str | None = None  # the id the retriever gave, when it repeated and ``id`` was made unique
 
 
 def _score(value: Any) -> float | None:
@@ -119,7 +120,15 @@ def normalize_chunks(items: Any) -> list[Chunk]:
         return []
     if isinstance(items, (str, Mapping)):
         items = [items]
-    return [normalize_chunk(item, i + 1) for i, item in enumerate(items)]
+    chunks = [normalize_chunk(item, i + 1) for i, item in enumerate(items)]
+    if len(chunks) > 1:
+        ids = unique_ids([c.id for c in chunks], [c.content for c in chunks])
+        if ids is not None:
+            chunks = [
+                c if c.id == cid else c._replace(id=cid, source=c.id)
+                for c, cid in zip(chunks, ids, strict=True)
+            ]
+    return chunks
 
 
 def unique_ids(ids: Sequence[str], contents: Sequence[str]) -> list[str] | None:
