@@ -127,11 +127,11 @@ def _from_objects(items: Any) -> list[Chunk]:
 def span_documents(attrs: dict[str, Any], prefix: str = RETRIEVAL_DOCUMENTS) -> list[Chunk]:
     """The documents of one retrieval (``prefix``) or reranker span, ids unique within it."""
     chunks = _flattened(attrs, prefix)
-    if not chunks and prefix == RETRIEVAL_DOCUMENTS:
+    if not chunks:
         docs = attrs.get(GEN_AI_RETRIEVAL_DOCUMENTS)
         if docs is not None:
             chunks = _from_objects(_json(docs))
-        if not chunks:
+        if not chunks and prefix == RETRIEVAL_DOCUMENTS:
             output = _json(attrs.get(TRACELOOP_ENTITY_OUTPUT))
             if isinstance(output, dict):
                 chunks = _from_objects(output.get("documents"))

@@ -50,7 +50,7 @@ __all__ = [
     "llm_query",
 ]
 
-ANSWER_KEYS = ("answer", "output", "result", "text", "content")
+ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
 QUERY_KEYS = ("input", "question", "query")
 _TRACELOOP_IN = ("inputs", "input", "query")
 _TRACELOOP_OUT = ("outputs", "output")
