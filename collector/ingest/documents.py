@@ -30,6 +30,7 @@ from ...agent.conventions import (
     TRACELOOP_ENTITY_OUTPUT,
     document_key,
 )
+from ...agent.values import optional_float
 from .model import Chunk
 
 __all__ = ["span_documents"]
@@ -47,17 +48,6 @@ def _doc_keys(prefix: str, i: int) -> tuple[str, ...]:
         if len(_DOC_KEYS) < 10_000:
             _DOC_KEYS[(prefix, i)] = keys
     return keys
-
-
-def _score(value: Any) -> float | None:
-    if value is None or isinstance(value, float):
-        return value
-    if isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _meta_text(meta: Any) -> str:
@@ -84,7 +74,7 @@ def _flattened(attrs: dict[str, Any], prefix: str) -> list[Chunk]:
             Chunk(
                 cid,
                 "" if content is None else str(content),
-                _score(get(k_score)),
+                optional_float(get(k_score)),
                 _meta_text(get(k_meta)),
                 None if source is None else str(source),
             )
@@ -116,7 +106,7 @@ def _from_objects(items: Any) -> list[Chunk]:
             Chunk(
                 str(position) if cid is None else str(cid),
                 content if isinstance(content, str) else json.dumps(content, default=str),
-                _score(item.get("score")),
+                optional_float(item.get("score")),
                 _meta_text(item.get("metadata")),
                 source,
             )
