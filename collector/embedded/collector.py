@@ -140,6 +140,7 @@ class EmbeddedCollector:
                 self.metrics,
                 port=self._receiver_port,
                 read_timeout_s=float(self.config["receiver"]["read_timeout_s"]),
+                max_inflight_bytes=int(self.config["receiver"]["max_inflight_bytes"]),
             )
             self.receiver.start()
         if self._install_sink:
