@@ -47,6 +47,7 @@ def plot(samples: list[Sample], path: Path, title: str) -> None:
     axes[0].plot(t, [s.app_rss_bytes / 2**20 for s in samples], label="application RSS")
     axes[0].set_ylabel("MiB")
     axes[1].plot(t, [s.fds for s in samples], label="collector open fds")
+    axes[1].plot(t, [s.fds_other for s in samples], label="fds other than per-thread /proc files")
     axes[1].plot(t, [s.threads for s in samples], label="collector threads")
     axes[2].plot(t, [s.assembly_buffer for s in samples], label="assembly buffer (traces)")
     axes[2].plot(t, [s.producer_in_flight for s in samples], label="agent records unacknowledged")
@@ -78,7 +79,8 @@ def summarize(samples: list[Sample], max_lag: int) -> tuple[list[str], bool]:
         f"collector RSS over the last {(window[-1].t - window[0].t) / 60:.1f} min: {first / 2**20:.1f} -> "
         f"{last / 2**20:.1f} MiB ({growth * 100:+.2f}%; objective < 5%); "
         f"peak {max(s.rss_bytes for s in samples) / 2**20:.1f} MiB",
-        f"open fds {min(s.fds for s in window)}-{max(s.fds for s in window)}, threads "
+        f"open fds {min(s.fds for s in window)}-{max(s.fds for s in window)} (other than per-thread /proc "
+        f"files: {min(s.fds_other for s in window)}-{max(s.fds_other for s in window)}), threads "
         f"{min(s.threads for s in window)}-{max(s.threads for s in window)}, assembly buffer max "
         f"{max(s.assembly_buffer for s in window)}, agent unacknowledged max {max(s.producer_in_flight for s in window)}",
         f"consumer lag (spans + judge) in the window: max {max(lag)}, last {lag[-1]} records (bound {max_lag})",

@@ -28,7 +28,7 @@ import yaml
 from tests.services import KafkaBroker
 from tests.test_collector_kafka import CollectorProcess
 
-__all__ = ["Sample", "SoakRun", "grows_monotonically", "scrape"]
+__all__ = ["DemoTraffic", "Sample", "SoakRun", "grows_monotonically", "scrape"]
 
 SERVICE = "policy-assistant"
 
@@ -40,6 +40,7 @@ class Sample:
     t: float
     rss_bytes: int  # collector VmRSS
     fds: int  # collector open file descriptors
+    fds_other: int  # those that are not a thread's own /proc/PID/task/TID file (chDB keeps three per thread)
     threads: int  # collector threads
     assembly_buffer: int  # partial traces buffered (ragpulse_assembly_buffer_traces)
     spans_lag: int  # records behind the end of the spans topic (ragpulse_consumer_lag)
@@ -81,9 +82,56 @@ def _status_kb(pid: int | str, field: str) -> int:
     return 0
 
 
+def _target(link: str) -> str:
+    try:
+        return os.readlink(link)
+    except OSError:  # closed meanwhile
+        return ""
+
+
 def grows_monotonically(values: list[float]) -> bool:
     """True when a series never goes down and ends above where it started (a leak's shape)."""
     return len(values) > 1 and values[-1] > values[0] and all(b >= a for a, b in itertools.pairwise(values))
+
+
+class DemoTraffic:
+    """The demo policy assistant answering ``rate`` questions per second on a thread (the agent
+    exports wherever it was configured to); ``served`` counts the answers."""
+
+    def __init__(self, rate: float, seed: int = 7) -> None:
+        self.rate = rate
+        self.seed = seed
+        self.served = 0
+        self.errors: list[BaseException] = []
+        self.t0 = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="demo-traffic", daemon=True)
+
+    def _run(self) -> None:
+        from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus
+
+        corpus = load_corpus()
+        assistant = PolicyAssistant(corpus, seed=self.seed)
+        requests = TrafficModel(corpus, seed=self.seed + 4).requests(10**9)
+        try:
+            for req in requests:
+                delay = self.t0 + self.served / self.rate - time.monotonic()
+                if (delay > 0 and self._stop.wait(delay)) or self._stop.is_set():
+                    return
+                assistant.answer(req.question)
+                self.served += 1
+        except BaseException as exc:  # noqa: BLE001 - reported by the owner
+            self.errors.append(exc)
+
+    def start(self) -> DemoTraffic:
+        self.t0 = time.monotonic()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(30)
 
 
 class SoakRun:
@@ -96,11 +144,8 @@ class SoakRun:
         self.broker = KafkaBroker(workdir / "kafka", partitions=2)
         self.collector: CollectorProcess | None = None
         self.metrics_url = ""
-        self.served = 0
-        self.errors: list[BaseException] = []
+        self.traffic = DemoTraffic(rate)
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._t0 = 0.0
 
     def __enter__(self) -> SoakRun:
         try:
@@ -143,23 +188,6 @@ class SoakRun:
         agent.configure(service_name=SERVICE, exporter="kafka", kafka_bootstrap_servers=self.broker.bootstrap,
                         kafka_topic=self.spans_topic, corpus_version="policies-2026.11")  # fmt: skip
 
-    def _traffic(self) -> None:
-        from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus
-
-        corpus = load_corpus()
-        assistant = PolicyAssistant(corpus, seed=7)
-        try:
-            for req in TrafficModel(corpus, seed=11).requests(10**9):
-                delay = self._t0 + self.served / self.rate - time.monotonic()
-                if delay > 0 and self._stop.wait(delay):
-                    return
-                if self._stop.is_set():
-                    return
-                assistant.answer(req.question)
-                self.served += 1
-        except BaseException as exc:  # noqa: BLE001 - reported by run()
-            self.errors.append(exc)
-
     def sample(self) -> Sample:
         """One reading of every series (see :class:`Sample`)."""
         import ragpulse.agent as agent
@@ -169,39 +197,38 @@ class SoakRun:
         pid = self.collector.proc.pid
         m = scrape(self.metrics_url)
         st = agent.stats()
+        fds = [_target(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
         return Sample(
-            t=round(time.monotonic() - self._t0, 1),
+            t=round(time.monotonic() - self.traffic.t0, 1),
             rss_bytes=_status_kb(pid, "VmRSS") << 10,
-            fds=len(os.listdir(f"/proc/{pid}/fd")),
+            fds=len(fds),
+            fds_other=sum(1 for f in fds if not f.startswith(f"/proc/{pid}/task/")),
             threads=_status_kb(pid, "Threads"),
             assembly_buffer=int(m.get("ragpulse_assembly_buffer_traces", 0)),
             spans_lag=int(m.get(f"ragpulse_consumer_lag{{{self.spans_topic}}}", 0)),
             judge_lag=int(m.get(f"ragpulse_consumer_lag{{{self.judge_topic}}}", 0)),
             producer_in_flight=int(st["records_sent"]) - int(st["records_acked"]),  # type: ignore[call-overload]
             app_rss_bytes=_status_kb("self", "VmRSS") << 10,
-            served=self.served,
+            served=self.traffic.served,
             stored=int(m.get("ragpulse_traces_stored_total", 0)),
             judged=int(m.get("ragpulse_traces_judged_total", 0)),
         )
 
     def run(self, duration_s: float, interval_s: float = 10.0, on_sample: Any = None) -> list[Sample]:
         """Serve traffic for ``duration_s`` and sample every ``interval_s`` (first at 0)."""
-        self._t0 = time.monotonic()
-        self._thread = threading.Thread(target=self._traffic, name="soak-traffic", daemon=True)
-        self._thread.start()
+        self.traffic.start()
         samples: list[Sample] = []
         k = 0
         while True:
             samples.append(self.sample())
             if on_sample is not None:
                 on_sample(samples[-1])
-            assert not self.errors, self.errors
+            assert not self.traffic.errors, self.traffic.errors
             k += 1
             if k * interval_s > duration_s:
                 break
-            self._stop.wait(max(0.0, self._t0 + k * interval_s - time.monotonic()))
-        self._stop.set()
-        self._thread.join(30)
+            self._stop.wait(max(0.0, self.traffic.t0 + k * interval_s - time.monotonic()))
+        self.traffic.stop()
         return samples
 
     def stop(self) -> None:
@@ -209,8 +236,7 @@ class SoakRun:
         import ragpulse.agent as agent
 
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(30)
+        self.traffic.stop()
         agent.shutdown()
         if self.collector is not None:
             if self.collector.alive():
