@@ -139,8 +139,8 @@ def _until_judged(what: str, plain: PlainLLM, check: Any, timeout: float) -> Non
 
 def test_llm_provider_gone_60s_retries_count_errors_and_keeps_local_verdicts(tmp_path: Path) -> None:
     first = ScriptedLLMServer(all_supported).start()
-    tiered = TieredJudge(MODEL, sample_rate=0.5, api_base=first.url, **LLM_SETTINGS)
-    demo = LiveDemo(tmp_path / "db", rate=8.0, judge=tiered).start()
+    tiered = TieredJudge(MODEL, sample_rate=0.3, api_base=first.url, **LLM_SETTINGS)
+    demo = LiveDemo(tmp_path / "db", rate=3.0, judge=tiered).start()
     plain = PlainLLM(demo, first.url)
     running = [first]  # the servers to stop at the end
 
