@@ -55,6 +55,8 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
             value = yaml.safe_load(raw) if raw != "" else ""
         except yaml.YAMLError:
             value = raw
+        if len(path) == 2 and _SCHEMA.get(path[0], {}).get(path[1]) is str:
+            value = raw  # a token or a name stays text even when it reads as a YAML number
         node = out
         for part in path[:-1]:
             node = node.setdefault(part, {})
@@ -94,7 +96,14 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "rules": list,
     },
     "metrics": {"host": str, "port": int, "stall_s": (int, float)},
-    "receiver": {"enabled": bool, "host": str, "port": int, "read_timeout_s": (int, float)},
+    "receiver": {
+        "enabled": bool,
+        "host": str,
+        "port": int,
+        "read_timeout_s": (int, float),
+        "auth_token": str,
+        "auth_token_file": str,
+    },
     "judge": {
         "enabled": bool,
         "judge": str,
@@ -161,6 +170,12 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
     for section in ("metrics", "receiver"):
         if not 0 <= cfg[section]["port"] <= 65535:
             raise ConfigError(f"{section}.port out of range: {cfg[section]['port']}")
+    from .serve.bearer import token_from_config
+
+    try:
+        token_from_config(cfg["receiver"])
+    except ValueError as exc:
+        raise ConfigError(f"receiver.{exc}") from None
     return dict(cfg)
 
 

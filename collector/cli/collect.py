@@ -134,6 +134,7 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
 
     from ..ingest.otlp import Limits, split_by_trace
     from ..kafka.clients import kafka_client_settings
+    from ..serve.bearer import token_from_config
     from ..serve.otlp_http import OtlpHttpReceiver
 
     producer = KafkaProducer(**kafka_client_settings(cfg), acks="all", linger_ms=5, max_request_size=8 << 20)
@@ -161,6 +162,7 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
         r["port"],
         forward,
         read_timeout_s=float(r["read_timeout_s"]),
+        auth_token=token_from_config(r),
     )
     receiver.start()
     logging.getLogger("ragpulse.collect").info("OTLP/HTTP receiver on %s/v1/traces", receiver.url)

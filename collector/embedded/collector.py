@@ -133,14 +133,17 @@ class EmbeddedCollector:
                 self.metrics, self._metrics_host, self._metrics_port, ready=self._ready
             ).start()
         if self._receiver_port is not None:
+            from ..serve.bearer import token_from_config
             from ..serve.otlp_http import OtlpHttpReceiver
 
             self.receiver = OtlpHttpReceiver(
                 self.submit_decoded,
                 self.limits,
                 self.metrics,
+                host=self.config["receiver"]["host"],
                 port=self._receiver_port,
                 read_timeout_s=float(self.config["receiver"]["read_timeout_s"]),
+                auth_token=token_from_config(self.config["receiver"]),
             )
             self.receiver.start()
         if self._install_sink:
