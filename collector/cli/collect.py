@@ -74,11 +74,14 @@ def _judge(cfg: dict[str, Any]) -> Any:
 def _run_kafka(cfg: dict[str, Any], role: str) -> int:
     from ..judge.service import KafkaJudgeService
     from ..kafka.collector import KafkaCollector
+    from ..kafka.topics import ensure_topics, quiet_missing_topics
     from ..serve.alertmanager import start_from_config
     from ..serve.metrics import Metrics
     from ..serve.server import MetricsServer
     from ..storage.clickhouse import Storage
 
+    quiet_missing_topics(cfg)
+    ensure_topics(cfg)
     st = cfg["storage"]
     metrics = Metrics()
     # One Storage (one client, serialized by its lock) for everything in this process:
