@@ -164,6 +164,7 @@ CHART_OWNED = {
 # (extraEnv with valueFrom.secretKeyRef, e.g. RAGPULSE_ALERTMANAGER__TOKEN).
 SECRET_ONLY = {
     "alertmanager": {"token"},
+    "receiver": {"auth_token", "auth_token_file"},  # RAGPULSE_RECEIVER__AUTH_TOKEN from a Secret
 }
 JSON_TYPES = {str: {"string"}, int: {"integer"}, float: {"number"}, bool: {"boolean"}, dict: {"object"}}
 JSON_TYPES.update({list: {"array"}, type(None): {"null"}})

@@ -72,6 +72,7 @@ def _judge(cfg: dict[str, Any]) -> Any:
 
 
 def _run_kafka(cfg: dict[str, Any], role: str) -> int:
+    from ..judge.evaluation_events import EvaluationEvents
     from ..judge.service import KafkaJudgeService
     from ..kafka.collector import KafkaCollector
     from ..kafka.topics import ensure_topics, quiet_missing_topics
@@ -88,12 +89,15 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
     # a chDB path can only be owned once.
     storage = Storage(st["dsn"], st["database"], st["ttl_days"])
     judges: list[KafkaJudgeService] = []
+    events = None
     if (role == "all" and cfg["judge"]["enabled"]) or role == "judge":
         judge = _judge(cfg)
         if role == "judge":
             storage.apply_schema()
+        events = EvaluationEvents.from_config(cfg, metrics)
         judges = [
-            KafkaJudgeService(cfg, judge, storage, metrics).start() for _ in range(cfg["judge"]["workers"])
+            KafkaJudgeService(cfg, judge, storage, metrics, events).start()
+            for _ in range(cfg["judge"]["workers"])
         ]
     if role == "judge":
         stop = threading.Event()
@@ -112,6 +116,8 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
                 return 1
         for j in judges:
             j.stop()
+        if events is not None:
+            events.shutdown()
         server.stop()
         return 0
     collector = KafkaCollector(cfg, storage=storage, metrics=metrics)
@@ -127,6 +133,8 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
             alerts.stop()
         for j in judges:
             j.stop()
+        if events is not None:
+            events.shutdown()
     logging.getLogger("ragpulse.collect").info("collector stopped (exit status %d)", rc)
     return rc
 

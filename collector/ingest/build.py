@@ -234,6 +234,7 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
     t.time = (root or first).start
     t.end_time = end_time
     t.service = (root or first).service
+    t.root_span_id = (root or first).span_id
     ra: dict[str, Any] = root.attrs if root is not None else {}
     t.latency_ms = _ms(root) if root is not None else (t.end_time - t.time) / 1e6
     t.query = str(ra.get(INPUT_VALUE, "") or "")
