@@ -34,6 +34,7 @@ from tests.helm_chart import (
 )
 
 VALUE_SETS = ["minimal", "production", "off"]
+RAGPULSE = str(Path(sys.executable).parent / "ragpulse")  # the installed entry point
 # Extra combinations beyond the ci/ files, each rendered and validated like them.
 VARIANTS: dict[str, tuple[str, ...]] = {
     "judge-hpa": ("--set", "judge.autoscaling.enabled=true"),
@@ -97,7 +98,8 @@ SCHEMA_ERRORS = [
     (("--set", "kafka.securityProtocol=SASL"), "/kafka/securityProtocol"),
     (("--set", "kafka.sasl.passwordKey="), "/kafka/sasl/passwordKey"),
     (("--set", "export.holdout=1.5"), "/export/holdout"),
-    (("--set", "export.since=weekly"), "/export/since"),
+    (("--set", "export.stateDir=/etc"), "/export/stateDir"),
+    (("--set", "export.since=7d"), "'since' not allowed"),
     (("--set", "judge.keda.lagThreshold=0"), "/judge/keda/lagThreshold"),
     (("--set", "ingest.resources.request.cpu=1"), "'request' not allowed"),
     (("--set-json", "objectives.faithfulness=0.9"), "/objectives/faithfulness"),
@@ -280,11 +282,10 @@ def test_rendered_commands_parse_with_the_real_cli() -> None:
         if doc["kind"] == "Deployment":
             assert parsed.role == doc["metadata"]["labels"]["app.kubernetes.io/component"]
     export = _container(by_name(docs, "CronJob", "r-ragpulse-export"))["args"]
-    if not re.search(r"^\s+export\s", build_parser().format_help(), re.MULTILINE):
-        # The export command is not in this package yet: the chart must keep its CronJob off.
-        assert yaml.safe_load((CHART / "values.yaml").read_text())["export"]["enabled"] is False
-        pytest.skip("`ragpulse export` is not in the CLI yet; the CronJob stays disabled by default")
-    build_parser().parse_args([a.replace("$(RAGPULSE_STORAGE__DSN)", "http://ch:8123") for a in export])
+    parsed = build_parser().parse_args(
+        [a.replace("$(RAGPULSE_STORAGE__DSN)", "http://ch:8123") for a in export]
+    )
+    assert parsed.schedule == "weekly" and parsed.state == "/data/export-state"
 
 
 def test_app_version_is_the_package_version() -> None:
@@ -438,8 +439,10 @@ def test_export_cronjob_and_its_volume() -> None:
     args = _container(cron)["args"]
     assert args == [
         "export",
-        "--since",
-        "7d",
+        "--schedule",
+        "weekly",
+        "--state",
+        "/data/export-state",
         "-o",
         "/data/evalset.jsonl",
         "--holdout",
@@ -465,6 +468,39 @@ def test_export_cronjob_and_its_volume() -> None:
     criteria = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["export-criteria.yaml"])
     assert criteria == {"reasons": ["failure_mode:generation"]}
     assert not of_kind(render_set("minimal"), "CronJob")
+
+
+def test_export_cronjob_args_catch_up_missed_weeks(tmp_path: Path) -> None:
+    """The CronJob's exact args, /data mapped to a scratch dir and a chDB store: state on the volume.
+
+    The first run exports the last completed week and records it; a rerun in the same week adds
+    nothing; with the state set back three weeks, the next run exports those three weeks.
+    """
+    (cron,) = of_kind(render_set("production"), "CronJob")
+    data = tmp_path / "data"
+    args = [a.replace("/data/", f"{data}/") for a in _container(cron)["args"]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
+
+    def export() -> str:
+        argv = [a.replace("$(RAGPULSE_STORAGE__DSN)", db) for a in args]
+        run = subprocess.run([RAGPULSE, *argv], capture_output=True, text=True, env=env, timeout=300)
+        assert run.returncode == 0, run.stderr
+        return run.stdout + run.stderr
+
+    db = f"chdb://{tmp_path / 'db'}"
+    subprocess.run(
+        [RAGPULSE, "schema", "apply", "--dsn", db], check=True, capture_output=True, env=env, timeout=300
+    )
+    state_file = data / "export-state" / "export-state.json"
+    assert export().count("exporting ") == 1
+    state = json.loads(state_file.read_text())
+    assert len(state["runs"]) == 1
+    assert "no completed week to export since the last run" in export()
+    week = 7 * 86_400 * 1_000_000_000
+    state["last_until_ns"] -= 3 * week
+    state_file.write_text(json.dumps(state))
+    assert export().count("exporting ") == 3
+    assert json.loads(state_file.read_text())["last_until_ns"] == state["last_until_ns"] + 3 * week
 
 
 def test_kafka_security_settings() -> None:
