@@ -164,10 +164,11 @@ CHART_OWNED = {
     "storage": {"dsn"},
     "metrics": {"host", "port", "stall_s"},
     "receiver": {"enabled", "host", "port", "read_timeout_s"},
+    "alertmanager": {"enabled", "host", "port", "lookback_s"},
     "judge": {"enabled"},
 }
 # Collector settings that are secrets: never a value, only an environment variable from a Secret
-# (extraEnv with valueFrom.secretKeyRef, e.g. RAGPULSE_ALERTMANAGER__TOKEN).
+# (valueFrom.secretKeyRef of the Secret the values name, e.g. RAGPULSE_ALERTMANAGER__TOKEN).
 SECRET_ONLY = {
     "alertmanager": {"token"},
 }
@@ -503,6 +504,43 @@ def test_export_cronjob_args_catch_up_missed_weeks(tmp_path: Path) -> None:
     assert json.loads(state_file.read_text())["last_until_ns"] == state["last_until_ns"] + 3 * week
 
 
+def test_alertmanager_webhook_port_service_policy_and_token() -> None:
+    """The webhook runs on the ingest pods: its port, Service, NetworkPolicy rule and token Secret."""
+    docs = render_set("production")
+    cfg = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])
+    assert cfg["alertmanager"] == {"enabled": True, "host": "0.0.0.0", "port": 9465, "lookback_s": 3600}
+    ingest = _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))
+    assert {"name": "alertmanager", "containerPort": 9465, "protocol": "TCP"} in ingest["ports"]
+    token = [e for e in ingest["env"] if e["name"] == "RAGPULSE_ALERTMANAGER__TOKEN"]
+    assert token == [
+        {"name": "RAGPULSE_ALERTMANAGER__TOKEN",
+         "valueFrom": {"secretKeyRef": {"name": "ragpulse-webhook-token", "key": "token"}}}
+    ]  # fmt: skip
+    judge = _container(by_name(docs, "Deployment", "r-ragpulse-judge"))
+    assert all(p["name"] != "alertmanager" for p in judge["ports"])
+    assert all(e["name"] != "RAGPULSE_ALERTMANAGER__TOKEN" for e in judge["env"])
+    service = by_name(docs, "Service", "r-ragpulse-alertmanager")
+    assert service["spec"]["ports"] == [
+        {"name": "alertmanager", "port": 9465, "targetPort": "alertmanager", "protocol": "TCP"}
+    ]
+    assert service["spec"]["selector"]["app.kubernetes.io/component"] == "ingest"
+    (policy,) = of_kind(docs, "NetworkPolicy")
+    rule = [
+        r for r in policy["spec"]["ingress"] if r["ports"] == [{"port": "alertmanager", "protocol": "TCP"}]
+    ]
+    assert rule and rule[0]["from"][0]["podSelector"] == {
+        "matchLabels": {"app.kubernetes.io/name": "alertmanager"}
+    }
+
+    docs = render_set("minimal")
+    cfg = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])
+    assert cfg["alertmanager"]["enabled"] is False
+    assert not [s for s in of_kind(docs, "Service") if s["metadata"]["name"].endswith("-alertmanager")]
+    no_token = render_set("minimal", "--set", "alertmanagerWebhook.enabled=true")
+    ingest = _container(by_name(no_token, "Deployment", "r-ragpulse-ingest"))
+    assert all(e["name"] != "RAGPULSE_ALERTMANAGER__TOKEN" for e in ingest["env"])
+
+
 def test_kafka_security_settings() -> None:
     docs = render_set("production")
     security = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])["kafka"]
@@ -531,7 +569,7 @@ def test_network_policy_allows_only_the_named_peers() -> None:
     egress_ports = [sorted((p["port"], p["protocol"]) for p in rule["ports"]) for rule in policy["egress"]]
     assert egress_ports == [[(53, "TCP"), (53, "UDP")], [(9093, "TCP")], [(8443, "TCP")], [(443, "TCP")]]
     assert all(rule.get("to") for rule in policy["egress"])
-    assert [r["ports"][0]["port"] for r in policy["ingress"]] == ["metrics", "otlp-http"]
+    assert [r["ports"][0]["port"] for r in policy["ingress"]] == ["metrics", "otlp-http", "alertmanager"]
     minimal = of_kind(render_set("minimal", "--set", "networkPolicy.enabled=true"), "NetworkPolicy")[0]
     assert len(minimal["spec"]["egress"]) == 3  # no LLM egress unless asked for
-    assert len(minimal["spec"]["ingress"]) == 1  # no intake without the receiver
+    assert len(minimal["spec"]["ingress"]) == 1  # no intake without the receiver, no webhook unless enabled

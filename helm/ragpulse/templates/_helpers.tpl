@@ -211,6 +211,8 @@ metrics and receiver listeners on all interfaces). storage.dsn comes from the en
 {{- $_ := set $cfg "kafka" $kafka }}
 {{- $_ := set $cfg "metrics" (dict "host" "0.0.0.0" "port" .Values.metrics.port "stall_s" .Values.metrics.stallSeconds) }}
 {{- $_ := set $cfg "receiver" (dict "enabled" .Values.receiver.enabled "host" "0.0.0.0" "port" .Values.receiver.port "read_timeout_s" .Values.receiver.readTimeoutSeconds) }}
+{{- $am := .Values.alertmanagerWebhook }}
+{{- $_ := set $cfg "alertmanager" (dict "enabled" $am.enabled "host" "0.0.0.0" "port" $am.port "lookback_s" $am.lookbackSeconds) }}
 {{- toYaml $cfg }}
 {{- end }}
 
@@ -220,4 +222,17 @@ the shortest digits, as the mixin's renderer does (collector/monitoring/common.p
 */}}
 {{- define "ragpulse.errorBudget" -}}
 {{- round (subf 1.0 (float64 .)) 10 }}
+{{- end }}
+
+{{/* Environment of the ingest pods only: the webhook's bearer token, from its Secret. */}}
+{{- define "ragpulse.ingestEnv" -}}
+{{- with .Values.alertmanagerWebhook }}
+{{- if and .enabled .existingSecret }}
+- name: RAGPULSE_ALERTMANAGER__TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .tokenKey }}
+{{- end }}
+{{- end }}
 {{- end }}
