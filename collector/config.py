@@ -133,7 +133,13 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "rules": list,
     },
     "metrics": {"host": str, "port": int, "stall_s": (int, float)},
-    "receiver": {"enabled": bool, "host": str, "port": int, "read_timeout_s": (int, float)},
+    "receiver": {
+        "enabled": bool,
+        "host": str,
+        "port": int,
+        "read_timeout_s": (int, float),
+        "max_inflight_bytes": int,
+    },
     "judge": {
         "enabled": bool,
         "judge": str,
@@ -189,6 +195,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ("metrics", "stall_s"),
         ("judge", "max_poll_interval_s"),
         ("receiver", "read_timeout_s"),
+        ("receiver", "max_inflight_bytes"),
     ):
         if cfg[section][key] <= 0:
             raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")

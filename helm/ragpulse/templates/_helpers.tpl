@@ -210,7 +210,8 @@ metrics and receiver listeners on all interfaces). storage.dsn comes from the en
 {{- $_ := set $kafka "security" (include "ragpulse.kafkaSecurity" . | fromYaml) }}
 {{- $_ := set $cfg "kafka" $kafka }}
 {{- $_ := set $cfg "metrics" (dict "host" "0.0.0.0" "port" .Values.metrics.port "stall_s" .Values.metrics.stallSeconds) }}
-{{- $_ := set $cfg "receiver" (dict "enabled" .Values.receiver.enabled "host" "0.0.0.0" "port" .Values.receiver.port "read_timeout_s" .Values.receiver.readTimeoutSeconds) }}
+{{- $receiver := default (dict) $cfg.receiver }}
+{{- $_ := set $cfg "receiver" (merge (dict "enabled" .Values.receiver.enabled "host" "0.0.0.0" "port" .Values.receiver.port "read_timeout_s" .Values.receiver.readTimeoutSeconds) $receiver) }}
 {{- $am := .Values.alertmanagerWebhook }}
 {{- $_ := set $cfg "alertmanager" (dict "enabled" $am.enabled "host" "0.0.0.0" "port" $am.port "lookback_s" $am.lookbackSeconds) }}
 {{- toYaml $cfg }}
