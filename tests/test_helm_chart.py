@@ -171,6 +171,7 @@ CHART_OWNED = {
 # (valueFrom.secretKeyRef of the Secret the values name, e.g. RAGPULSE_ALERTMANAGER__TOKEN).
 SECRET_ONLY = {
     "alertmanager": {"token"},
+    "receiver": {"auth_token", "auth_token_file"},
 }
 JSON_TYPES = {str: {"string"}, int: {"integer"}, float: {"number"}, bool: {"boolean"}, dict: {"object"}}
 JSON_TYPES.update({list: {"array"}, type(None): {"null"}})
@@ -539,6 +540,23 @@ def test_alertmanager_webhook_port_service_policy_and_token() -> None:
     no_token = render_set("minimal", "--set", "alertmanagerWebhook.enabled=true")
     ingest = _container(by_name(no_token, "Deployment", "r-ragpulse-ingest"))
     assert all(e["name"] != "RAGPULSE_ALERTMANAGER__TOKEN" for e in ingest["env"])
+
+
+def test_intake_token_only_from_a_secret_on_the_ingest_pods() -> None:
+    args = ("--set", "receiver.enabled=true", "--set", "receiver.existingSecret=ragpulse-intake")
+    docs = render_set("minimal", *args)
+    ingest = _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))
+    token = [e for e in ingest["env"] if e["name"] == "RAGPULSE_RECEIVER__AUTH_TOKEN"]
+    assert token == [
+        {"name": "RAGPULSE_RECEIVER__AUTH_TOKEN",
+         "valueFrom": {"secretKeyRef": {"name": "ragpulse-intake", "key": "token"}}}
+    ]  # fmt: skip
+    judge = _container(by_name(docs, "Deployment", "r-ragpulse-judge"))
+    assert all(e["name"] != "RAGPULSE_RECEIVER__AUTH_TOKEN" for e in judge["env"])
+    cfg = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])
+    assert "auth_token" not in cfg["receiver"]
+    off = _container(by_name(render_set("minimal", args[2], args[3]), "Deployment", "r-ragpulse-ingest"))
+    assert all(e["name"] != "RAGPULSE_RECEIVER__AUTH_TOKEN" for e in off["env"])  # no receiver, no token
 
 
 def test_kafka_security_settings() -> None:

@@ -225,8 +225,17 @@ the shortest digits, as the mixin's renderer does (collector/monitoring/common.p
 {{- round (subf 1.0 (float64 .)) 10 }}
 {{- end }}
 
-{{/* Environment of the ingest pods only: the webhook's bearer token, from its Secret. */}}
+{{/* Environment of the ingest pods only: the intake's and the webhook's bearer tokens, from their Secrets. */}}
 {{- define "ragpulse.ingestEnv" -}}
+{{- with .Values.receiver }}
+{{- if and .enabled .existingSecret }}
+- name: RAGPULSE_RECEIVER__AUTH_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .tokenKey }}
+{{- end }}
+{{- end }}
 {{- with .Values.alertmanagerWebhook }}
 {{- if and .enabled .existingSecret }}
 - name: RAGPULSE_ALERTMANAGER__TOKEN
