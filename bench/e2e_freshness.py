@@ -87,6 +87,10 @@ def cpu_by_thread(pid: int | str) -> dict[str, float]:
         name = own.get(int(task.name)) or stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()
         out[name] += (int(fields[11]) + int(fields[12])) / 100.0  # clock ticks (USER_HZ = 100)
+    # The whole process, threads that have exited included (the traffic thread, by the time it is read).
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    out["(process)"] = (int(fields[11]) + int(fields[12])) / 100.0
     return dict(out)
 
 
