@@ -118,6 +118,30 @@ def reaped(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
             proc.wait()
 
 
+@contextlib.contextmanager
+def collect_no_kafka(
+    cfg: dict[str, Any], path: Path, stop_s: float = 30.0
+) -> Iterator[tuple[subprocess.Popen, str]]:
+    """``ragpulse collect --no-kafka`` with ``cfg`` (written to ``path``): yields the process and
+    the first line it printed. A block that ends normally stops it with SIGTERM and checks the
+    exit status is 0; whatever happens, it is killed if still running."""
+    import yaml
+
+    path.write_text(yaml.safe_dump(cfg))
+    ragpulse = str(Path(sys.executable).parent / "ragpulse")
+    proc = subprocess.Popen([ragpulse, "collect", "--no-kafka", "--config", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        yield proc, proc.stdout.readline()
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(stop_s) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
 def _provision(what: str) -> None:
     result = subprocess.run(["bash", str(PROVISION), what], capture_output=True, text=True)
     if result.returncode != 0:

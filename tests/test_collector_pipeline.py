@@ -573,25 +573,16 @@ def test_storage_unavailable_is_retried_until_it_returns(tmp_path: Path) -> None
 
 def test_collect_no_kafka_serves_otlp_http_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     """``ragpulse collect --no-kafka``: OTLP/HTTP into an embedded database, SIGTERM flushes and exits 0."""
-    import os
     import re
-    import signal
 
-    import yaml
-
-    from tests.services import free_port
+    from tests.services import collect_no_kafka, free_port
 
     port = free_port()
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({
+    cfg = {
         "storage": {"dsn": f"chdb://{tmp_path / 'db'}"}, "metrics": {"port": 0},
         "receiver": {"port": port}, "judge": {"enabled": True, "judge": "local"}, "sampling": {"rate": 1.0},
-    }))  # fmt: skip
-    proc = subprocess.Popen([RAGPULSE, "collect", "--no-kafka", "--config", str(cfg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
+    }  # fmt: skip
+    with collect_no_kafka(cfg, tmp_path / "c.yaml", stop_s=15) as (_, line):
         metrics_url = re.search(r"metrics on (http://\S+)/metrics", line)
         assert metrics_url, line
         traces = [make_trace(i, seed="nokafka") for i in range(5)]
@@ -601,12 +592,6 @@ def test_collect_no_kafka_serves_otlp_http_and_stops_cleanly_on_sigterm(tmp_path
         with urllib.request.urlopen(req, timeout=10) as resp:
             assert resp.status == 200
         assert _get(metrics_url.group(1) + "/readyz")[0] == 200
-        os.kill(proc.pid, signal.SIGTERM)
-        assert proc.wait(15) == 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
     st = Storage(f"chdb://{tmp_path / 'db'}")
     try:
         assert {r[0] for r in st.query("SELECT trace_id FROM {db}.rag_traces FINAL")} == {

@@ -15,10 +15,8 @@ import gzip
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 import zlib
@@ -27,14 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.storage.clickhouse import Storage
 
-from tests.services import free_port
+from tests.services import collect_no_kafka, free_port
 
-RAGPULSE = str(Path(sys.executable).parent / "ragpulse")
 RSS_BOUND = 100 << 20  # bytes a hostile request may add to the process's peak memory
 READ_TIMEOUT_S = 2.0  # receiver.read_timeout_s, short so that the truncated-body test is quick
 PB = "application/x-protobuf"
@@ -93,27 +89,16 @@ class Intake:
 def intake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Intake]:
     tmp = tmp_path_factory.mktemp("intake")
     port = free_port()
-    cfg = tmp / "c.yaml"
-    cfg.write_text(yaml.safe_dump({
+    cfg = {
         "storage": {"dsn": f"chdb://{tmp / 'db'}"}, "metrics": {"port": 0},
         "receiver": {"port": port, "read_timeout_s": READ_TIMEOUT_S},
         "judge": {"enabled": False}, "sampling": {"rate": 0.0, "rules": []},
-    }))  # fmt: skip
-    proc = subprocess.Popen([RAGPULSE, "collect", "--no-kafka", "--config", str(cfg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
-    it = Intake(proc, port, tmp / "db")
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
+    }  # fmt: skip
+    with collect_no_kafka(cfg, tmp / "c.yaml") as (proc, line):
+        it = Intake(proc, port, tmp / "db")
         assert "collecting on" in line, line
         it.assert_serving()
         yield it
-        os.kill(proc.pid, signal.SIGTERM)
-        assert proc.wait(30) == 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
     st = Storage(f"chdb://{it.db}")
     try:
         stored = {r[0] for r in st.query("SELECT trace_id FROM {db}.rag_traces FINAL")}

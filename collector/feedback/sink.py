@@ -42,7 +42,7 @@ _PENDING_MAX = 100_000
 
 def store_feedback_rows(storage: Storage, metrics: Metrics | None, rows: Sequence[dict[str, Any]]) -> int:
     """Insert ``rag_feedback`` rows and count them in ``ragpulse_feedback_total``."""
-    n = storage.insert_rows("rag_feedback", FEEDBACK_COLUMNS, rows)
+    n = storage.insert_json_rows("rag_feedback", FEEDBACK_COLUMNS, rows, nanos=("time",))
     if metrics is not None:
         for r in rows:
             metrics.feedback.labels(r["service"], r["kind"], r["label"]).inc()

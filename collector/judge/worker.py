@@ -15,6 +15,7 @@ the in-process queue of the embedded collector.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -44,12 +45,11 @@ def load_judge(spec: str = "local", settings: dict[str, Any] | None = None) -> J
 
 
 def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
+    """A score column's value: the number, or None for a missing, boolean or non-numeric one."""
+    with contextlib.suppress(TypeError, ValueError):
+        if value is not None and not isinstance(value, bool):
+            return float(value)
+    return None
 
 
 def judgment_rows(
