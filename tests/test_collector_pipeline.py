@@ -26,7 +26,7 @@ from ragpulse.collector.ingest.sampling import Sampler, SamplingPolicy, looks_li
 from ragpulse.collector.serve.metrics import Metrics
 from ragpulse.collector.storage.clickhouse import Storage, schema_statements
 
-from tests.services import chdb_holder, release
+from tests.services import chdb_holder, post_otlp, release
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGPULSE = str(Path(sys.executable).parent / "ragpulse")  # the installed entry point
@@ -516,14 +516,7 @@ def test_otlp_http_receiver_protobuf_json_gzip_and_errors(tmp_path: Path) -> Non
         url = collector.receiver_url + "/v1/traces"
 
         def post(body: bytes, ctype: str, encoding: str | None = None) -> tuple[int, bytes]:
-            req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ctype})
-            if encoding:
-                req.add_header("Content-Encoding", encoding)
-            try:
-                with urllib.request.urlopen(req, timeout=10) as resp:
-                    return resp.status, resp.read()
-            except urllib.error.HTTPError as exc:
-                return exc.code, exc.read()
+            return post_otlp(url, body, ctype, encoding)
 
         assert post(encode_spans(groups[0]).SerializeToString(), "application/x-protobuf")[0] == 200
         assert (
@@ -587,10 +580,7 @@ def test_collect_no_kafka_serves_otlp_http_and_stops_cleanly_on_sigterm(tmp_path
         assert metrics_url, line
         traces = [make_trace(i, seed="nokafka") for i in range(5)]
         body = traces_data([(t.service, t.spans) for t in traces], shared_resource=True)
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/traces", data=body, method="POST",
-                                     headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            assert resp.status == 200
+        assert post_otlp(f"http://127.0.0.1:{port}/v1/traces", body)[0] == 200
         assert _get(metrics_url.group(1) + "/readyz")[0] == 200
     st = Storage(f"chdb://{tmp_path / 'db'}")
     try:

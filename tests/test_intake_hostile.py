@@ -17,8 +17,6 @@ import os
 import re
 import socket
 import subprocess
-import urllib.error
-import urllib.request
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +27,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.storage.clickhouse import Storage
 
-from tests.services import collect_no_kafka, free_port
+from tests.services import collect_no_kafka, free_port, post_otlp
 
 RSS_BOUND = 100 << 20  # bytes a hostile request may add to the process's peak memory
 READ_TIMEOUT_S = 2.0  # receiver.read_timeout_s, short so that the truncated-body test is quick
@@ -61,19 +59,7 @@ class Intake:
         return (self.status_kb("VmHWM") << 10) - rss_before
 
     def post(self, body: bytes, ctype: str = PB, encoding: str | None = None) -> tuple[int, bytes]:
-        req = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}/v1/traces",
-            data=body,
-            method="POST",
-            headers={"Content-Type": ctype},
-        )
-        if encoding:
-            req.add_header("Content-Encoding", encoding)
-        try:
-            with urllib.request.urlopen(req, timeout=60) as resp:
-                return resp.status, resp.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
+        return post_otlp(f"http://127.0.0.1:{self.port}/v1/traces", body, ctype, encoding, timeout=60)
 
     def assert_serving(self) -> None:
         """A normal request after a hostile one is accepted (and must be stored at the end)."""

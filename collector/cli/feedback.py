@@ -16,10 +16,14 @@ __all__ = ["register"]
 
 def register(subparsers: Any) -> None:
     add = action_parser(subparsers, "feedback", "import feedback signals", __doc__)
-    imp = add("import", "import a JSONL file of feedback (docs/eval-loop.md)", _import)
+    imp = add(
+        "import",
+        "import a JSONL file of feedback (docs/eval-loop.md)",
+        _import,
+        "its storage section; --db overrides",
+    )
     imp.add_argument("file", help="JSONL, one feedback object per line ('-' for stdin)")
     imp.add_argument("--db", help="chdb:///path, a database directory, or http://user:pass@host:8123/db")
-    imp.add_argument("--config", help="collector YAML config (its storage section; --db overrides)")
 
 
 def _import(args: argparse.Namespace) -> int:

@@ -10,17 +10,6 @@ from .actions import action_parser
 __all__ = ["register"]
 
 
-def register(subparsers: Any) -> None:
-    add = action_parser(subparsers, "schema", "manage the ClickHouse schema", __doc__)
-    apply = add("apply", "create the database and tables if they do not exist", _apply)
-    apply.add_argument("--config", help="collector YAML config (storage section)")
-    apply.add_argument("--dsn", help="chdb:///path or http://user:pass@host:8123 (overrides the config)")
-    apply.add_argument("--ttl-days", type=int, help="row TTL in days (0 = none; overrides the config)")
-    apply.add_argument(
-        "--print", action="store_true", dest="print_only", help="print the DDL instead of applying it"
-    )
-
-
 def _apply(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_config
     from ..storage.clickhouse import Storage, StorageUnavailable, schema_statements
@@ -49,3 +38,13 @@ def _apply(args: argparse.Namespace) -> int:
         storage.close()
     print(f"schema applied to {storage._safe_dsn()} database {st['database']}: {len(statements)} statements")
     return 0
+
+
+def register(subparsers: Any) -> None:
+    add = action_parser(subparsers, "schema", "manage the ClickHouse schema", __doc__)
+    apply = add("apply", "create the database and tables if they do not exist", _apply, "storage section")
+    apply.add_argument("--dsn", help="chdb:///path or http://user:pass@host:8123 (overrides the config)")
+    apply.add_argument("--ttl-days", type=int, help="row TTL in days (0 = none; overrides the config)")
+    apply.add_argument(
+        "--print", action="store_true", dest="print_only", help="print the DDL instead of applying it"
+    )

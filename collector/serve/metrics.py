@@ -127,59 +127,46 @@ class Metrics:
         )
 
     def _judge_metrics(self, r: CollectorRegistry) -> None:
-        self.traces_judged = Counter(
-            "ragpulse_traces_judged_total", "Traces judged", ["service", "judge"], registry=r
-        )
+        by = ("service", "judge")
+        self.traces_judged = Counter("ragpulse_traces_judged_total", "Traces judged", by, registry=r)
         self.judge_errors = Counter(
-            "ragpulse_judge_errors_total",
-            "Judgments that failed (recorded as errors)",
-            ["service", "judge"],
-            registry=r,
+            "ragpulse_judge_errors_total", "Judgments that failed (recorded as errors)", by, registry=r
         )
         self.scores = {
-            name: Histogram(
-                f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", ["service", "judge"],
-                buckets=_SCORE_BUCKETS, registry=r,
-            )
+            name: Histogram(f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", by,
+                            buckets=_SCORE_BUCKETS, registry=r)
             for name in SCORE_NAMES
         }  # fmt: skip
         self.claims = Counter(
-            "ragpulse_claims_total", "Judged claims by verdict", ["service", "judge", "verdict"], registry=r
+            "ragpulse_claims_total", "Judged claims by verdict", (*by, "verdict"), registry=r
         )
+        citation = "Judged claims by citation: valid (its citations support it), invalid, none (uncited)"
         self.claim_citations = Counter(
-            "ragpulse_claim_citations_total",
-            "Judged claims by citation: valid (its citations support it), invalid, none (uncited)",
-            ["service", "judge", "citation"],
-            registry=r,
+            "ragpulse_claim_citations_total", citation, (*by, "citation"), registry=r
+        )
+        unsupported = (
+            "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)"
         )
         self.unsupported_claims = Counter(
-            "ragpulse_unsupported_claims_total",
-            "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)",
-            ["service", "judge", "source"],
-            registry=r,
+            "ragpulse_unsupported_claims_total", unsupported, (*by, "source"), registry=r
         )
+        paused = "Seconds the judge waited for its cost budget"
         self.judge_budget_paused = Counter(
-            "ragpulse_judge_budget_paused_seconds_total",
-            "Seconds the judge waited for its cost budget",
-            ["judge"],
-            registry=r,
+            "ragpulse_judge_budget_paused_seconds_total", paused, ["judge"], registry=r
         )
         self.abstentions = Counter(
-            "ragpulse_abstentions_total", "Abstentions by kind", ["service", "judge", "kind"], registry=r
+            "ragpulse_abstentions_total", "Abstentions by kind", (*by, "kind"), registry=r
         )
-        self.failure_modes = Counter(
-            "ragpulse_failure_modes_total",
-            "Judged traces by failure mode",
-            ["service", "judge", "mode"],
+        modes = "Judged traces by failure mode"
+        self.failure_modes = Counter("ragpulse_failure_modes_total", modes, (*by, "mode"), registry=r)
+        self.judge_latency = Histogram(
+            "ragpulse_judge_latency_seconds",
+            "Time to judge one trace",
+            by,
+            buckets=_LATENCY_BUCKETS,
             registry=r,
         )
-        self.judge_latency = Histogram(
-            "ragpulse_judge_latency_seconds", "Time to judge one trace", ["service", "judge"],
-            buckets=_LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.judge_cost = Counter(
-            "ragpulse_judge_cost_usd_total", "Judge cost in USD", ["service", "judge"], registry=r
-        )
+        self.judge_cost = Counter("ragpulse_judge_cost_usd_total", "Judge cost in USD", by, registry=r)
         self.pipeline_lag = Histogram(
             "ragpulse_pipeline_lag_seconds", "From span end to judgment stored", ["service"],
             buckets=_LAG_BUCKETS, registry=r,
