@@ -15,7 +15,6 @@ the in-process queue of the embedded collector.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
@@ -23,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from ...agent.values import optional_float
 from ..contract import SCORE_NAMES, Judge
 from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage
@@ -42,14 +42,6 @@ def load_judge(spec: str = "local", settings: dict[str, Any] | None = None) -> J
     from . import get_judge  # type: ignore[attr-defined]
 
     return get_judge(spec, **(settings or {}))
-
-
-def _num(value: Any) -> float | None:
-    """A score column's value: the number, or None for a missing, boolean or non-numeric one."""
-    with contextlib.suppress(TypeError, ValueError):
-        if value is not None and not isinstance(value, bool):
-            return float(value)
-    return None
 
 
 def judgment_rows(
@@ -94,7 +86,7 @@ def judgment_rows(
         "extra": json.dumps({k: v for k, v in output.items() if k not in _KNOWN}, default=str),
     }
     for name in SCORE_NAMES:
-        row[name] = _num(output.get(name))
+        row[name] = optional_float(output.get(name))
     claim_rows = []
     for i, c in enumerate(claims):
         if not isinstance(c, dict):
