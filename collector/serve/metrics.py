@@ -33,6 +33,7 @@ class Metrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
         self._ingest_metrics(r)
+        self._state_metrics(r)
         self._judge_metrics(r)
         # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
         self.decoder = Gauge(
@@ -63,14 +64,8 @@ class Metrics:
             ["reason"],
             registry=r,
         )
-        self.late_spans = StateMetric(
-            "ragpulse_late_spans_total", "Spans arriving after their trace was emitted", kind="counter"
-        )
         self.deadlettered = Counter(
             "ragpulse_deadlettered_total", "Records sent to the dead-letter topic", ["kind"], registry=r
-        )
-        self.consumer_lag = StateMetric(
-            "ragpulse_consumer_lag", "Records behind the end of the partition", ["topic", "partition"]
         )
         self.batch_latency = Histogram(
             "ragpulse_batch_seconds",
@@ -92,6 +87,30 @@ class Metrics:
         self.storage_up = Gauge(
             "ragpulse_storage_up", "1 when the last storage operation succeeded", registry=r
         )
+        self.judge_queue_sent = Counter(
+            "ragpulse_judge_queued_total", "Traces queued for judging", registry=r
+        )
+        # feedback (collector/feedback/)
+        self.feedback = Counter(
+            "ragpulse_feedback_total",
+            "Feedback events stored (explicit, imported and implicit re-asks)",
+            ["service", "kind", "label"],
+            registry=r,
+        )
+        self.feedback_requeued = Counter(
+            "ragpulse_feedback_requeued_total",
+            "Unjudged traces queued for judging because of negative feedback",
+            registry=r,
+        )
+
+    def _state_metrics(self, r: CollectorRegistry) -> None:
+        """The metrics read at scrape time (:mod:`.state`), by one custom collector."""
+        self.late_spans = StateMetric(
+            "ragpulse_late_spans_total", "Spans arriving after their trace was emitted", kind="counter"
+        )
+        self.consumer_lag = StateMetric(
+            "ragpulse_consumer_lag", "Records behind the end of the partition", ["topic", "partition"]
+        )
         self.assembly_buffer = StateMetric("ragpulse_assembly_buffer_traces", "Partial traces buffered")
         self.assembly_evicted = StateMetric(
             "ragpulse_assembly_evicted_total",
@@ -110,21 +129,6 @@ class Metrics:
             self.late_spans, self.consumer_lag, self.assembly_buffer, self.assembly_evicted,
             self.reask_index_calls, self.reask_index_evicted,
         ]))  # fmt: skip
-        self.judge_queue_sent = Counter(
-            "ragpulse_judge_queued_total", "Traces queued for judging", registry=r
-        )
-        # feedback (collector/feedback/)
-        self.feedback = Counter(
-            "ragpulse_feedback_total",
-            "Feedback events stored (explicit, imported and implicit re-asks)",
-            ["service", "kind", "label"],
-            registry=r,
-        )
-        self.feedback_requeued = Counter(
-            "ragpulse_feedback_requeued_total",
-            "Unjudged traces queued for judging because of negative feedback",
-            registry=r,
-        )
 
     def _judge_metrics(self, r: CollectorRegistry) -> None:
         by = ("service", "judge")
