@@ -125,9 +125,12 @@ class Metrics:
             "Calls dropped from the re-ask index before their window ended (its max_calls cap)",
             kind="counter",
         )
+        self.intake_inflight = StateMetric(
+            "ragpulse_intake_inflight_bytes", "Request body bytes the OTLP/HTTP intake holds now"
+        )
         r.register(StateCollector([
             self.late_spans, self.consumer_lag, self.assembly_buffer, self.assembly_evicted,
-            self.reask_index_calls, self.reask_index_evicted,
+            self.reask_index_calls, self.reask_index_evicted, self.intake_inflight,
         ]))  # fmt: skip
 
     def _judge_metrics(self, r: CollectorRegistry) -> None:
@@ -135,6 +138,12 @@ class Metrics:
         self.traces_judged = Counter("ragpulse_traces_judged_total", "Traces judged", by, registry=r)
         self.judge_errors = Counter(
             "ragpulse_judge_errors_total", "Judgments that failed (recorded as errors)", by, registry=r
+        )
+        self.escalation_errors = Counter(
+            "ragpulse_judge_escalation_errors_total",
+            "Tiered judgments whose LLM tier failed (the local verdict was stored instead)",
+            ["service", "judge"],
+            registry=r,
         )
         self.scores = {
             name: Histogram(f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", by,
