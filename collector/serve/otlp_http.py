@@ -21,7 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ..ingest.model import Span
 from ..ingest.otlp import DecodeResult, Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
-from .http_server import BackgroundHTTPServer
+from .http_server import BackgroundHTTPServer, send
 from .inflight import Hold, InflightBytes
 from .intake_body import DRAIN_MAX_BYTES, IntakeRejected, declared_length, discard, inflate, read_body
 from .metrics import Metrics
@@ -191,15 +191,10 @@ def _reply(
     retry_after: int | None = None,
     close: bool = False,
 ) -> None:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    if close:
+        headers["Connection"] = "close"
     try:
-        req.send_response(code)
-        req.send_header("Content-Type", ctype)
-        req.send_header("Content-Length", str(len(body)))
-        if retry_after is not None:
-            req.send_header("Retry-After", str(retry_after))
-        if close:
-            req.send_header("Connection", "close")
-        req.end_headers()
-        req.wfile.write(body)
+        send(req, code, body, ctype, headers)
     except OSError:  # the client went away (or timed out) before the answer: nothing left to tell it
         req.close_connection = True
