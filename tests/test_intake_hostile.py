@@ -15,10 +15,8 @@ import gzip
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -27,14 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.storage.clickhouse import Storage
 
-from tests.services import free_port
+from tests.services import collect_no_kafka, free_port, post_otlp
 
-RAGPULSE = str(Path(sys.executable).parent / "ragpulse")
 RSS_BOUND = 100 << 20  # bytes a hostile request may add to the process's peak memory
 READ_TIMEOUT_S = 2.0  # receiver.read_timeout_s, short so that the truncated-body test is quick
 PB = "application/x-protobuf"
@@ -67,19 +63,7 @@ class Intake:
         return (self.status_kb("VmHWM") << 10) - rss_before
 
     def post(self, body: bytes, ctype: str = PB, encoding: str | None = None) -> tuple[int, bytes]:
-        req = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}/v1/traces",
-            data=body,
-            method="POST",
-            headers={"Content-Type": ctype},
-        )
-        if encoding:
-            req.add_header("Content-Encoding", encoding)
-        try:
-            with urllib.request.urlopen(req, timeout=60) as resp:
-                return resp.status, resp.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
+        return post_otlp(f"http://127.0.0.1:{self.port}/v1/traces", body, ctype, encoding, timeout=60)
 
     def assert_serving(self) -> None:
         """A normal request after a hostile one is accepted (and must be stored at the end)."""
@@ -95,28 +79,17 @@ class Intake:
 def intake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Intake]:
     tmp = tmp_path_factory.mktemp("intake")
     port = free_port()
-    cfg = tmp / "c.yaml"
-    cfg.write_text(yaml.safe_dump({
+    cfg = {
         "storage": {"dsn": f"chdb://{tmp / 'db'}"}, "metrics": {"port": 0},
         "receiver": {"port": port, "read_timeout_s": READ_TIMEOUT_S, "max_inflight_bytes": INFLIGHT_CAP},
         "judge": {"enabled": False}, "sampling": {"rate": 0.0, "rules": []},
-    }))  # fmt: skip
-    proc = subprocess.Popen([RAGPULSE, "collect", "--no-kafka", "--config", str(cfg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
-    it = Intake(proc, port, tmp / "db")
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
+    }  # fmt: skip
+    with collect_no_kafka(cfg, tmp / "c.yaml") as (proc, line):
+        it = Intake(proc, port, tmp / "db")
         assert "collecting on" in line, line
         it.metrics_url = line.split("metrics on ", 1)[1].strip().removesuffix("/metrics")
         it.assert_serving()
         yield it
-        os.kill(proc.pid, signal.SIGTERM)
-        assert proc.wait(30) == 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
     st = Storage(f"chdb://{it.db}")
     try:
         stored = {r[0] for r in st.query("SELECT trace_id FROM {db}.rag_traces FINAL")}

@@ -33,6 +33,7 @@ class Metrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
         self._ingest_metrics(r)
+        self._state_metrics(r)
         self._judge_metrics(r)
         # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
         self.decoder = Gauge(
@@ -63,14 +64,8 @@ class Metrics:
             ["reason"],
             registry=r,
         )
-        self.late_spans = StateMetric(
-            "ragpulse_late_spans_total", "Spans arriving after their trace was emitted", kind="counter"
-        )
         self.deadlettered = Counter(
             "ragpulse_deadlettered_total", "Records sent to the dead-letter topic", ["kind"], registry=r
-        )
-        self.consumer_lag = StateMetric(
-            "ragpulse_consumer_lag", "Records behind the end of the partition", ["topic", "partition"]
         )
         self.batch_latency = Histogram(
             "ragpulse_batch_seconds",
@@ -91,6 +86,30 @@ class Metrics:
         )
         self.storage_up = Gauge(
             "ragpulse_storage_up", "1 when the last storage operation succeeded", registry=r
+        )
+        self.judge_queue_sent = Counter(
+            "ragpulse_judge_queued_total", "Traces queued for judging", registry=r
+        )
+        # feedback (collector/feedback/)
+        self.feedback = Counter(
+            "ragpulse_feedback_total",
+            "Feedback events stored (explicit, imported and implicit re-asks)",
+            ["service", "kind", "label"],
+            registry=r,
+        )
+        self.feedback_requeued = Counter(
+            "ragpulse_feedback_requeued_total",
+            "Unjudged traces queued for judging because of negative feedback",
+            registry=r,
+        )
+
+    def _state_metrics(self, r: CollectorRegistry) -> None:
+        """The metrics read at scrape time (:mod:`.state`), by one custom collector."""
+        self.late_spans = StateMetric(
+            "ragpulse_late_spans_total", "Spans arriving after their trace was emitted", kind="counter"
+        )
+        self.consumer_lag = StateMetric(
+            "ragpulse_consumer_lag", "Records behind the end of the partition", ["topic", "partition"]
         )
         self.assembly_buffer = StateMetric("ragpulse_assembly_buffer_traces", "Partial traces buffered")
         self.assembly_evicted = StateMetric(
@@ -113,31 +132,12 @@ class Metrics:
             self.late_spans, self.consumer_lag, self.assembly_buffer, self.assembly_evicted,
             self.reask_index_calls, self.reask_index_evicted, self.intake_inflight,
         ]))  # fmt: skip
-        self.judge_queue_sent = Counter(
-            "ragpulse_judge_queued_total", "Traces queued for judging", registry=r
-        )
-        # feedback (collector/feedback/)
-        self.feedback = Counter(
-            "ragpulse_feedback_total",
-            "Feedback events stored (explicit, imported and implicit re-asks)",
-            ["service", "kind", "label"],
-            registry=r,
-        )
-        self.feedback_requeued = Counter(
-            "ragpulse_feedback_requeued_total",
-            "Unjudged traces queued for judging because of negative feedback",
-            registry=r,
-        )
 
     def _judge_metrics(self, r: CollectorRegistry) -> None:
-        self.traces_judged = Counter(
-            "ragpulse_traces_judged_total", "Traces judged", ["service", "judge"], registry=r
-        )
+        by = ("service", "judge")
+        self.traces_judged = Counter("ragpulse_traces_judged_total", "Traces judged", by, registry=r)
         self.judge_errors = Counter(
-            "ragpulse_judge_errors_total",
-            "Judgments that failed (recorded as errors)",
-            ["service", "judge"],
-            registry=r,
+            "ragpulse_judge_errors_total", "Judgments that failed (recorded as errors)", by, registry=r
         )
         self.escalation_errors = Counter(
             "ragpulse_judge_escalation_errors_total",
@@ -146,53 +146,51 @@ class Metrics:
             registry=r,
         )
         self.scores = {
-            name: Histogram(
-                f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", ["service", "judge"],
-                buckets=_SCORE_BUCKETS, registry=r,
-            )
+            name: Histogram(f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", by,
+                            buckets=_SCORE_BUCKETS, registry=r)
             for name in SCORE_NAMES
         }  # fmt: skip
         self.claims = Counter(
-            "ragpulse_claims_total", "Judged claims by verdict", ["service", "judge", "verdict"], registry=r
+            "ragpulse_claims_total", "Judged claims by verdict", (*by, "verdict"), registry=r
         )
+        citation = "Judged claims by citation: valid (its citations support it), invalid, none (uncited)"
         self.claim_citations = Counter(
-            "ragpulse_claim_citations_total",
-            "Judged claims by citation: valid (its citations support it), invalid, none (uncited)",
-            ["service", "judge", "citation"],
-            registry=r,
+            "ragpulse_claim_citations_total", citation, (*by, "citation"), registry=r
+        )
+        unsupported = (
+            "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)"
         )
         self.unsupported_claims = Counter(
-            "ragpulse_unsupported_claims_total",
-            "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)",
-            ["service", "judge", "source"],
-            registry=r,
+            "ragpulse_unsupported_claims_total", unsupported, (*by, "source"), registry=r
         )
+        paused = "Seconds the judge waited for its cost budget"
         self.judge_budget_paused = Counter(
-            "ragpulse_judge_budget_paused_seconds_total",
-            "Seconds the judge waited for its cost budget",
-            ["judge"],
-            registry=r,
+            "ragpulse_judge_budget_paused_seconds_total", paused, ["judge"], registry=r
         )
         self.abstentions = Counter(
-            "ragpulse_abstentions_total", "Abstentions by kind", ["service", "judge", "kind"], registry=r
+            "ragpulse_abstentions_total", "Abstentions by kind", (*by, "kind"), registry=r
         )
-        self.failure_modes = Counter(
-            "ragpulse_failure_modes_total",
-            "Judged traces by failure mode",
-            ["service", "judge", "mode"],
+        modes = "Judged traces by failure mode"
+        self.failure_modes = Counter("ragpulse_failure_modes_total", modes, (*by, "mode"), registry=r)
+        self.judge_latency = Histogram(
+            "ragpulse_judge_latency_seconds",
+            "Time to judge one trace",
+            by,
+            buckets=_LATENCY_BUCKETS,
             registry=r,
         )
-        self.judge_latency = Histogram(
-            "ragpulse_judge_latency_seconds", "Time to judge one trace", ["service", "judge"],
-            buckets=_LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.judge_cost = Counter(
-            "ragpulse_judge_cost_usd_total", "Judge cost in USD", ["service", "judge"], registry=r
-        )
+        self.judge_cost = Counter("ragpulse_judge_cost_usd_total", "Judge cost in USD", by, registry=r)
         self.pipeline_lag = Histogram(
             "ragpulse_pipeline_lag_seconds", "From span end to judgment stored", ["service"],
             buckets=_LAG_BUCKETS, registry=r,
         )  # fmt: skip
+        self.evaluation_events = Counter(
+            "ragpulse_evaluation_events_total",
+            "gen_ai.evaluation.result log records: exported, failed (export failed after retries), "
+            "dropped (export queue full or shut down)",
+            ["result"],
+            registry=r,
+        )
         self.judgments_stored = Counter(
             "ragpulse_judgments_stored_total", "Rows written to rag_judgments", registry=r
         )
