@@ -12,51 +12,14 @@ import json
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from ragpulse.agent import (
-    configure,
-    current_trace_id,
-    feedback,
-    flush,
-    generation,
-    retrieval,
-    shutdown,
-    stats,
-    trace_rag,
-)
+from ragpulse.agent import configure, current_trace_id, feedback, flush, shutdown, stats, trace_rag
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.embedded.collector import EmbeddedCollector
 from ragpulse.collector.ingest.otlp import Limits, decode_record
 
-CHUNKS = [
-    {"id": "C1", "content": "Logs are kept for five years.", "score": 0.9, "metadata": {"status": "current"}},
-    {"id": "C2", "content": "Holds must be released first.", "score": 0.8, "metadata": {"status": "current"}},
-]
+from tests.feedback_app import answer, complete, search
 
 UNSAMPLED = {"sampling": {"rate": 0.0, "rules": [], "budget_per_minute": None}}
-
-
-@retrieval
-def search(query: str) -> list[dict]:
-    return CHUNKS
-
-
-@generation(model="m", provider="p")
-def complete(prompt: str) -> str:
-    return "Logs are kept for five years [1]."
-
-
-@trace_rag
-def answer(query: str, session_id: str = "") -> str:
-    search(query)
-    return complete(query)
-
-
-@trace_rag
-def answer_id(query: str) -> str:
-    """:func:`answer`, returning the call's trace id."""
-    search(query)
-    complete(query)
-    return current_trace_id()
 
 
 @pytest.fixture()
@@ -138,7 +101,7 @@ def test_imported_negative_feedback_is_judged_like_live_feedback(tmp_path, capsy
     collector = EmbeddedCollector(db, config=UNSAMPLED, metrics_port=None).start()
     configure(exporter="embedded", service_name="fb-svc", schedule_delay_ms=20)
     try:
-        ids = [answer_id("How long are logs kept?") for _ in range(4)]  # the same call four times
+        ids = [answer("How long are logs kept?") for _ in range(4)]  # the same call four times
         _settle(collector)
         assert feedback(ids[0], -1.0)  # live: judged by the collector
         _settle(collector)

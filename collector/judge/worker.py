@@ -193,6 +193,8 @@ class JudgeWorker:
         if row["error"]:
             m.judge_errors.labels(service, judge).inc()
             return
+        if '"llm_error"' in row["extra"] and json.loads(row["extra"]).get("llm_error"):
+            m.escalation_errors.labels(service, judge).inc()
         for name in SCORE_NAMES:
             value = row.get(name)
             if value is not None:
