@@ -130,7 +130,9 @@ class Call:
                 span.record_exception(exc, attributes=extra)
                 span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
             if not rt.own and self.record is not None and span.is_recording():
-                attrs, events = rt.materializer.expand(self.record, None, None)
+                attrs, events = rt.materializer.expand(
+                    self.record, None, None, getattr(span, "attributes", None)
+                )
                 span.set_attributes(attrs)
                 for event in events:
                     span.add_event(event.name, event.attributes)
