@@ -134,6 +134,7 @@ class RagTrace:
         return {
             "trace_id": self.trace_id,
             "service": self.service,
+            "variant": self.variant,
             "time_unix_nano": self.time,
             "end_time_unix_nano": self.end_time,
             "query": self.query,

@@ -5,8 +5,9 @@ Every metric lives in the :class:`Metrics` object's own ``CollectorRegistry``
 traces stored, judgments) are counters the loops increment; state (assembly
 buffer, consumer lag, late spans) is read at scrape time (:mod:`.state`).
 The HTTP endpoint is :mod:`.server`, health is :mod:`.health`. Names start with
-``ragpulse_``; quality metrics are labelled by ``service`` and ``judge`` only,
-never by trace or user id, so cardinality stays bounded. The full list is in
+``ragpulse_``; quality metrics are labelled by ``service``, ``judge`` and
+``variant`` (bounded by :class:`.variants.VariantLabels`), never by trace or
+user id, so cardinality stays bounded. The full list is in
 docs/collector.md.
 """
 
@@ -17,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from ..contract import SCORE_NAMES
 from .health import PollWatch
 from .state import StateCollector, StateMetric
+from .variants import VariantLabels
 
 __all__ = ["Metrics"]
 
@@ -28,10 +30,12 @@ _LAG_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 class Metrics:
     """All ragpulse metrics in one registry."""
 
-    def __init__(self) -> None:
+    def __init__(self, variants: VariantLabels | None = None) -> None:
         r = self.registry = CollectorRegistry()
+        self.variants = variants or VariantLabels()  # rag.variant -> a bounded label value
         self._ingest_metrics(r)
         self._judge_metrics(r)
+        self._variant_metrics(r)
         # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
         self.decoder = Gauge(
             "ragpulse_otlp_decoder_info", "1 for the OTLP protobuf decoder in use", ["decoder"], registry=r
@@ -120,24 +124,27 @@ class Metrics:
         )
         self.scores = {
             name: Histogram(
-                f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", ["service", "judge"],
+                f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", ["service", "judge", "variant"],
                 buckets=_SCORE_BUCKETS, registry=r,
             )
             for name in SCORE_NAMES
         }  # fmt: skip
         self.claims = Counter(
-            "ragpulse_claims_total", "Judged claims by verdict", ["service", "judge", "verdict"], registry=r
+            "ragpulse_claims_total",
+            "Judged claims by verdict",
+            ["service", "judge", "variant", "verdict"],
+            registry=r,
         )
         self.claim_citations = Counter(
             "ragpulse_claim_citations_total",
             "Judged claims by citation: valid (its citations support it), invalid, none (uncited)",
-            ["service", "judge", "citation"],
+            ["service", "judge", "variant", "citation"],
             registry=r,
         )
         self.unsupported_claims = Counter(
             "ragpulse_unsupported_claims_total",
             "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)",
-            ["service", "judge", "source"],
+            ["service", "judge", "variant", "source"],
             registry=r,
         )
         self.judge_budget_paused = Counter(
@@ -147,12 +154,15 @@ class Metrics:
             registry=r,
         )
         self.abstentions = Counter(
-            "ragpulse_abstentions_total", "Abstentions by kind", ["service", "judge", "kind"], registry=r
+            "ragpulse_abstentions_total",
+            "Abstentions by kind",
+            ["service", "judge", "variant", "kind"],
+            registry=r,
         )
         self.failure_modes = Counter(
             "ragpulse_failure_modes_total",
             "Judged traces by failure mode",
-            ["service", "judge", "mode"],
+            ["service", "judge", "variant", "mode"],
             registry=r,
         )
         self.judge_latency = Histogram(
@@ -168,6 +178,34 @@ class Metrics:
         )  # fmt: skip
         self.judgments_stored = Counter(
             "ragpulse_judgments_stored_total", "Rows written to rag_judgments", registry=r
+        )
+
+    def _variant_metrics(self, r: CollectorRegistry) -> None:
+        """Cost and latency of every stored trace, per variant (counted once, at its first decision)."""
+        self.generation_cost = Counter(
+            "ragpulse_generation_cost_usd_total",
+            "Generation cost in USD of the priced traces (model price x tokens)",
+            ["service", "variant"],
+            registry=r,
+        )
+        self.generation_priced = Counter(
+            "ragpulse_generation_priced_total",
+            "Traces with a generation cost",
+            ["service", "variant"],
+            registry=r,
+        )
+        self.generation_unpriced = Counter(
+            "ragpulse_generation_unpriced_total",
+            "Traces without a generation cost: no_model (no LLM span) or unknown_model (no price)",
+            ["service", "variant", "reason"],
+            registry=r,
+        )
+        self.stage_latency = Histogram(
+            "ragpulse_stage_latency_seconds",
+            "Latency per stage (retrieval, rerank, generation, total) of each trace",
+            ["service", "variant", "stage"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
         )
 
     def render(self) -> bytes:
