@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from .values import optional_float
+
 __all__ = ["Chunk", "normalize_chunk", "normalize_chunks"]
 
 _ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "node_id", "id_", "_id")
@@ -28,15 +30,6 @@ class Chunk(NamedTuple):
     content: str
     score: float | None
     metadata: dict[str, Any]
-
-
-def _score(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _first_attr(obj: Any, names: Iterable[str]) -> Any:
@@ -101,7 +94,7 @@ def normalize_chunk(item: Any, position: int) -> Chunk:
     return Chunk(
         id=str(ident) if ident is not None else str(position),
         content="" if content is None else (content if isinstance(content, str) else str(content)),
-        score=_score(score),
+        score=optional_float(score),
         metadata=meta,
     )
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import ragpulse.agent as agent
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -95,6 +96,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveDemo, d
     demo = LiveDemo(tmp_path_factory.mktemp("dash") / "db").start()
     try:
         demo.serve(150)
+        assert demo.flush()
+        # Thumbs-down on three answers, through the public agent API (feedback series and requeues).
+        for (tid,) in demo.query("SELECT trace_id FROM {db}.rag_traces FINAL ORDER BY trace_id LIMIT 3"):
+            assert agent.feedback(tid, -1.0, comment="wrong retention period")
         assert demo.flush()
         demo.rejudge(get_judge("local", threshold=0.8), limit=60)
         demo.rejudge(_Unreachable(), limit=3)  # judge failures, recorded as errors by the worker

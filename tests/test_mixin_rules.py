@@ -78,7 +78,7 @@ def test_promtool_unit_tests_pass(promtool: str) -> None:
 def test_every_alert_has_firing_quiet_and_recovery_cases() -> None:
     groups = _test_groups()
     names = {r["alert"] for r in _alert_rules()}
-    assert len(names) == 17
+    assert len(names) == 18
     for name in sorted(names):
         checks = [(g, t) for g in groups for t in g["alert_rule_test"] if t["alertname"] == name]
         firing = [t for _, t in checks if t["exp_alerts"]]

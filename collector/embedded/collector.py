@@ -123,8 +123,7 @@ class EmbeddedCollector:
         self._feedback = FeedbackSink(
             self.storage, self.metrics, self._ingestor.sampler, self.config.get("feedback"), self._wait
         )
-        self.metrics.assembly_buffer.read_from(lambda: len(self._assembler))
-        self.metrics.late_spans.read_from(lambda: self._assembler.late_spans)
+        self.metrics.read_state_of(self._assembler, self._feedback.reask.index)
         self._worker = JudgeWorker(self.judge, self.storage, self.metrics) if self.judge is not None else None
         self._threads = [
             threading.Thread(target=self._ingest_loop, name="ragpulse-ingest", daemon=True),

@@ -33,4 +33,5 @@ def jaccard(a: set[str], b: set[str]) -> float:
     """|a ∩ b| / |a ∪ b| (1.0 for two empty sets)."""
     if not a and not b:
         return 1.0
-    return len(a & b) / len(a | b)
+    common = len(a & b)
+    return common / (len(a) + len(b) - common)

@@ -2,22 +2,31 @@
 
 A re-ask is a trace whose ``session.id`` matches an earlier trace's, within
 ``window_s`` of it, with a near-duplicate query (character-shingle Jaccard
-similarity at least ``threshold`` (0.7) after normalisation, collector/export/text.py).
-It becomes one implicit negative feedback row on the *earlier* trace
-(kind ``reask``, source ``implicit``), keyed by the later trace's id so a
-replay writes the same row again. Configured by the ``feedback.reask``
-section; ``enabled: false`` turns it off.
+similarity at least ``threshold`` (0.7) after normalisation, collector/export/text.py),
+compared with the session's latest ``_LOOKBACK`` earlier calls. It becomes one
+implicit negative feedback row on the *earlier* trace (kind ``reask``, source
+``implicit``), keyed by the later trace's id so a replay writes the same row
+again. Configured by the ``feedback.reask`` section; ``enabled: false`` turns
+it off.
+
+The earlier calls come from an in-memory :class:`~.sessions.SessionIndex` of
+the calls this process assembled. Storage is read only where memory cannot
+know: once when the index starts (or restarts) holding every call, for the
+calls stored before this process (one query over the window), and on every
+batch while other collectors may store calls of the same sessions (a Kafka
+consumer that owns only some of the topic's partitions: a session's calls are
+spread over partitions by trace id).
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..export.text import jaccard, normalize_query, shingles
+from ..export.text import jaccard, normalize_query
 from ..storage.clickhouse import Storage
+from .sessions import Earlier, SessionIndex
 
 __all__ = ["Call", "ReaskDetector"]
 
@@ -34,10 +43,22 @@ class Call(NamedTuple):
 
 _NS = 1_000_000_000
 _LOOKBACK = 20  # earlier calls of a session compared with each new one
+_STORED_SQL = (
+    "SELECT trace_id, session_id, toUnixTimestamp64Nano(time), query, service "
+    "FROM {db}.rag_traces WHERE session_id {sessions} "
+    "AND time >= fromUnixTimestamp64Nano(%(lo)s) AND time <= fromUnixTimestamp64Nano(%(hi)s) "
+    "ORDER BY time DESC, trace_id DESC LIMIT %(k)s BY session_id LIMIT %(n)s"
+)
 
 
 class ReaskDetector:
-    """Finds re-asks among newly assembled traces, against stored and in-batch earlier traces."""
+    """Finds re-asks among newly assembled traces (see the module docstring).
+
+    ``local`` says whether this process assembles every call of the sessions it
+    sees (the embedded collector, a Kafka consumer owning the whole topic); the
+    Kafka loop sets it on each rebalance. While it is False each batch also reads
+    the stored calls of its sessions.
+    """
 
     def __init__(self, storage: Storage, section: Mapping[str, Any] | None = None) -> None:
         section = dict(section or {})
@@ -47,23 +68,21 @@ class ReaskDetector:
         self.threshold = float(section.get("threshold", 0.7))
         if not 0.0 < self.threshold <= 1.0:
             raise ValueError("feedback.reask.threshold must be within (0, 1]")
+        self.index = SessionIndex(self.window_ns, _LOOKBACK, int(section.get("max_calls", 100_000)))
+        self.local = True
+        self._loaded = False  # the index holds the calls stored before it (set while local)
 
-    def _earlier(self, traces: Sequence[Call]) -> list[tuple[str, str, int, str, str]]:
-        """The latest stored traces of these sessions in the window, at most ``_LOOKBACK`` each
-        (bounded work per batch however busy a session is); no FINAL, cheaper on the ingest
-        path: a replayed row repeats a trace id, which :meth:`detect` keeps once."""
-        sessions = sorted({t.session_id for t in traces})
+    def _stored(self, traces: Sequence[Call], sessions: Sequence[str] | None) -> list[tuple[str, Earlier]]:
+        """Stored calls in the batch's window, the latest ``_LOOKBACK`` per session (of ``sessions``,
+        or of all). No FINAL, cheaper: a replayed row repeats a trace id, which the index keeps once."""
         low = min(t.time for t in traces) - self.window_ns
         high = max(t.time for t in traces)
+        where = "IN %(s)s" if sessions is not None else "!= ''"
+        params = {"s": list(sessions or ()), "lo": low, "hi": high, "k": _LOOKBACK, "n": self.index.max_calls}
+        rows = self.storage.query(_STORED_SQL.replace("{sessions}", where), params)
         return [
-            (str(tid), str(sid), int(ns), str(q), str(svc))
-            for tid, sid, ns, q, svc in self.storage.query(
-                "SELECT trace_id, session_id, toUnixTimestamp64Nano(time), query, service "
-                "FROM {db}.rag_traces WHERE session_id IN %(s)s "
-                "AND time >= fromUnixTimestamp64Nano(%(lo)s) AND time <= fromUnixTimestamp64Nano(%(hi)s) "
-                "ORDER BY time DESC, trace_id DESC LIMIT %(k)s BY session_id",
-                {"s": sessions, "lo": low, "hi": high, "k": _LOOKBACK},
-            )
+            (str(sid), Earlier(int(ns), str(tid), str(svc), normalize_query(str(q))))
+            for tid, sid, ns, q, svc in rows
         ]
 
     def detect(self, traces: Sequence[Call]) -> list[dict[str, Any]]:
@@ -71,52 +90,42 @@ class ReaskDetector:
         with_session = [t for t in traces if t.session_id and t.query]
         if not self.enabled or not with_session:
             return []
-        calls: dict[str, tuple[int, str, str]] = {}  # trace id -> (time, session, service)
-        queries: dict[str, str] = {}
-        for tid, sid, ns, query, service in self._earlier(with_session):
-            calls[tid], queries[tid] = (ns, sid, service), query
-        for t in with_session:
-            calls[t.trace_id], queries[t.trace_id] = (t.time, t.session_id, t.service), t.query
-        by_session: dict[str, list[tuple[int, str]]] = {}
-        for tid, (ns, sid, _) in calls.items():
-            by_session.setdefault(sid, []).append((ns, tid))
-        for entries in by_session.values():
-            entries.sort()
-        grams: dict[str, set[str]] = {}
-
-        def grams_of(tid: str) -> set[str]:
-            g = grams.get(tid)
-            if g is None:
-                g = grams[tid] = shingles(normalize_query(queries[tid]))
-            return g
-
+        index = self.index
+        if not self.local:
+            stored = self._stored(with_session, sorted({t.session_id for t in with_session}))
+            self._loaded = False  # other collectors' calls: read again when this one owns them all
+        elif not self._loaded:
+            stored = self._stored(with_session, None)
+            self._loaded = True
+        else:
+            stored = []
+        for sid, call in reversed(stored):  # oldest first: the index keeps the latest
+            index.add(sid, call)
         rows = []
         for t in sorted(with_session, key=lambda x: (x.time, x.trace_id)):
-            earlier = self._match(t, by_session[t.session_id], grams_of)
+            call = Earlier(t.time, t.trace_id, t.service, normalize_query(t.query))
+            earlier = self._match(t.session_id, call)
             if earlier is not None:
-                rows.append(_row(earlier, calls[earlier][2], t))
+                rows.append(_row(earlier, t))
+            index.add(t.session_id, call)
         return rows
 
-    def _match(self, t: Call, entries: list[tuple[int, str]], grams_of: Any) -> str | None:
-        """The latest of the session's ``_LOOKBACK`` calls before ``t`` (in the window) that ``t``
-        re-asks, or None. Bounded so a session with thousands of calls stays cheap."""
-        mine = grams_of(t.trace_id)
-        end = bisect.bisect_left(entries, (t.time, ""))
-        low = t.time - self.window_ns
-        for ns, tid in reversed(entries[max(0, end - _LOOKBACK) : end]):
-            if ns < low:
-                break
-            if tid != t.trace_id and jaccard(mine, grams_of(tid)) >= self.threshold:
-                return tid
+    def _match(self, session_id: str, call: Earlier) -> Earlier | None:
+        """The latest earlier call of the session (in the window) that ``call`` re-asks, or None."""
+        index = self.index
+        mine = index.shingles_of(call)
+        for e in index.earlier(session_id, call.time):
+            if e.trace_id != call.trace_id and jaccard(mine, index.shingles_of(e)) >= self.threshold:
+                return e
         return None
 
 
-def _row(tid: str, service: str, later: Call) -> dict[str, Any]:
+def _row(earlier: Earlier, later: Call) -> dict[str, Any]:
     return {
-        "trace_id": tid,
+        "trace_id": earlier.trace_id,
         "feedback_id": f"reask:{later.trace_id}",
         "time": later.time,
-        "service": service or later.service,
+        "service": earlier.service or later.service,
         "kind": "reask",
         "value": -1.0,
         "label": "negative",

@@ -23,6 +23,7 @@ from ..ingest.model import Span
 __all__ = [
     "FEEDBACK_COLUMNS",
     "FEEDBACK_REASON",
+    "NEGATIVE_LABELS",
     "is_feedback_span",
     "may_hold_feedback",
     "feedback_row",
@@ -34,7 +35,9 @@ FEEDBACK_COLUMNS = (
 )  # fmt: skip
 # The sampling reason of a trace queued for judging because of negative feedback.
 FEEDBACK_REASON = "rule:feedback"
-_NEGATIVE_LABELS = frozenset({"negative", "thumbs_down", "bad", "wrong", "incorrect", "escalated"})
+#: Labels that make a feedback negative when it carries no value (compared in lower case); the
+#: monitoring mixin's negative-feedback alert counts ``ragpulse_feedback_total`` by the same list.
+NEGATIVE_LABELS = ("negative", "thumbs_down", "bad", "wrong", "incorrect", "escalated")
 _MARKER = FEEDBACK_SPAN.encode()
 
 
@@ -87,4 +90,4 @@ def is_negative(row: dict[str, Any]) -> bool:
     value = row.get("value")
     if value is not None:
         return value < 0
-    return str(row.get("label", "")).lower() in _NEGATIVE_LABELS
+    return str(row.get("label", "")).lower() in NEGATIVE_LABELS

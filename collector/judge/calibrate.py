@@ -136,6 +136,92 @@ def _faith(record: dict[str, Any] | None) -> float | None:
     return None if f is None else float(f)
 
 
+def _categorical_metrics(labelled: list[dict[str, Any]]) -> dict[str, Any]:
+    """Accuracy and Cohen's kappa of the judge against the human labels, per categorical field."""
+    out: dict[str, Any] = {}
+    for key in CATEGORICAL:
+        pairs = [
+            (_categorical(r["human"], key), _categorical(r["judge"], key))
+            for r in labelled
+            if _categorical(r["human"], key) is not None and not r["judge"].get("error")
+        ]
+        if pairs:
+            h, j = zip(*pairs, strict=True)
+            out[key] = {
+                "n": len(pairs),
+                "accuracy": round(accuracy(h, j), 4),
+                "kappa": round(cohen_kappa(h, j), 4),
+            }
+    return out
+
+
+def _numeric_metrics(labelled: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean absolute error, share within 0.1 and Pearson r of the judge against the human
+    scores, per numeric field."""
+    out: dict[str, Any] = {}
+    for key in NUMERIC:
+        pairs = [
+            (float(r["human"][key]), float(r["judge"][key]))
+            for r in labelled
+            if r["human"].get(key) is not None and r["judge"].get(key) is not None
+        ]
+        if pairs:
+            h, j = zip(*pairs, strict=True)
+            r_ = pearson(h, j)
+            out[key] = {
+                "n": len(pairs),
+                "mae": round(sum(abs(a - b) for a, b in pairs) / len(pairs), 4),
+                "within_0.1": round(sum(1 for a, b in pairs if abs(a - b) <= 0.1 + 1e-9) / len(pairs), 4),
+                "pearson": None if r_ is None else round(r_, 4),
+            }
+    return out
+
+
+def _ppi_faithfulness(
+    labelled: list[dict[str, Any]], unlabelled: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The prediction-powered estimate of mean faithfulness (None without both sets)."""
+    lab = [(_faith(r["human"]), _faith(r["judge"])) for r in labelled]
+    lab = [(h, j) for h, j in lab if h is not None and j is not None]
+    unl = [f for f in (_faith(u) for u in unlabelled) if f is not None]
+    if not (lab and unl):
+        return None
+    h, j = zip(*lab, strict=True)
+    est, lo, hi = ppi_mean(h, j, unl)
+    return {
+        "estimate": round(est, 4),
+        "ci95": [round(lo, 4), round(hi, 4)],
+        "judge_only_mean": round(sum(unl) / len(unl), 4),
+        "n_labelled": len(lab),
+        "n_judged": len(unl),
+    }
+
+
+def _judge_difference(labelled: list[dict[str, Any]], n_boot: int, seed: int) -> dict[str, Any] | None:
+    """Paired bootstrap of the two judges' accuracy on ``faithful`` (None without ``judge_b`` rows)."""
+    both = [r for r in labelled if isinstance(r.get("judge_b"), dict)]
+    a_ok, b_ok = [], []
+    for r in both:
+        hv = _categorical(r["human"], "faithful")
+        av, bv = _categorical(r["judge"], "faithful"), _categorical(r["judge_b"], "faithful")
+        if hv is None or av is None or bv is None:
+            continue
+        a_ok.append(1.0 if av == hv else 0.0)
+        b_ok.append(1.0 if bv == hv else 0.0)
+    if not a_ok:
+        return None
+    d, lo, hi = paired_bootstrap(a_ok, b_ok, n_boot=n_boot, seed=seed)
+    return {
+        "metric": "accuracy on 'faithful' (judge_b - judge)",
+        "n": len(a_ok),
+        "judge": (both[0]["judge"] or {}).get("judge_id"),
+        "judge_b": (both[0]["judge_b"] or {}).get("judge_id"),
+        "delta": round(d, 4),
+        "ci95": [round(lo, 4), round(hi, 4)],
+        "significant": not (lo <= 0.0 <= hi),
+    }
+
+
 def calibration_report(
     rows: list[dict[str, Any]],
     judged: list[dict[str, Any]] | None = None,
@@ -154,67 +240,15 @@ def calibration_report(
         r["judge"] for r in rows if not isinstance(r.get("human"), dict) and isinstance(r.get("judge"), dict)
     ]
     unlabelled += list(judged or [])
-    report: dict[str, Any] = {"labelled": len(labelled), "unlabelled": len(unlabelled), "metrics": {}}
-    for key in CATEGORICAL:
-        pairs = [
-            (_categorical(r["human"], key), _categorical(r["judge"], key))
-            for r in labelled
-            if _categorical(r["human"], key) is not None and not r["judge"].get("error")
-        ]
-        if pairs:
-            h, j = zip(*pairs, strict=True)
-            report["metrics"][key] = {
-                "n": len(pairs),
-                "accuracy": round(accuracy(h, j), 4),
-                "kappa": round(cohen_kappa(h, j), 4),
-            }
-    for key in NUMERIC:
-        pairs = [
-            (float(r["human"][key]), float(r["judge"][key]))
-            for r in labelled
-            if r["human"].get(key) is not None and r["judge"].get(key) is not None
-        ]
-        if pairs:
-            h, j = zip(*pairs, strict=True)
-            r_ = pearson(h, j)
-            report["metrics"][key] = {
-                "n": len(pairs),
-                "mae": round(sum(abs(a - b) for a, b in pairs) / len(pairs), 4),
-                "within_0.1": round(sum(1 for a, b in pairs if abs(a - b) <= 0.1 + 1e-9) / len(pairs), 4),
-                "pearson": None if r_ is None else round(r_, 4),
-            }
-    lab = [(_faith(r["human"]), _faith(r["judge"])) for r in labelled]
-    lab = [(h, j) for h, j in lab if h is not None and j is not None]
-    unl = [f for f in (_faith(u) for u in unlabelled) if f is not None]
-    if lab and unl:
-        h, j = zip(*lab, strict=True)
-        est, lo, hi = ppi_mean(h, j, unl)
-        report["ppi_faithfulness"] = {
-            "estimate": round(est, 4),
-            "ci95": [round(lo, 4), round(hi, 4)],
-            "judge_only_mean": round(sum(unl) / len(unl), 4),
-            "n_labelled": len(lab),
-            "n_judged": len(unl),
-        }
-    both = [r for r in labelled if isinstance(r.get("judge_b"), dict)]
-    if both:
-        a_ok, b_ok = [], []
-        for r in both:
-            hv = _categorical(r["human"], "faithful")
-            av, bv = _categorical(r["judge"], "faithful"), _categorical(r["judge_b"], "faithful")
-            if hv is None or av is None or bv is None:
-                continue
-            a_ok.append(1.0 if av == hv else 0.0)
-            b_ok.append(1.0 if bv == hv else 0.0)
-        if a_ok:
-            d, lo, hi = paired_bootstrap(a_ok, b_ok, n_boot=n_boot, seed=seed)
-            report["judge_difference"] = {
-                "metric": "accuracy on 'faithful' (judge_b - judge)",
-                "n": len(a_ok),
-                "judge": (both[0]["judge"] or {}).get("judge_id"),
-                "judge_b": (both[0]["judge_b"] or {}).get("judge_id"),
-                "delta": round(d, 4),
-                "ci95": [round(lo, 4), round(hi, 4)],
-                "significant": not (lo <= 0.0 <= hi),
-            }
+    report: dict[str, Any] = {
+        "labelled": len(labelled),
+        "unlabelled": len(unlabelled),
+        "metrics": {**_categorical_metrics(labelled), **_numeric_metrics(labelled)},
+    }
+    ppi = _ppi_faithfulness(labelled, unlabelled)
+    if ppi is not None:
+        report["ppi_faithfulness"] = ppi
+    diff = _judge_difference(labelled, n_boot, seed)
+    if diff is not None:
+        report["judge_difference"] = diff
     return report

@@ -32,7 +32,7 @@ from typing import Any
 
 from .budget import CostBudget
 from .cache import JudgmentCache, content_key
-from .claims import extract_claims
+from .claims import Claim, extract_claims
 from .evidence import build_evidence, is_usable
 from .local import attach_citations, lexical_utilization
 from .prompt import load_prompt, response_schema
@@ -270,56 +270,21 @@ class LLMJudge:
         ]
         if self.shuffle_chunks:
             random.Random(f"{self.shuffle_seed}:{key_hash}").shuffle(view)
-        nonce = "RP" + key_hash[:12]
         claim_view = [
             {"id": i + 1, "text": c.text, "cited": list(dict.fromkeys(c.citations))}
             for i, c in enumerate(claims)
         ]
         messages = self.prompt.render(
-            nonce=nonce, query=rec["query"], chunks=view, answer=rec["answer"], claims=claim_view
+            nonce="RP" + key_hash[:12],
+            query=rec["query"],
+            chunks=view,
+            answer=rec["answer"],
+            claims=claim_view,
         )
-        schema = response_schema([c["id"] for c in claim_view], chunk_ids)
-        reply, cost = await self._ask(messages)
-        parsed, problem = _validate(reply, schema)
-        if problem is not None:
-            self.stats["repairs"] += 1
-            repair = [
-                *messages,
-                {"role": "assistant", "content": reply[:4000]},
-                {
-                    "role": "user",
-                    "content": f"Your reply was invalid: {problem}. Reply again with only the JSON object, "
-                    "exactly in the required shape.",
-                },
-            ]
-            reply, cost2 = await self._ask(repair)
-            cost += cost2
-            parsed, problem = _validate(reply, schema)
-            if problem is not None:
-                raise JudgeResponseError(problem)
-        assert parsed is not None
-        by_id = {c["id"]: c for c in parsed["claims"]}
-        judged: list[ClaimJudgment] = []
-        for i, claim in enumerate(claims):
-            v = by_id.get(i + 1)
-            if v is None:
-                raise JudgeResponseError(f"claim {i + 1} missing from the reply")
-            verdict = v["verdict"]
-            supporting = (
-                list(dict.fromkeys(v.get("supporting_chunk_ids") or [])) if verdict == "supported" else []
-            )
-            judged.append(
-                ClaimJudgment(
-                    text=claim.text,
-                    verdict=verdict,
-                    supporting=supporting,
-                    citations=list(claim.citations),
-                    citation_ok=[cid in supporting for cid in claim.citations],
-                    on_topic=bool(v.get("on_topic", True)),
-                    source=(v.get("source") or "hallucination") if verdict != "supported" else None,
-                    omitted=v.get("omitted_condition") or None,
-                )
-            )
+        parsed, cost = await self._valid_reply(
+            messages, response_schema([c["id"] for c in claim_view], chunk_ids)
+        )
+        judged = _claim_judgments(claims, parsed)
         relied_on = {cid for j in judged for cid in j.supporting}
         facts = TraceFacts(
             chunk_ids=chunk_ids,
@@ -346,6 +311,32 @@ class LLMJudge:
             require_citations=self.require_citations,
             extra=extra,
         )
+
+    async def _valid_reply(
+        self, messages: list[dict[str, str]], schema: dict[str, Any]
+    ) -> tuple[dict[str, Any], float]:
+        """The model's reply parsed against ``schema`` and the cost of getting it: one repair
+        request (the invalid reply and what was wrong with it) before giving up."""
+        reply, cost = await self._ask(messages)
+        parsed, problem = _validate(reply, schema)
+        if problem is not None:
+            self.stats["repairs"] += 1
+            repair = [
+                *messages,
+                {"role": "assistant", "content": reply[:4000]},
+                {
+                    "role": "user",
+                    "content": f"Your reply was invalid: {problem}. Reply again with only the JSON object, "
+                    "exactly in the required shape.",
+                },
+            ]
+            reply, cost2 = await self._ask(repair)
+            cost += cost2
+            parsed, problem = _validate(reply, schema)
+            if problem is not None:
+                raise JudgeResponseError(problem)
+        assert parsed is not None
+        return parsed, cost
 
     async def _ask(self, messages: list[dict[str, str]]) -> tuple[str, float]:
         """One completion with retries; returns (reply text, cost in USD)."""
@@ -433,6 +424,33 @@ class LLMJudge:
             return float(litellm.completion_cost(completion_response=resp) or 0.0)
         except Exception:
             return 0.0
+
+
+def _claim_judgments(claims: list[Claim], parsed: dict[str, Any]) -> list[ClaimJudgment]:
+    """The reply's verdict on each extracted claim, in claim order (a missing one is an error)."""
+    by_id = {c["id"]: c for c in parsed["claims"]}
+    judged: list[ClaimJudgment] = []
+    for i, claim in enumerate(claims):
+        v = by_id.get(i + 1)
+        if v is None:
+            raise JudgeResponseError(f"claim {i + 1} missing from the reply")
+        verdict = v["verdict"]
+        supporting = (
+            list(dict.fromkeys(v.get("supporting_chunk_ids") or [])) if verdict == "supported" else []
+        )
+        judged.append(
+            ClaimJudgment(
+                text=claim.text,
+                verdict=verdict,
+                supporting=supporting,
+                citations=list(claim.citations),
+                citation_ok=[cid in supporting for cid in claim.citations],
+                on_topic=bool(v.get("on_topic", True)),
+                source=(v.get("source") or "hallucination") if verdict != "supported" else None,
+                omitted=v.get("omitted_condition") or None,
+            )
+        )
+    return judged
 
 
 def _retry_after(exc: Exception) -> float | None:

@@ -64,6 +64,83 @@ def _response_verdict(claims: list[ClaimJudgment], facts: TraceFacts) -> str | N
     return "hallucinated" if any(c.verdict != "supported" for c in claims) else "faithful"
 
 
+_ABSTAINED_SCORES: dict[str, Any] = {
+    "faithfulness": None,
+    "citation_correctness": None,
+    "citation_completeness": None,
+    "answer_relevance": None,
+    "context_precision": None,
+    "context_utilization": None,
+    "abstained": True,
+}
+
+
+def _failure_mode(claims: list[ClaimJudgment], facts: TraceFacts, valid_cits: int, total_cits: int) -> str:
+    """Where an answered trace failed: ``retrieval`` (a supported claim rests only on unusable
+    chunks, or the query is not answerable from them), ``generation`` (no claim, an unsupported
+    or off-topic claim, an omitted condition, an invalid citation), ``both``, or ``healthy``."""
+    rests_on_bad = any(
+        c.supporting and not any(facts.usable.get(cid, True) for cid in c.supporting)
+        for c in claims
+        if c.verdict == "supported"
+    )
+    retrieval_fail = rests_on_bad or not facts.answerable
+    generation_fail = (
+        not claims
+        or any(c.verdict != "supported" for c in claims)
+        or any(c.omitted for c in claims)
+        or valid_cits < total_cits
+        or any(not c.on_topic for c in claims)
+    )
+    if retrieval_fail and generation_fail:
+        return "both"
+    if retrieval_fail:
+        return "retrieval"
+    return "generation" if generation_fail else "healthy"
+
+
+def _answered_scores(
+    claims: list[ClaimJudgment], facts: TraceFacts, require_citations: bool
+) -> dict[str, Any]:
+    """The scores of a trace that was answered (not an abstention)."""
+    n = len(claims)
+    supported = [c for c in claims if c.verdict == "supported"]
+    total_cits = sum(len(c.citations) for c in claims)
+    valid_cits = sum(sum(1 for ok in c.citation_ok if ok) for c in claims)
+    supporting_usable = {cid for c in supported for cid in c.supporting if facts.usable.get(cid, True)}
+    completeness = None
+    if n and (total_cits > 0 or require_citations):
+        completeness = _ratio(sum(1 for c in claims if any(c.citation_ok)), n)
+    return {
+        "faithfulness": _ratio(len(supported), n),
+        "citation_correctness": _ratio(valid_cits, total_cits),
+        "citation_completeness": completeness,
+        "answer_relevance": _ratio(sum(1 for c in claims if c.on_topic), n),
+        "context_precision": _ratio(len(supporting_usable), len(facts.chunk_ids)) if n else None,
+        "context_utilization": None if facts.utilization is None else round(facts.utilization, 4),
+        "abstained": False,
+        "abstention_kind": None,
+        "failure_mode": _failure_mode(claims, facts, valid_cits, total_cits),
+    }
+
+
+def _claim_row(c: ClaimJudgment) -> dict[str, Any]:
+    """One claim as the output record lists it."""
+    return {
+        "text": c.text,
+        "verdict": c.verdict,
+        "supporting_chunk_ids": c.supporting,
+        "cited_chunk_ids": list(dict.fromkeys(c.citations)),
+        "citation_valid": (all(c.citation_ok) if c.citations else None),
+        "source": c.source,
+        "omitted_condition": c.omitted,
+        "on_topic": c.on_topic,
+        "contradicting_chunk_ids": c.contradicting,
+        "confidence": c.confidence,
+        "support_probability": c.support_probability,
+    }
+
+
 def assemble(
     trace_id: str,
     judge_id: str,
@@ -74,83 +151,16 @@ def assemble(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The output record for one trace."""
-    n = len(claims)
-    supported = [c for c in claims if c.verdict == "supported"]
-    unsupported = [c for c in claims if c.verdict != "supported"]
-    contradicted = [c for c in claims if c.verdict == "contradicted"]
-    total_cits = sum(len(c.citations) for c in claims)
-    valid_cits = sum(sum(1 for ok in c.citation_ok if ok) for c in claims)
     out: dict[str, Any] = {"trace_id": trace_id, "judge_id": judge_id}
     if facts.abstained:
-        out.update(
-            {
-                "faithfulness": None,
-                "citation_correctness": None,
-                "citation_completeness": None,
-                "answer_relevance": None,
-                "context_precision": None,
-                "context_utilization": None,
-                "abstained": True,
-                "abstention_kind": "false_refusal" if facts.answerable else "appropriate",
-                "failure_mode": "abstain",
-            }
-        )
+        out.update(_ABSTAINED_SCORES)
+        out["abstention_kind"] = "false_refusal" if facts.answerable else "appropriate"
+        out["failure_mode"] = "abstain"
     else:
-        supporting_usable = {cid for c in supported for cid in c.supporting if facts.usable.get(cid, True)}
-        cited_any = total_cits > 0
-        completeness = None
-        if n and (cited_any or require_citations):
-            completeness = _ratio(sum(1 for c in claims if any(c.citation_ok)), n)
-        rests_on_bad = any(
-            c.supporting and not any(facts.usable.get(cid, True) for cid in c.supporting) for c in supported
-        )
-        retrieval_fail = rests_on_bad or not facts.answerable
-        generation_fail = (
-            n == 0
-            or bool(unsupported)
-            or any(c.omitted for c in claims)
-            or valid_cits < total_cits
-            or any(not c.on_topic for c in claims)
-        )
-        if retrieval_fail and generation_fail:
-            mode = "both"
-        elif retrieval_fail:
-            mode = "retrieval"
-        elif generation_fail:
-            mode = "generation"
-        else:
-            mode = "healthy"
-        out.update(
-            {
-                "faithfulness": _ratio(len(supported), n),
-                "citation_correctness": _ratio(valid_cits, total_cits),
-                "citation_completeness": completeness,
-                "answer_relevance": _ratio(sum(1 for c in claims if c.on_topic), n),
-                "context_precision": _ratio(len(supporting_usable), len(facts.chunk_ids)) if n else None,
-                "context_utilization": None if facts.utilization is None else round(facts.utilization, 4),
-                "abstained": False,
-                "abstention_kind": None,
-                "failure_mode": mode,
-            }
-        )
-    out["unsupported_claims"] = len(unsupported)
-    out["contradicted_claims"] = len(contradicted)
-    out["claims"] = [
-        {
-            "text": c.text,
-            "verdict": c.verdict,
-            "supporting_chunk_ids": c.supporting,
-            "cited_chunk_ids": list(dict.fromkeys(c.citations)),
-            "citation_valid": (all(c.citation_ok) if c.citations else None),
-            "source": c.source,
-            "omitted_condition": c.omitted,
-            "on_topic": c.on_topic,
-            "contradicting_chunk_ids": c.contradicting,
-            "confidence": c.confidence,
-            "support_probability": c.support_probability,
-        }
-        for c in claims
-    ]
+        out.update(_answered_scores(claims, facts, require_citations))
+    out["unsupported_claims"] = sum(1 for c in claims if c.verdict != "supported")
+    out["contradicted_claims"] = sum(1 for c in claims if c.verdict == "contradicted")
+    out["claims"] = [_claim_row(c) for c in claims]
     out["response_verdict"] = _response_verdict(claims, facts)
     out["error"] = None
     if extra:

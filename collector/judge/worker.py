@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from ...agent.values import optional_float
 from ..contract import SCORE_NAMES, Judge
 from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage
@@ -41,15 +42,6 @@ def load_judge(spec: str = "local", settings: dict[str, Any] | None = None) -> J
     from . import get_judge  # type: ignore[attr-defined]
 
     return get_judge(spec, **(settings or {}))
-
-
-def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def judgment_rows(
@@ -96,7 +88,7 @@ def judgment_rows(
         "extra": json.dumps({k: v for k, v in output.items() if k not in _KNOWN}, default=str),
     }
     for name in SCORE_NAMES:
-        row[name] = _num(output.get(name))
+        row[name] = optional_float(output.get(name))
     claim_rows = []
     for i, c in enumerate(claims):
         if not isinstance(c, dict):

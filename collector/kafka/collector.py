@@ -97,6 +97,7 @@ class KafkaCollector:
         self.feedback = FeedbackSink(
             self.storage, self.metrics, self.ingestor.sampler, config.get("feedback"), wait=lambda _: False
         )
+        self.feedback.reask.local = False  # until an assignment shows this process owns every partition
         self.batcher = Batcher(st["batch_max_traces"], st["batch_max_seconds"], time.monotonic())
         self.dead = DeadLetters(config["kafka"]["deadletter_topic"], self.metrics)
         self.offsets = OffsetTracker(self.topic)
@@ -155,8 +156,7 @@ class KafkaCollector:
     def _watch_state(self, on: bool) -> None:
         """Let /metrics read this loop's state at scrape time (or stop reading it)."""
         m = self.metrics
-        m.assembly_buffer.read_from((lambda: len(self.assembler)) if on else None)
-        m.late_spans.read_from((lambda: self.assembler.late_spans) if on else None)
+        m.read_state_of(self.assembler if on else None, self.feedback.reask.index if on else None)
         m.consumer_lag.read_from(self._lag if on else None)
 
     def _lag(self) -> list[tuple[tuple[str, str], int]]:
@@ -397,13 +397,21 @@ class KafkaCollector:
 
     def _apply_rebalances(self) -> None:
         """Apply queued rebalance events in order (loop thread only)."""
+        changed = False
         while (event := self.rebalances.pop()) is not None:
+            changed = True
             kind, parts = event
             if kind == "revoked":
                 self._apply_revoked(parts)
             else:
                 self.offsets.assigned(parts)
                 self.rebalances.assigned(parts)
+        if changed:
+            # Owning every partition, this process sees every call of a session: re-ask
+            # detection needs no storage reads (feedback/reask.py).
+            owned = {tp.partition for tp in self.consumer.assignment()}
+            every = self.consumer.partitions_for_topic(self.topic)
+            self.feedback.reask.local = bool(every) and owned >= every
 
     def _apply_revoked(self, parts: set[int]) -> None:
         if not parts:

@@ -8,6 +8,7 @@ from typing import Any
 from .common import QUALITY_UID
 from .config import error_budget
 from .grafana import PROM, Layout, dashboard, datasource_var, panel, prom_target, query_var
+from .pipeline_rules import negative_feedback
 from .rules import error_ratio
 
 __all__ = ["quality_overview"]
@@ -78,6 +79,23 @@ def _volume_panels(lay: Layout) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+def _feedback_panels(config: Mapping[str, Any], lay: Layout) -> list[dict[str, Any]]:
+    """The users' verdict: negative feedback per received trace (the alert's ratio) and all feedback."""
+    nf = config["pipeline"]["negative_feedback"]
+    ratio = (
+        f"sum by (service) (rate({negative_feedback(_SVC)}[{nf['window']}]))\n"
+        f"  / sum by (service) (rate(ragpulse_traces_received_total{{{_SVC}}}[{nf['window']}]))"
+    )
+    return [
+        lay.row("User feedback"),
+        panel(lay, f"Negative feedback per received trace ({nf['window']})", [prom_target(ratio, "{{service}}")],
+              w=12, unit="percentunit", thresholds=[("red", float(nf["max_ratio"]))],
+              description="Thumbs-down, escalations, imported tickets and re-asks with a negative label, per trace received"),
+        panel(lay, "Feedback by kind and label", [prom_target(_rate("ragpulse_feedback_total", _SVC, "kind, label"), "{{kind}} {{label}}")],
+              w=12, unit="reqps"),
+    ]  # fmt: skip
+
+
 def _pipeline_panels(config: Mapping[str, Any], lay: Layout) -> list[dict[str, Any]]:
     p = config["pipeline"]
     lag_q = float(p["pipeline_lag"]["quantile"])
@@ -100,7 +118,11 @@ def _pipeline_panels(config: Mapping[str, Any], lay: Layout) -> list[dict[str, A
 def quality_overview(config: Mapping[str, Any]) -> dict[str, Any]:
     lay = Layout()
     panels = (
-        _sli_panels(config, lay) + _verdict_panels(lay) + _volume_panels(lay) + _pipeline_panels(config, lay)
+        _sli_panels(config, lay)
+        + _verdict_panels(lay)
+        + _volume_panels(lay)
+        + _feedback_panels(config, lay)
+        + _pipeline_panels(config, lay)
     )
     variables = [
         datasource_var("datasource", "prometheus", "Prometheus"),

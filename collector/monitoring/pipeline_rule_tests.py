@@ -155,6 +155,28 @@ def _storage_cases(a: str) -> list[Case]:
     ]  # fmt: skip
 
 
+def _negative_feedback_cases(a: str, window: str) -> list[Case]:
+    """10 traces a minute; negative feedback on 1 a minute (10%: thumbs-down plus escalations, whose
+    label is matched in any case) or on 0.2 (2%, healthy); positive feedback never counts."""
+
+    def feedback(kind: str, label: str, *segs: tuple[float, int]) -> tuple[str, str]:
+        labels = {"service": SERVICE, "kind": kind, "label": label, **SCRAPE}
+        return series("ragpulse_feedback_total", labels), counter(*segs)
+
+    rule = {**_WARN, "window": window}
+    svc = {"service": SERVICE}
+    happy = feedback("thumbs", "positive", (3, 120))
+    return [
+        Case(f"{a} fires", "1m",
+             [_received((10, 90)), feedback("thumbs", "negative", (0.5, 90)), feedback("escalation", "Escalated", (0.5, 90)), happy],
+             [("60m", a, [Expect(rule, svc, 0.1)])]),
+        Case(f"{a} healthy", "1m", [_received((10, 90)), feedback("thumbs", "negative", (0.2, 90)), happy], [("60m", a, [])]),
+        Case(f"{a} volume guard", "1m", [_received((1, 90)), feedback("thumbs", "negative", (0.5, 90))], [("60m", a, [])]),
+        Case(f"{a} resolves", "1m", [_received((10, 120)), feedback("reask", "negative", (1, 30), (0, 90)), happy],
+             [("25m", a, [Expect(rule, svc, 0.1)]), ("100m", a, [])]),
+    ]  # fmt: skip
+
+
 def pipeline_cases(config: Mapping[str, Any]) -> list[Case]:
     """Every pipeline alert's cases; the inputs are sized to the config's thresholds."""
     a = PIPELINE_ALERTS
@@ -168,4 +190,5 @@ def pipeline_cases(config: Mapping[str, Any]) -> list[Case]:
         *_pipeline_lag_cases(a["pipeline_lag"]),
         *_dead_letter_cases(a["dead_letters"]),
         *_storage_cases(a["storage_down"]),
+        *_negative_feedback_cases(a["negative_feedback"], config["pipeline"]["negative_feedback"]["window"]),
     ]

@@ -1,8 +1,12 @@
-"""Pipeline-health alerting rules: collector, ingest, judging, lag, dead letters and storage.
+"""Pipeline-health alerting rules: collector, ingest, judging, lag, dead letters and storage,
+plus the users' own verdict: the share of calls that drew negative feedback.
 
 Ratios and quantiles carry a minimum-volume guard (``min_judged``,
 ``min_received``); alerts on a level or a count (collector down, consumer lag,
 dead letters, storage down, budget paused) use the level as their own guard.
+The negative-feedback alert has no ``judge`` label (feedback is the users', not
+a judge's) and carries a ``window`` label, so the Alertmanager receiver queues
+that window's failing traces for the next export like a burn alert's.
 """
 
 from __future__ import annotations
@@ -10,9 +14,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..feedback.spans import NEGATIVE_LABELS
 from .common import alert_annotations, num, pct
 
-__all__ = ["PIPELINE_ALERTS", "pipeline_alerts"]
+__all__ = ["PIPELINE_ALERTS", "negative_feedback", "pipeline_alerts"]
+
+
+def negative_feedback(selector: str = "") -> str:
+    """The ``ragpulse_feedback_total`` series that count as negative feedback, with more matchers
+    (``selector``): the collector's negative labels, matched in any case as the collector does;
+    a thumbs-down given without a label is stored and counted with the label ``negative``."""
+    extra = f"{selector}, " if selector else ""
+    return f'ragpulse_feedback_total{{{extra}label=~"(?i){"|".join(NEGATIVE_LABELS)}"}}'
+
 
 #: Config key under ``pipeline`` -> alert name.
 PIPELINE_ALERTS: dict[str, str] = {
@@ -25,6 +39,7 @@ PIPELINE_ALERTS: dict[str, str] = {
     "pipeline_lag": "RagpulsePipelineLagHigh",
     "dead_letters": "RagpulseDeadLetters",
     "storage_down": "RagpulseStorageUnavailable",
+    "negative_feedback": "RagpulseNegativeFeedbackHigh",
 }
 
 
@@ -33,7 +48,7 @@ def _exprs(config: Mapping[str, Any]) -> dict[str, str]:
     p, up = config["pipeline"], f"up{{{config['collector_selector']}}}"
     nt, js, je = p["no_traces"], p["judging_stalled"], p["judge_errors"]
     pl, dl = p["pipeline_lag"], p["dead_letters"]
-    bp = p["judge_budget_paused"]
+    bp, nf = p["judge_budget_paused"], p["negative_feedback"]
     return {
         "collector_down": f"{up} == 0\n",
         "no_traces": (
@@ -60,6 +75,11 @@ def _exprs(config: Mapping[str, Any]) -> dict[str, str]:
         ),
         "dead_letters": f"sum by (kind) (increase(ragpulse_deadlettered_total[{dl['window']}])) >= {dl['min_records']}\n",
         "storage_down": "ragpulse_storage_up == 0\n",
+        "negative_feedback": (
+            f"(\n  sum by (service) (rate({negative_feedback()}[{nf['window']}]))\n"
+            f"  / sum by (service) (rate(ragpulse_traces_received_total[{nf['window']}]))\n) > {num(nf['max_ratio'])}\n"
+            f"and on (service)\nsum by (service) (increase(ragpulse_traces_received_total[{nf['window']}])) >= {nf['min_received']}\n"
+        ),
     }
 
 
@@ -68,6 +88,7 @@ def _texts(config: Mapping[str, Any]) -> dict[str, tuple[str, str, str]]:
     p = config["pipeline"]
     nt, js, je = p["no_traces"], p["judging_stalled"], p["judge_errors"]
     pl, dl, bp, cl = p["pipeline_lag"], p["dead_letters"], p["judge_budget_paused"], p["consumer_lag"]
+    nf = p["negative_feedback"]
     q = f"p{float(pl['quantile']) * 100:g}"
     return {
         "collector_down": (
@@ -125,6 +146,13 @@ def _texts(config: Mapping[str, Any]) -> dict[str, tuple[str, str, str]]:
             "The collector {{ $labels.instance }} could not complete its last storage operation and is retrying; "
             "nothing is committed or judged until ClickHouse answers again.",
         ),
+        "negative_feedback": (
+            "warning",
+            "users of {{ $labels.service }} give unusually much negative feedback",
+            f"Negative feedback (thumbs-down, escalations, re-asks, ...) arrived for {{{{ $value | humanizePercentage }}}} "
+            f"of the traces service {{{{ $labels.service }}}} received in the last {nf['window']} "
+            f"(objective: at most {pct(nf['max_ratio'])}).",
+        ),
     }
 
 
@@ -134,12 +162,15 @@ def pipeline_alerts(config: Mapping[str, Any]) -> dict[str, Any]:
     rules = []
     for key, alert in PIPELINE_ALERTS.items():
         severity, summary, description = texts[key]
+        labels = {"severity": severity}
+        if key == "negative_feedback":
+            labels["window"] = config["pipeline"][key]["window"]
         rules.append(
             {
                 "alert": alert,
                 "expr": exprs[key],
                 "for": config["pipeline"][key]["for"],
-                "labels": {"severity": severity},
+                "labels": labels,
                 "annotations": alert_annotations(config, alert, summary, description),
             }
         )

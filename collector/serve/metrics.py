@@ -13,6 +13,8 @@ docs/collector.md.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from ..contract import SCORE_NAMES
@@ -95,7 +97,23 @@ class Metrics:
             "ragpulse_storage_up", "1 when the last storage operation succeeded", registry=r
         )
         self.assembly_buffer = StateMetric("ragpulse_assembly_buffer_traces", "Partial traces buffered")
-        r.register(StateCollector([self.late_spans, self.consumer_lag, self.assembly_buffer]))
+        self.assembly_evicted = StateMetric(
+            "ragpulse_assembly_evicted_total",
+            "Partial traces emitted early because the assembly buffer was full",
+            kind="counter",
+        )
+        self.reask_index_calls = StateMetric(
+            "ragpulse_reask_index_calls", "Calls held in memory for re-ask detection"
+        )
+        self.reask_index_evicted = StateMetric(
+            "ragpulse_reask_index_evicted_total",
+            "Calls dropped from the re-ask index before their window ended (its max_calls cap)",
+            kind="counter",
+        )
+        r.register(StateCollector([
+            self.late_spans, self.consumer_lag, self.assembly_buffer, self.assembly_evicted,
+            self.reask_index_calls, self.reask_index_evicted,
+        ]))  # fmt: skip
         self.judge_queue_sent = Counter(
             "ragpulse_judge_queued_total", "Traces queued for judging", registry=r
         )
@@ -207,6 +225,15 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+
+    def read_state_of(self, assembler: Any, index: Any) -> None:
+        """Read the assembler's and the re-ask index's state at scrape time (None: stop reading)."""
+        on = assembler is not None
+        self.assembly_buffer.read_from((lambda: len(assembler)) if on else None)
+        self.late_spans.read_from((lambda: assembler.late_spans) if on else None)
+        self.assembly_evicted.read_from((lambda: assembler.evicted) if on else None)
+        self.reask_index_calls.read_from((lambda: index.calls) if index is not None else None)
+        self.reask_index_evicted.read_from((lambda: index.evicted) if index is not None else None)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,0 +1,138 @@
+"""Re-ask detection: the in-memory session index and when the detector reads storage.
+
+The end-to-end re-ask (agent -> embedded collector -> rag_feedback) is in
+tests/test_feedback.py; the eval-loop test counts 30 re-asks among 5,000
+traces. Here: the index's bounds (lookback, window, cap, replays), and the
+detector against a real chDB: re-asks across batches from memory alone, the
+stored window read once after a restart, and other collectors' stored calls
+read on every batch while this process owns only part of the topic.
+"""
+
+from __future__ import annotations
+
+import pytest
+from ragpulse.collector.feedback.reask import Call, ReaskDetector
+from ragpulse.collector.feedback.sessions import Earlier, SessionIndex
+from ragpulse.collector.ingest.model import RagTrace
+from ragpulse.collector.serve.metrics import Metrics
+from ragpulse.collector.storage.clickhouse import Storage, encode_traces
+
+S = 1_000_000_000
+T0 = 1_767_000_000 * S
+
+
+def _call(n: int, query: str, session: str = "s1", at_s: float = 0.0) -> Call:
+    return Call(f"{n:032x}", session, T0 + int(at_s * S), query, "svc")
+
+
+def _earlier(n: int, at_s: float, query: str = "q") -> Earlier:
+    return Earlier(T0 + int(at_s * S), f"{n:032x}", "svc", query)
+
+
+@pytest.fixture()
+def storage(tmp_path):
+    st = Storage(f"chdb://{tmp_path / 'db'}")
+    st.apply_schema()
+    yield st
+    st.close()
+
+
+def _store(storage: Storage, calls: list[Call]) -> None:
+    traces = []
+    for c in calls:
+        t = RagTrace(c.trace_id)
+        t.session_id, t.time, t.end_time, t.query, t.service = (
+            c.session_id,
+            c.time,
+            c.time + S,
+            c.query,
+            c.service,
+        )
+        traces.append(t)
+    storage.insert_encoded_traces(b"".join(encode_traces(traces)))
+
+
+def _counting(storage: Storage) -> list[str]:
+    """Record the SQL of every query ``storage`` runs from now on (the real queries still run)."""
+    seen: list[str] = []
+    query = storage.query
+
+    def counted(sql, parameters=None):
+        seen.append(sql)
+        return query(sql, parameters)
+
+    storage.query = counted  # type: ignore[method-assign]
+    return seen
+
+
+def test_index_keeps_the_latest_lookback_calls_before_a_time_within_the_window():
+    index = SessionIndex(window_ns=10 * S, lookback=3, max_calls=100)
+    for n, at in enumerate([1, 2, 3, 4, 5]):
+        index.add("s", _earlier(n, at))
+    assert [e.trace_id for e in index.earlier("s", T0 + 5 * S)] == [
+        f"{n:032x}" for n in (3, 2)
+    ]  # not 5 itself
+    assert len(index) == 3  # calls at 1 and 2 s: beyond the lookback
+    assert index.earlier("s", T0 + 16 * S) == []  # 16 s: the latest (5 s) is out of the window
+    assert index.earlier("other", T0 + 5 * S) == []
+    index.add("s", _earlier(4, 5))  # the same trace again (a replay): held once
+    assert len(index) == 3
+
+
+def test_index_forgets_sessions_out_of_the_window_and_counts_what_the_cap_drops():
+    index = SessionIndex(window_ns=10 * S, lookback=5, max_calls=4)
+    index.add("old", _earlier(1, 0))
+    index.add("a", _earlier(2, 20))  # 20 s later: "old" can no longer be matched, and goes
+    assert len(index) == 1 and index.evicted == 0
+    for n in range(3, 7):
+        index.add("b", _earlier(n, 21))
+    assert len(index) == 4 and index.evicted == 1  # "a", least recently active, made room
+    assert index.earlier("a", T0 + 22 * S) == []
+
+
+def test_reasks_across_batches_come_from_memory_after_one_read(storage):
+    detector = ReaskDetector(storage, {"window_s": 300})
+    seen = _counting(storage)
+    assert (
+        detector.detect([_call(1, "How long are logs kept?"), _call(2, "Who approves deletion?", at_s=1)])
+        == []
+    )
+    assert len(seen) == 1  # the stored window, read once
+    rows = detector.detect([
+        _call(3, "how long are the logs kept", at_s=2),  # re-asks call 1
+        _call(4, "How long are logs kept?", session="s2", at_s=3),  # another session
+        _call(5, "who approves deletion", at_s=400),  # call 2 is out of the window
+    ])  # fmt: skip
+    assert len(seen) == 1
+    assert [(r["trace_id"], r["feedback_id"], r["kind"], r["source"], r["value"]) for r in rows] == [
+        (f"{1:032x}", f"reask:{3:032x}", "reask", "implicit", -1.0)
+    ]
+    m = Metrics()
+    m.read_state_of(None, detector.index)
+    # s1 holds calls 1, 2, 3, 5; s2's one call is out of the window of the newest (call 5) and went
+    assert "ragpulse_reask_index_calls 4.0" in m.render().decode()
+
+
+def test_a_restarted_collector_finds_reasks_of_calls_stored_before_it(storage):
+    _store(storage, [_call(1, "How long are logs kept?"), _call(2, "Something else entirely", at_s=1)])
+    detector = ReaskDetector(storage)  # a new process: nothing in memory
+    rows = detector.detect([_call(3, "how long are logs kept", at_s=60), _call(1, "How long are logs kept?")])
+    assert [r["trace_id"] for r in rows] == [f"{1:032x}"]  # the replayed call 1 does not re-ask itself
+
+
+def test_owning_part_of_the_topic_reads_other_collectors_calls_on_every_batch(storage):
+    detector = ReaskDetector(storage)
+    detector.local = False  # the Kafka loop's view: other processes own the other partitions
+    seen = _counting(storage)
+    assert detector.detect([_call(1, "Who approves deletion?")]) == []
+    _store(storage, [_call(2, "How long are logs kept?", at_s=5)])  # stored by another collector
+    rows = detector.detect([_call(3, "how long are the logs kept", at_s=10)])
+    assert [r["trace_id"] for r in rows] == [f"{2:032x}"]
+    assert len(seen) == 2
+
+
+def test_reask_detection_off_reads_nothing(storage):
+    detector = ReaskDetector(storage, {"enabled": False})
+    seen = _counting(storage)
+    assert detector.detect([_call(1, "a"), _call(2, "a", at_s=1)]) == []
+    assert seen == []
