@@ -5,16 +5,23 @@ objects with id/content/score/metadata attributes, LangChain ``Document``
 (``page_content`` + ``metadata``, optionally paired with a score in a tuple),
 LlamaIndex ``NodeWithScore`` (``.node`` with ``node_id``/``text``/``metadata``
 and ``.score``), and bare strings. Runs in the export thread.
+
+Chunk ids must be unique within one retrieval, or a citation cannot say which
+chunk it means: documents split from one file often share its ``source`` as
+their only id. :func:`unique_ids` (used here and by the collector for other
+instrumentation's spans) keeps such an id as the chunk's source and makes the
+id unique and stable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .values import optional_float
 
-__all__ = ["Chunk", "normalize_chunk", "normalize_chunks"]
+__all__ = ["Chunk", "normalize_chunk", "normalize_chunks", "unique_ids"]
 
 _ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "node_id", "id_", "_id")
 _CONTENT_KEYS = ("content", "text", "page_content", "chunk", "document", "body")
@@ -30,6 +37,7 @@ class Chunk(NamedTuple):
     content: str
     score: float | None
     metadata: dict[str, Any]
+    source: str | None = None  # the id the retriever gave, when it repeated and ``id`` was made unique
 
 
 def _first_attr(obj: Any, names: Iterable[str]) -> Any:
@@ -105,4 +113,36 @@ def normalize_chunks(items: Any) -> list[Chunk]:
         return []
     if isinstance(items, (str, Mapping)):
         items = [items]
-    return [normalize_chunk(item, i + 1) for i, item in enumerate(items)]
+    chunks = [normalize_chunk(item, i + 1) for i, item in enumerate(items)]
+    if len(chunks) > 1:
+        ids = unique_ids([c.id for c in chunks], [c.content for c in chunks])
+        if ids is not None:
+            chunks = [
+                c if c.id == cid else c._replace(id=cid, source=c.id)
+                for c, cid in zip(chunks, ids, strict=True)
+            ]
+    return chunks
+
+
+def unique_ids(ids: Sequence[str], contents: Sequence[str]) -> list[str] | None:
+    """Unique, stable ids for one retrieval's chunks, or None when ``ids`` are unique already.
+
+    Every chunk whose id repeats gets ``"<id>#<12 hex digits of the SHA-1 of its content>"``,
+    so the same chunk keeps the same id in every trace whatever its position; chunks that
+    repeat both id and content also get ``"-<1-based position>"``.
+    """
+    if len(set(ids)) == len(ids):
+        return None
+    counts: dict[str, int] = {}
+    for cid in ids:
+        counts[cid] = counts.get(cid, 0) + 1
+    out: list[str] = []
+    seen: set[str] = set()
+    for position, (cid, content) in enumerate(zip(ids, contents, strict=True), 1):
+        if counts[cid] > 1:
+            cid = f"{cid}#{hashlib.sha1(content.encode('utf-8', 'replace')).hexdigest()[:12]}"
+        if cid in seen:
+            cid = f"{cid}-{position}"
+        seen.add(cid)
+        out.append(cid)
+    return out

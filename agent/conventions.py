@@ -13,7 +13,8 @@ Three vocabularies meet here, and assembly understands all three:
 * OpenInference (``openinference.span.kind``, ``input.value``,
   ``retrieval.documents.<i>.document.*``, ``llm.*``): what LangChain and
   LlamaIndex instrumentors write;
-* the OpenTelemetry GenAI conventions and OpenLLMetry (``gen_ai.*``);
+* the OpenTelemetry GenAI conventions (``gen_ai.*``, semantic conventions 1.42) and
+  OpenLLMetry, which writes them plus its ``traceloop.*`` workflow/task keys;
 * ragpulse's own ``rag.*`` keys: the root span of an answer, its citation
   events and what the agent records about truncation and streaming.
 
@@ -24,14 +25,17 @@ from __future__ import annotations
 
 __all__ = [
     "SPAN_KIND", "KIND_RETRIEVER", "KIND_RERANKER", "KIND_LLM", "KIND_CHAIN", "KIND_AGENT",
-    "INPUT_VALUE", "OUTPUT_VALUE",
-    "RETRIEVAL_DOCUMENTS", "RERANKER_OUTPUT_DOCUMENTS", "DOCUMENT_FIELDS", "document_key",
+    "INPUT_VALUE", "OUTPUT_VALUE", "INPUT_MIME_TYPE", "OUTPUT_MIME_TYPE", "MIME_JSON",
+    "RETRIEVAL_DOCUMENTS", "RERANKER_OUTPUT_DOCUMENTS", "DOCUMENT_FIELDS", "DOCUMENT_SOURCE", "document_key",
     "LLM_MODEL_NAME", "LLM_PROVIDER", "LLM_TOKEN_COUNT_PROMPT", "LLM_TOKEN_COUNT_COMPLETION",
-    "LLM_INPUT_MESSAGES", "LLM_OUTPUT_MESSAGE_CONTENT", "MESSAGE_ROLE", "MESSAGE_CONTENT",
+    "LLM_INPUT_MESSAGES", "LLM_OUTPUT_MESSAGES", "LLM_OUTPUT_MESSAGE_CONTENT", "MESSAGE_ROLE", "MESSAGE_CONTENT",
     "GEN_AI_OPERATION", "GEN_AI_SYSTEM", "GEN_AI_PROVIDER", "GEN_AI_REQUEST_MODEL", "GEN_AI_RESPONSE_MODEL",
-    "GEN_AI_REQUEST_TOP_K", "GEN_AI_INPUT_TOKENS", "GEN_AI_OUTPUT_TOKENS", "GEN_AI_PROMPT",
-    "GEN_AI_COMPLETION_CONTENT", "GEN_AI_ROLE", "GEN_AI_CONTENT",
-    "OP_RETRIEVAL", "OP_CHAT", "OP_RERANK", "RETRIEVAL_OPS", "LLM_OPS",
+    "GEN_AI_REQUEST_TOP_K", "GEN_AI_INPUT_TOKENS", "GEN_AI_OUTPUT_TOKENS",
+    "GEN_AI_INPUT_MESSAGES", "GEN_AI_OUTPUT_MESSAGES", "GEN_AI_SYSTEM_INSTRUCTIONS",
+    "GEN_AI_RETRIEVAL_DOCUMENTS", "GEN_AI_RETRIEVAL_QUERY", "GEN_AI_DATA_SOURCE_ID",
+    "GEN_AI_PROMPT", "GEN_AI_COMPLETION", "GEN_AI_COMPLETION_CONTENT", "GEN_AI_ROLE", "GEN_AI_CONTENT",
+    "OP_RETRIEVAL", "OP_CHAT", "OP_RERANK", "RETRIEVAL_OPS", "LLM_OPS", "CHAIN_OPS",
+    "TRACELOOP_SPAN_KIND", "TRACELOOP_WORKFLOW", "TRACELOOP_ENTITY_INPUT", "TRACELOOP_ENTITY_OUTPUT",
     "RAG_ROOT", "RAG_CORPUS_VERSION", "RAG_RISK_LEVEL", "RAG_QUERY_TYPE", "RAG_FEEDBACK",
     "RAG_VARIANT", "RAG_CONFIG", "CONFIG_FIELDS", "config_key", "RAG_REQUEST_ID",
     "FEEDBACK_SPAN", "FEEDBACK_KIND", "FEEDBACK_VALUE", "FEEDBACK_LABEL", "FEEDBACK_COMMENT", "FEEDBACK_SOURCE",
@@ -51,11 +55,19 @@ KIND_AGENT = "AGENT"
 
 INPUT_VALUE = "input.value"  # the question (root and retrieval spans), the prompt (LLM spans)
 OUTPUT_VALUE = "output.value"  # the answer
+# "application/json" when input.value / output.value is the JSON of a structured value (a chain's
+# dict output, an LLM's generations): assembly then reads the text out of it.
+INPUT_MIME_TYPE = "input.mime_type"
+OUTPUT_MIME_TYPE = "output.mime_type"
+MIME_JSON = "application/json"
 
 # Documents are flattened: f"{prefix}{i}.document.{field}" for i = 0, 1, ...
 RETRIEVAL_DOCUMENTS = "retrieval.documents."
 RERANKER_OUTPUT_DOCUMENTS = "reranker.output_documents."
 DOCUMENT_FIELDS = ("id", "content", "score", "metadata")
+# ragpulse's addition beside them: the id the retriever gave when it repeated within one retrieval
+# (document.id is then made unique: agent/chunks.unique_ids).
+DOCUMENT_SOURCE = "source"
 
 LLM_MODEL_NAME = "llm.model_name"
 LLM_PROVIDER = "llm.provider"
@@ -63,6 +75,7 @@ LLM_TOKEN_COUNT_PROMPT = "llm.token_count.prompt"
 LLM_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
 # Chat messages are flattened too: f"{LLM_INPUT_MESSAGES}{i}.{MESSAGE_ROLE}" and so on.
 LLM_INPUT_MESSAGES = "llm.input_messages."
+LLM_OUTPUT_MESSAGES = "llm.output_messages."
 LLM_OUTPUT_MESSAGE_CONTENT = "llm.output_messages.0.message.content"
 MESSAGE_ROLE = "message.role"
 MESSAGE_CONTENT = "message.content"
@@ -76,8 +89,21 @@ GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 GEN_AI_REQUEST_TOP_K = "gen_ai.request.top_k"
 GEN_AI_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-# OpenLLMetry's flattened prompt: f"{GEN_AI_PROMPT}{i}.{GEN_AI_ROLE}" / ".{GEN_AI_CONTENT}".
+# Semantic conventions 1.42: messages as JSON, [{"role", "parts": [{"type": "text", "content"},
+# {"type": "tool_call", ...}, {"type": "tool_call_response", ...}]}]; system instructions as a
+# JSON list of parts. Recorded as JSON strings on spans (the SDK has no structured values).
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+# Retrieval spans: a JSON array of {"id", "score", ...} (ragpulse adds "content" and "metadata"
+# when it writes the documents only there, see docs/agent.md), the query, the data source.
+GEN_AI_RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
+GEN_AI_RETRIEVAL_QUERY = "gen_ai.retrieval.query.text"
+GEN_AI_DATA_SOURCE_ID = "gen_ai.data_source.id"
+# Deprecated flattened prompt/completion (older OpenLLMetry releases), still read:
+# f"{GEN_AI_PROMPT}{i}.{GEN_AI_ROLE}" / ".{GEN_AI_CONTENT}", likewise GEN_AI_COMPLETION.
 GEN_AI_PROMPT = "gen_ai.prompt."
+GEN_AI_COMPLETION = "gen_ai.completion."
 GEN_AI_COMPLETION_CONTENT = "gen_ai.completion.0.content"
 GEN_AI_ROLE = "role"
 GEN_AI_CONTENT = "content"
@@ -85,8 +111,17 @@ GEN_AI_CONTENT = "content"
 OP_RETRIEVAL = "retrieval"
 OP_CHAT = "chat"
 OP_RERANK = "rerank"
-RETRIEVAL_OPS = ("retrieval", "retrieve", "search")  # gen_ai.operation.name of a retrieval span
+# gen_ai.operation.name of a retrieval span (OpenLLMetry names its retrievers vector_db_retrieve).
+RETRIEVAL_OPS = ("retrieval", "retrieve", "search", "vector_db_retrieve")
 LLM_OPS = ("chat", "text_completion", "generate_content", "completion")  # ... of an LLM span
+CHAIN_OPS = ("invoke_agent", "invoke_workflow")  # ... of a span around a whole call
+
+# OpenLLMetry (Traceloop): workflow/task spans carry their input and output as JSON,
+# {"inputs": ..., ...} / {"outputs": ..., ...}; a retrieval's output is {"documents": [...]}.
+TRACELOOP_SPAN_KIND = "traceloop.span.kind"
+TRACELOOP_WORKFLOW = "workflow"
+TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT = "traceloop.entity.output"
 
 # -- ragpulse --------------------------------------------------------------------------------
 RAG_ROOT = "rag.root"  # True on the span of one answered question: the trace's root for assembly

@@ -25,6 +25,7 @@ from .conventions import (
     CITATION_EVENT,
     CITATION_MARKER,
     CITATION_START,
+    DOCUMENT_SOURCE,
     GEN_AI_INPUT_TOKENS,
     GEN_AI_OPERATION,
     GEN_AI_OUTPUT_TOKENS,
@@ -32,6 +33,8 @@ from .conventions import (
     GEN_AI_REQUEST_MODEL,
     GEN_AI_REQUEST_TOP_K,
     GEN_AI_RESPONSE_MODEL,
+    GEN_AI_RETRIEVAL_DOCUMENTS,
+    GEN_AI_RETRIEVAL_QUERY,
     INPUT_VALUE,
     KIND_CHAIN,
     KIND_LLM,
@@ -130,14 +133,34 @@ def _json(value: Any) -> str:
         return json.dumps(str(value))
 
 
+_GEN_AI_DOC_KEYS = ("id", "score")  # the GenAI retrieval document beside the flattened form
+# Under an application's provider these are written last: a provider that drops its oldest
+# attributes when over its limit drops them last (the last one here is the most protected).
+_PROTECTED = (GEN_AI_RETRIEVAL_DOCUMENTS, OUTPUT_VALUE, INPUT_VALUE, RAG_ROOT, GEN_AI_OPERATION, SPAN_KIND)
+
+
+def _decoded_metadata(doc: dict[str, Any]) -> dict[str, Any]:
+    """A document for the JSON form: its metadata as an object again, not JSON text in JSON."""
+    meta = doc.get("metadata")
+    if meta is None:
+        return doc
+    try:
+        return {**doc, "metadata": json.loads(meta)}
+    except ValueError:  # cut by max_metadata_chars: keep the text
+        return doc
+
+
 class _Ctx:
-    """Per-span scratch: output attributes and the truncation flags raised."""
+    """Per-span scratch: output attributes, the truncation flags raised and, under the
+    application's provider, the attribute room and value length the span has."""
 
-    __slots__ = ("attrs", "truncated")
+    __slots__ = ("attrs", "truncated", "room", "max_len")
 
-    def __init__(self, attrs: dict[str, Any]):
+    def __init__(self, attrs: dict[str, Any], room: int | None = None, max_len: int | None = None):
         self.attrs = attrs
         self.truncated: list[str] = []
+        self.room = room
+        self.max_len = max_len
 
 
 class Materializer:
@@ -185,33 +208,73 @@ class Materializer:
     # -- per kind --------------------------------------------------------------------------------
     def _retrieval(self, ctx: _Ctx, rec: RetrievalRecord) -> None:
         attrs = ctx.attrs
-        prefix = RERANKER_OUTPUT_DOCUMENTS if rec.reranker else RETRIEVAL_DOCUMENTS
-        attrs[SPAN_KIND] = KIND_RERANKER if rec.reranker else KIND_RETRIEVER
-        if not rec.reranker:
-            attrs[GEN_AI_OPERATION] = OP_RETRIEVAL
-        self._input(ctx, rec.input)
-        if isinstance(rec.top_k, int) and not isinstance(rec.top_k, bool):
-            attrs[GEN_AI_REQUEST_TOP_K] = rec.top_k
         chunks = self._chunks(rec)
         if rec.root is not None and rec.root.chunks is rec.chunks and rec.chunks is not None:
             rec.root.chunk_ids_cache = [c.id for c in chunks]  # the chunks the answer's markers refer to
-        attrs[RAG_DOCUMENTS_COUNT] = len(chunks)
-        limits = self.limits
-        if len(chunks) > limits.max_chunks:
-            chunks = chunks[: limits.max_chunks]
+        count = len(chunks)
+        if count > self.limits.max_chunks:
+            chunks = chunks[: self.limits.max_chunks]
             ctx.truncated.append("chunks")
-        for i, chunk in enumerate(chunks):
-            attrs[document_key(prefix, i, "id")] = chunk.id
-            if self.capture:
-                attrs[document_key(prefix, i, "content")] = self._text(
-                    ctx, chunk.content, limits.max_chunk_chars, "chunk.content"
+        docs = [self._document(ctx, c) for c in chunks]
+        # Under the application's provider (ctx.room set) the span keeps a bounded number of
+        # attributes: when the flattened form would not fit, every document goes into the one
+        # gen_ai.retrieval.documents attribute instead (content and metadata included).
+        flat = sum(len(d) for d in docs)
+        if ctx.room is not None and flat + 8 + (len(rec.attrs) if rec.attrs else 0) > ctx.room:
+            attrs[GEN_AI_RETRIEVAL_DOCUMENTS] = self._fitted_json(ctx, docs)
+        else:
+            self._flattened(ctx, docs, RERANKER_OUTPUT_DOCUMENTS if rec.reranker else RETRIEVAL_DOCUMENTS)
+            if not rec.reranker:
+                attrs[GEN_AI_RETRIEVAL_DOCUMENTS] = _json(
+                    [{k: d[k] for k in _GEN_AI_DOC_KEYS if k in d} for d in docs]
                 )
-            if chunk.score is not None:
-                attrs[document_key(prefix, i, "score")] = chunk.score
-            if chunk.metadata:
-                attrs[document_key(prefix, i, "metadata")] = self._text(
-                    ctx, _json(chunk.metadata), limits.max_metadata_chars, "chunk.metadata"
-                )
+        attrs[RAG_DOCUMENTS_COUNT] = count
+        if isinstance(rec.top_k, int) and not isinstance(rec.top_k, bool):
+            attrs[GEN_AI_REQUEST_TOP_K] = rec.top_k
+        self._input(ctx, rec.input)
+        if not rec.reranker and INPUT_VALUE in attrs:
+            attrs[GEN_AI_RETRIEVAL_QUERY] = attrs[INPUT_VALUE]
+        attrs[SPAN_KIND] = KIND_RERANKER if rec.reranker else KIND_RETRIEVER
+        if not rec.reranker:
+            attrs[GEN_AI_OPERATION] = OP_RETRIEVAL
+
+    def _document(self, ctx: _Ctx, chunk: Chunk) -> dict[str, Any]:
+        """One chunk's fields as they are written (limited and redacted), by DOCUMENT_FIELDS name."""
+        limits = self.limits
+        doc: dict[str, Any] = {"id": chunk.id}
+        if self.capture:
+            doc["content"] = self._text(ctx, chunk.content, limits.max_chunk_chars, "chunk.content")
+        if chunk.score is not None:
+            doc["score"] = chunk.score
+        if chunk.metadata:
+            doc["metadata"] = self._text(
+                ctx, _json(chunk.metadata), limits.max_metadata_chars, "chunk.metadata"
+            )
+        if chunk.source is not None:
+            doc[DOCUMENT_SOURCE] = chunk.source
+        return doc
+
+    def _flattened(self, ctx: _Ctx, docs: list[dict[str, Any]], prefix: str) -> None:
+        """The OpenInference form; under an application provider the last document first, so
+        that a provider dropping its oldest attributes drops the last documents, never the first."""
+        attrs = ctx.attrs
+        order = range(len(docs) - 1, -1, -1) if ctx.room is not None else range(len(docs))
+        for i in order:
+            for field, value in docs[i].items():
+                attrs[document_key(prefix, i, field)] = value
+
+    def _fitted_json(self, ctx: _Ctx, docs: list[dict[str, Any]]) -> str:
+        """The documents as one JSON array, cut to whole documents that fit the provider's value
+        length limit (a cut JSON text would not parse)."""
+        text = _json([_decoded_metadata(d) for d in docs])
+        if ctx.max_len is None or len(text) <= ctx.max_len:
+            return text
+        kept = len(docs)
+        while kept > 0 and len(text) > ctx.max_len:
+            kept -= 1
+            text = _json([_decoded_metadata(d) for d in docs[:kept]])
+        ctx.truncated.append("chunks")
+        return text
 
     def _rag(self, ctx: _Ctx, rec: RagRecord, end_time: int | None, events: list[Event]) -> None:
         attrs = ctx.attrs
@@ -321,12 +384,18 @@ class Materializer:
         record: Record,
         base: Mapping[str, Any] | None,
         end_time: int | None,
+        room: int | None = None,
+        max_len: int | None = None,
         own: Mapping[str, Any] | None = None,
     ) -> tuple[dict, list[Event]]:
-        """Attributes and new events for ``record`` (``base``: attributes already on the span, kept
-        in the result; ``own``: attributes on the span that the configured defaults leave alone)."""
+        """Attributes and new events for ``record`` (``base``: attributes already on the span).
+
+        ``room`` / ``max_len``: the attributes the span can still take and the longest value the
+        provider keeps (spans under the application's provider; None for the agent's own).
+        ``own``: attributes on the span that the configured root defaults leave alone.
+        """
         attrs: dict[str, Any] = dict(base) if base else {}
-        ctx = _Ctx(attrs)
+        ctx = _Ctx(attrs, room, max_len)
         events: list[Event] = []
         if isinstance(record, RagRecord):
             self._rag(ctx, record, end_time, events)
@@ -345,6 +414,10 @@ class Materializer:
         if record.stream_closed:
             attrs[RAG_STREAM_CLOSED_EARLY] = True
         self._flag(ctx)
+        if room is not None:
+            for key in _PROTECTED:
+                if key in attrs:
+                    attrs[key] = attrs.pop(key)
         return attrs, events
 
     @staticmethod
@@ -372,7 +445,7 @@ class Materializer:
         ctx = _Ctx({})
         merged = self._scrub(ctx, span.attributes)
         if record is not None:
-            attrs, new_events = self.expand(record, None, span.end_time, span.attributes)
+            attrs, new_events = self.expand(record, None, span.end_time, own=span.attributes)
             if ctx.truncated and attrs.get(RAG_TRUNCATED):
                 ctx.truncated.extend(f for f in attrs[RAG_TRUNCATED_FIELDS] if f not in ctx.truncated)
             merged.update(attrs)

@@ -26,6 +26,7 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach,
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from .conventions import RAG_TRUNCATED
 from .materialize import Materializer
 from .stats import Stats
 
@@ -141,7 +142,10 @@ class RagpulseSpanProcessor(SpanProcessor):
         records = self.records
         for span in batch:
             try:
-                final.append(self._materializer.finalize(span, records.pop(span.context.span_id, None)))
+                out = self._materializer.finalize(span, records.pop(span.context.span_id, None))
+                final.append(out)
+                if RAG_TRUNCATED in out.attributes:
+                    self._stats.add("truncated_spans")
             except Exception:  # noqa: BLE001 - never let one odd value stop the pipeline
                 self._stats.drop("internal_error")
                 self._log_once("materialising a span failed")

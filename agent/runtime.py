@@ -39,6 +39,7 @@ class Runtime:
         "sample_rate",
         "enabled",
         "records",
+        "ender",
     )
 
     def __init__(self, settings: Settings, stats_: Stats):
@@ -53,10 +54,22 @@ class Runtime:
         self.processor: Any = None
         self.provider: Any = None
         self.records: dict[int, Any] | None = None
+        self.ender: Any = None
         if settings.exporter == "none":
+            from .app_provider import AppSpanEnder
+
             self.own = False
             provider = settings.tracer_provider or trace_api.get_tracer_provider()
             self.tracer = provider.get_tracer("ragpulse.agent", _VERSION)
+            if settings.enabled:
+                self.ender = AppSpanEnder(
+                    self.materializer,
+                    stats_,
+                    provider,
+                    max_queue_spans=settings.max_queue_spans,
+                    batch_spans=settings.export_batch_spans,
+                    schedule_delay_ms=settings.schedule_delay_ms,
+                )
             return
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
@@ -85,6 +98,8 @@ class Runtime:
         self.tracer = self.provider.get_tracer("ragpulse.agent", _VERSION)
 
     def close(self, timeout_s: float = 10.0) -> None:
+        if self.ender is not None:
+            self.ender.shutdown()
         if self.processor is not None:
             try:
                 self.processor.force_flush(int(timeout_s * 1000))
@@ -188,11 +203,14 @@ def is_configured() -> bool:
 
 
 def flush(timeout_s: float = 30.0) -> bool:
-    """Export everything finished so far (blocks the caller up to ``timeout_s``)."""
+    """Export everything finished so far (blocks the caller up to ``timeout_s``); with
+    ``exporter="none"`` end the queued spans and flush the application's provider."""
     rt = STATE.rt
-    if rt is None or rt.processor is None:
+    if rt is None or (rt.processor is None and rt.ender is None):
         return True
     try:
+        if rt.ender is not None:
+            return rt.ender.flush(timeout_s)
         return bool(rt.processor.force_flush(int(timeout_s * 1000)))
     except Exception:  # noqa: BLE001
         _log.exception("ragpulse: flush failed")

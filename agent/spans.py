@@ -129,13 +129,9 @@ class Call:
                 )
                 span.record_exception(exc, attributes=extra)
                 span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
-            if not rt.own and self.record is not None and span.is_recording():
-                attrs, events = rt.materializer.expand(
-                    self.record, None, None, getattr(span, "attributes", None)
-                )
-                span.set_attributes(attrs)
-                for event in events:
-                    span.add_event(event.name, event.attributes)
+            if rt.ender is not None and self.record is not None and span.is_recording():
+                rt.ender.end(span, self.record)  # completed and ended off the request path
+                return
             span.end()
         except Exception:  # noqa: BLE001
             internal_error("span end")

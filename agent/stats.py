@@ -34,7 +34,11 @@ class Stats:
         self.records_sent = 0
         self.records_acked = 0
         self.internal_errors = 0
-        self.truncated_spans = 0
+        self.truncated_spans = 0  # spans with rag.truncated (a limit cut a value or the chunk list)
+        # exporter="none": retrieval spans whose documents went into one JSON attribute to fit the
+        # application's span attribute limit, and attributes that provider dropped all the same.
+        self.compacted_spans = 0
+        self.attributes_dropped = 0
         self.feedback_sent = 0  # feedback spans queued for export (ragpulse.agent.feedback)
         self.feedback_invalid = 0  # feedback calls with invalid arguments, logged and dropped
         self.dropped = dict.fromkeys(DROP_REASONS, 0)
@@ -54,6 +58,9 @@ class Stats:
                 "records_sent": self.records_sent,
                 "records_acked": self.records_acked,
                 "internal_errors": self.internal_errors,
+                "truncated_spans": self.truncated_spans,
+                "compacted_spans": self.compacted_spans,
+                "attributes_dropped": self.attributes_dropped,
                 "feedback_sent": self.feedback_sent,
                 "feedback_invalid": self.feedback_invalid,
                 "spans_dropped": sum(self.dropped.values()),

@@ -70,6 +70,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("chunk_contents", "Array(String)", CHUNKS, item="content"),
     Column("chunk_scores", "Array(Nullable(Float64))", CHUNKS, item="score"),
     Column("chunk_metadata", "Array(String)", CHUNKS, item="metadata"),
+    Column("chunk_sources", "Array(String)", CHUNKS, item="source"),
     Column("citation_doc_ids", "Array(String)", CITATIONS, item="doc_id"),
     Column("citation_markers", "Array(String)", CITATIONS, item="marker"),
     Column("citation_starts", "Array(Int32)", CITATIONS, item="start"),

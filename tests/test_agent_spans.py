@@ -643,12 +643,17 @@ def test_exporter_none_nests_under_application_span():
     app_exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(app_exporter))
-    configure(exporter="none", tracer_provider=provider)
+    configure(exporter="none", tracer_provider=provider, schedule_delay_ms=3_600_000)
     try:
         app_tracer = provider.get_tracer("app")
         with app_tracer.start_as_current_span("http.request") as http:
             assert answer("nested?") == ANSWER
+        # The agent's spans are completed and ended off the request path: flush() hands them over.
+        assert {s.name for s in app_exporter.get_finished_spans()} == {"http.request"}
+        assert flush()
         spans = {s.name: s for s in app_exporter.get_finished_spans()}
+        # ... ended at the time the call returned, inside the application's span.
+        assert spans["search"].end_time <= spans["answer"].end_time <= spans["http.request"].end_time
         assert spans["answer"].parent.span_id == http.get_span_context().span_id
         assert spans["answer"].context.trace_id == http.get_span_context().trace_id
         assert spans["search"].parent.span_id == spans["answer"].context.span_id

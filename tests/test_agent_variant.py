@@ -84,6 +84,7 @@ def test_exporter_none_writes_the_same_attributes_on_the_application_provider() 
     try:
         plain("q")
         pinned("q")
+        assert flush()  # the spans are completed and ended off the request path
         roots = {s.name: s.attributes for s in app.get_finished_spans() if s.attributes.get("rag.root")}
         assert roots["plain"][RAG_VARIANT] == "baseline"
         assert roots["pinned"][RAG_VARIANT] == "reranker-b"

@@ -4,31 +4,29 @@
 :func:`build_trace` reads the trace's fields from its spans. Both understand
 ragpulse spans, OpenInference spans (LangChain / LlamaIndex instrumentors) and
 gen_ai spans (OpenLLMetry and the OTel GenAI conventions); the keys are
-``agent/conventions.py``.
+``agent/conventions.py``. A span's documents are read by :mod:`.documents`, the
+query and answer texts by :mod:`.texts`.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from ...agent.citations import parse_citations
 from ...agent.conventions import (
+    CHAIN_OPS,
     CITATION_DOCUMENT_ID,
     CITATION_END,
     CITATION_EVENT,
     CITATION_MARKER,
     CITATION_START,
-    DOCUMENT_FIELDS,
-    GEN_AI_COMPLETION_CONTENT,
-    GEN_AI_CONTENT,
     GEN_AI_INPUT_TOKENS,
     GEN_AI_OPERATION,
     GEN_AI_OUTPUT_TOKENS,
-    GEN_AI_PROMPT,
     GEN_AI_PROVIDER,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
-    GEN_AI_ROLE,
+    GEN_AI_RETRIEVAL_DOCUMENTS,
     GEN_AI_SYSTEM,
     HTTP_ROUTE,
     INPUT_VALUE,
@@ -37,17 +35,14 @@ from ...agent.conventions import (
     KIND_LLM,
     KIND_RERANKER,
     KIND_RETRIEVER,
-    LLM_INPUT_MESSAGES,
     LLM_MODEL_NAME,
     LLM_OPS,
-    LLM_OUTPUT_MESSAGE_CONTENT,
     LLM_PROVIDER,
     LLM_TOKEN_COUNT_COMPLETION,
     LLM_TOKEN_COUNT_PROMPT,
-    MESSAGE_CONTENT,
-    MESSAGE_ROLE,
     OP_RERANK,
     OUTPUT_VALUE,
+    RAG_CITATION_COUNT,
     RAG_CORPUS_VERSION,
     RAG_QUERY_TYPE,
     RAG_RISK_LEVEL,
@@ -58,16 +53,21 @@ from ...agent.conventions import (
     RETRIEVAL_OPS,
     SESSION_ID,
     SPAN_KIND,
+    TRACELOOP_SPAN_KIND,
+    TRACELOOP_WORKFLOW,
     USER_ID,
     document_key,
 )
-from .model import STATUS_ERROR, Chunk, Citation, RagTrace, Span
+from .documents import span_documents
+from .model import STATUS_ERROR, Citation, RagTrace, Span
+from .texts import llm_answer, llm_query, retrieval_query, root_answer, root_query
 
 __all__ = ["build_trace", "span_role"]
 
 
 _RETRIEVAL_OPS = frozenset(RETRIEVAL_OPS)
 _LLM_OPS = frozenset(LLM_OPS)
+_CHAIN_OPS = frozenset(CHAIN_OPS)
 # A span with documents but no kind or operation is a retrieval.
 _FIRST_DOCUMENT = (
     document_key(RETRIEVAL_DOCUMENTS, 0, "content"),
@@ -97,10 +97,14 @@ def _role(attrs: dict[str, Any]) -> str:
             return "llm"
         if op == OP_RERANK:
             return "reranker"
+        if op in _CHAIN_OPS:
+            return "chain"
     if GEN_AI_SYSTEM in attrs or GEN_AI_REQUEST_MODEL in attrs or LLM_MODEL_NAME in attrs:
         return "llm"
-    if _FIRST_DOCUMENT[0] in attrs or _FIRST_DOCUMENT[1] in attrs:
+    if _FIRST_DOCUMENT[0] in attrs or _FIRST_DOCUMENT[1] in attrs or GEN_AI_RETRIEVAL_DOCUMENTS in attrs:
         return "retriever"
+    if attrs.get(TRACELOOP_SPAN_KIND) == TRACELOOP_WORKFLOW:
+        return "chain"
     return ""
 
 
@@ -110,64 +114,6 @@ def span_role(span: Span) -> str:
     if role is None:
         role = span.role = _role(span.attrs)
     return role
-
-
-_DOC_KEYS: dict[tuple[str, int], tuple[str, str, str, str]] = {}
-
-
-def _doc_keys(prefix: str, i: int) -> tuple[str, str, str, str]:
-    """The id/content/score/metadata attribute keys of document ``i`` (built once, then cached)."""
-    keys = _DOC_KEYS.get((prefix, i))
-    if keys is None:
-        keys = tuple(document_key(prefix, i, field) for field in DOCUMENT_FIELDS)
-        if len(_DOC_KEYS) < 10_000:
-            _DOC_KEYS[(prefix, i)] = keys
-    return keys
-
-
-def _documents(attrs: dict[str, Any], prefix: str) -> list[Chunk]:
-    """Chunks from the documents under ``prefix`` (conventions.document_key) for i = 0, 1, ..."""
-    chunks = []
-    i = 0
-    get = attrs.get
-    while True:
-        k_id, k_content, k_score, k_meta = _doc_keys(prefix, i)
-        cid = get(k_id)
-        content = get(k_content)
-        if cid is None and content is None:
-            break
-        score = get(k_score)
-        if score is not None and not isinstance(score, float):
-            try:
-                score = float(score)
-            except (TypeError, ValueError):
-                score = None
-        meta = get(k_meta, "")
-        if not isinstance(meta, str):
-            meta = json.dumps(meta, default=str)
-        chunks.append(
-            Chunk(str(i if cid is None else cid), "" if content is None else str(content), score, meta)
-        )
-        i += 1
-    return chunks
-
-
-def _messages(attrs: dict[str, Any], prefix: str, role_key: str, content_key: str) -> list[tuple[str, str]]:
-    msgs: dict[int, dict[str, str]] = {}
-    plen = len(prefix)
-    for key, value in attrs.items():
-        if key.startswith(prefix):
-            idx, _, field = key[plen:].partition(".")
-            if idx.isdigit() and field in (role_key, content_key):
-                msgs.setdefault(int(idx), {})[field] = str(value)
-    return [(m.get(role_key, ""), m.get(content_key, "")) for _, m in sorted(msgs.items())]
-
-
-def _last_user(msgs: list[tuple[str, str]]) -> str:
-    for role, content in reversed(msgs):
-        if role in ("user", "human", ""):
-            return content
-    return ""
 
 
 def _ms(span: Span | None) -> float:
@@ -197,83 +143,122 @@ def _int(value: Any, low: int = 0, high: int = _TOKENS_MAX) -> int:
     return low if n < low else high if n > high else n
 
 
+class _Parts:
+    """A trace's spans sorted by role: what :func:`build_trace` reads each field from."""
+
+    __slots__ = ("root", "trace_root", "retrievers", "rerankers", "llms", "error", "first", "end")
+
+    def __init__(self, spans: list[Span]) -> None:
+        rag_root = trace_root = chain = None
+        self.retrievers: list[Span] = []
+        self.rerankers: list[Span] = []
+        self.llms: list[Span] = []
+        self.error = False
+        first = spans[0]
+        end = first.end
+        for s in spans:
+            if s.status == STATUS_ERROR:
+                self.error = True
+            if s.attrs.get(RAG_ROOT):
+                rag_root = s
+            if not s.parent_id:
+                trace_root = s
+            if s.start < first.start:
+                first = s
+            if s.end > end:
+                end = s.end
+            role = span_role(s)
+            if role == "retriever":
+                self.retrievers.append(s)
+            elif role == "reranker":
+                self.rerankers.append(s)
+            elif role == "llm":
+                self.llms.append(s)
+            elif role == "chain" and (chain is None or s.start < chain.start):
+                chain = s
+        # The RAG call's root: ragpulse's, else the outermost chain (OpenInference CHAIN,
+        # OpenLLMetry workflow), else the trace's own root.
+        self.root: Span | None = rag_root or chain or trace_root
+        self.trace_root = trace_root
+        self.first = first
+        self.end = end
+
+
+def _source(spans: list[Span]) -> str:
+    """Which instrumentation wrote a trace without a ragpulse root."""
+    if any(SPAN_KIND in s.attrs for s in spans):
+        return "openinference"
+    if any(TRACELOOP_SPAN_KIND in s.attrs for s in spans):
+        return "openllmetry"
+    return "gen_ai"
+
+
 def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
     """Turn one trace's spans into a :class:`RagTrace` (fields it cannot find stay empty)."""
     t = RagTrace(trace_id)
     t.span_count = len(spans)
-    rag_root = trace_root = chain = None
-    retrievers: list[Span] = []
-    rerankers: list[Span] = []
-    llms: list[Span] = []
-    error = False
-    first = spans[0]
-    end_time = first.end
-    for s in spans:
-        a = s.attrs
-        if s.status == STATUS_ERROR:
-            error = True
-        if a.get(RAG_ROOT):
-            rag_root = s
-        if not s.parent_id:
-            trace_root = s
-        if s.start < first.start:
-            first = s
-        if s.end > end_time:
-            end_time = s.end
-        role = span_role(s)
-        if role == "retriever":
-            retrievers.append(s)
-        elif role == "reranker":
-            rerankers.append(s)
-        elif role == "llm":
-            llms.append(s)
-        elif role == "chain" and (chain is None or s.start < chain.start):
-            chain = s
-    root = rag_root or chain or trace_root
-    if rag_root is None:
-        t.source = "openinference" if any(SPAN_KIND in s.attrs for s in spans) else "gen_ai"
-    t.time = (root or first).start
-    t.end_time = end_time
-    t.service = (root or first).service
+    p = _Parts(spans)
+    root = p.root
     ra: dict[str, Any] = root.attrs if root is not None else {}
+    trusted = RAG_ROOT in ra
+    if not trusted:
+        t.source = _source(spans)
+    t.time = (root or p.first).start
+    t.end_time = p.end
+    t.service = (root or p.first).service
     t.latency_ms = _ms(root) if root is not None else (t.end_time - t.time) / 1e6
-    t.query = str(ra.get(INPUT_VALUE, "") or "")
-    t.answer = str(ra.get(OUTPUT_VALUE, "") or "")
-    if llms:
-        _read_generation(t, llms)
-    if not t.query and retrievers:
-        t.query = str(retrievers[0].attrs.get(INPUT_VALUE, "") or "")
-    if rerankers:
-        rr = max(rerankers, key=lambda s: s.end)
-        t.chunks = _documents(rr.attrs, RERANKER_OUTPUT_DOCUMENTS)
-        t.rerank_ms = _total_ms(rerankers)
-    if retrievers:
-        if not t.chunks:
-            for r in sorted(retrievers, key=lambda s: s.start):
-                t.chunks.extend(_documents(r.attrs, RETRIEVAL_DOCUMENTS))
-        t.retrieval_ms = _total_ms(retrievers)
+    _read_chunks(t, p)
+    _read_texts(t, p, ra, trusted)
+    if p.llms:
+        _read_generation(t, p.llms)
     if root is not None:
         t.citations = _citations(root)
-    _read_root(t, ra, trace_root)
-    t.status = "error" if error else "ok"
+        if not t.citations and not trusted and t.answer and RAG_CITATION_COUNT not in ra:
+            # Other instrumentation records no citations: read the answer's markers as the agent does.
+            ids = [c.id for c in t.chunks]
+            t.citations = [
+                Citation(c.doc_id, c.marker, c.start, c.end) for c in parse_citations(t.answer, ids)
+            ]
+    _read_root(t, ra, p.trace_root)
+    t.status = "error" if p.error else "ok"
     return t
 
 
-def _read_generation(t: RagTrace, llms: list[Span]) -> None:
-    """The fields the LLM spans give: from the last one to end the model, provider and (when
-    the root lacks them) answer and query; from all of them the tokens and the time."""
-    la = max(llms, key=lambda s: s.end).attrs
-    if not t.answer:
-        t.answer = str(
-            la.get(OUTPUT_VALUE)
-            or la.get(LLM_OUTPUT_MESSAGE_CONTENT)
-            or la.get(GEN_AI_COMPLETION_CONTENT)
-            or ""
-        )
+def _read_chunks(t: RagTrace, p: _Parts) -> None:
+    """The reranker's output when there is one, else every retrieval's documents in start order."""
+    if p.rerankers:
+        rr = max(p.rerankers, key=lambda s: s.end)
+        t.chunks = span_documents(rr.attrs, RERANKER_OUTPUT_DOCUMENTS)
+        t.rerank_ms = _total_ms(p.rerankers)
+    if p.retrievers:
+        if not t.chunks:
+            for r in sorted(p.retrievers, key=lambda s: s.start):
+                t.chunks.extend(span_documents(r.attrs))
+        t.retrieval_ms = _total_ms(p.retrievers)
+
+
+def _read_texts(t: RagTrace, p: _Parts, ra: dict[str, Any], trusted: bool) -> None:
+    """Query and answer: the root's, else the first retrieval's query and the last LLM output
+    that has text; the query last from the LLM's user message."""
+    t.query = root_query(ra, trusted)
+    t.answer = root_answer(ra, trusted)
     if not t.query:
-        t.query = _last_user(_messages(la, LLM_INPUT_MESSAGES, MESSAGE_ROLE, MESSAGE_CONTENT)) or _last_user(
-            _messages(la, GEN_AI_PROMPT, GEN_AI_ROLE, GEN_AI_CONTENT)
-        )
+        for r in sorted(p.retrievers, key=lambda s: s.start):
+            t.query = retrieval_query(r.attrs)
+            if t.query:
+                break
+    if p.llms and (not t.answer or not t.query):
+        ordered = sorted(p.llms, key=lambda s: s.end, reverse=True)
+        if not t.answer:
+            t.answer = next((text for s in ordered if (text := llm_answer(s))), "")
+        if not t.query:
+            t.query = next((q for s in ordered if (q := llm_query(s))), "")
+
+
+def _read_generation(t: RagTrace, llms: list[Span]) -> None:
+    """The fields the LLM spans give: from the last one to end the model and provider; from
+    all of them the tokens and the time."""
+    la = max(llms, key=lambda s: s.end).attrs
     t.model = str(
         la.get(GEN_AI_REQUEST_MODEL) or la.get(GEN_AI_RESPONSE_MODEL) or la.get(LLM_MODEL_NAME) or ""
     )

@@ -70,15 +70,22 @@ class Span:
 
 
 class Chunk:
-    """A retrieved (or reranked) chunk; ``metadata`` stays the JSON text the span carried."""
+    """A retrieved (or reranked) chunk; ``metadata`` stays the JSON text the span carried.
 
-    __slots__ = ("id", "content", "score", "metadata")
+    ``source`` is the id the retriever gave; ``id`` equals it unless that id repeated within
+    the retrieval (then ``id`` is made unique, ``agent/chunks.unique_ids``).
+    """
 
-    def __init__(self, id: str, content: str, score: float | None, metadata: str) -> None:
+    __slots__ = ("id", "content", "score", "metadata", "source")
+
+    def __init__(
+        self, id: str, content: str, score: float | None, metadata: str, source: str | None = None
+    ) -> None:
         self.id = id
         self.content = content
         self.score = score
         self.metadata = metadata
+        self.source = id if source is None else source
 
     def as_record(self) -> dict[str, Any]:
         try:

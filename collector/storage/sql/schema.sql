@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS {db}.rag_traces
     chunk_contents    Array(String),
     chunk_scores      Array(Nullable(Float64)),
     chunk_metadata    Array(String),
+    chunk_sources     Array(String),
     citation_doc_ids  Array(String),
     citation_markers  Array(String),
     citation_starts   Array(Int32),
@@ -123,7 +124,8 @@ PARTITION BY toYYYYMM(time)
 ORDER BY (trace_id, judge_id, claim_index)
 {ttl_claims};
 
--- Tables created before the column existed gain it in place (NULL for their rows).
+-- Tables created before the column existed gain it in place (NULL / empty for their rows).
+ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS chunk_sources Array(String) AFTER chunk_metadata;
 ALTER TABLE {db}.rag_claims ADD COLUMN IF NOT EXISTS support_probability Nullable(Float32) AFTER unsupported_source;
 ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS variant LowCardinality(String) AFTER query_type;
 ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS generation_cost_usd Nullable(Float64) AFTER output_tokens;

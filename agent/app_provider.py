@@ -1,0 +1,216 @@
+"""Spans under the application's own tracer provider (``exporter="none"``), ended off the request path.
+
+With its own provider the agent expands a span's side record in its export
+thread, after the span ended. Under the application's provider the span's
+attributes must be on it before it ends, and expanding them on the request
+path (documents, metadata JSON, citations: about 40 SDK attribute writes for 10
+chunks) cost more than the spans themselves. So the request path records the
+end time and queues the span; the thread here expands the record, writes the
+attributes and events and ends the span with the recorded end time, handing it
+to the application's span processors. ``agent.flush()`` ends everything queued
+and then flushes the application's provider; spans reach that provider's
+processors within ``schedule_delay_ms`` otherwise.
+
+The provider keeps a bounded number of attributes per span
+(``OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT``, default 128) and drops the oldest beyond
+it. The agent reads the limit from the SDK's ``SpanLimits`` and gives the
+materialiser the room a span has left, so a retrieval whose flattened documents
+would not fit writes them as one JSON attribute (``gen_ai.retrieval.documents``)
+and its kind and first documents are never the ones dropped; it warns once
+when that happens, learns the real limit from the provider's own drop count if
+the application configured a lower one in code, and counts both in ``stats()``.
+When the queue is full a span is ended on the request path instead (never dropped).
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import logging
+import os
+import threading
+import time
+import weakref
+from typing import Any
+
+from .conventions import GEN_AI_RETRIEVAL_DOCUMENTS, RAG_DOCUMENTS_COUNT, RAG_TRUNCATED, RETRIEVAL_DOCUMENTS
+from .conventions import document_key as _document_key
+from .materialize import Materializer
+from .records import Record
+from .stats import Stats
+
+__all__ = ["AppSpanEnder"]
+
+_log = logging.getLogger("ragpulse.agent")
+_FIRST_FLAT_ID = _document_key(RETRIEVAL_DOCUMENTS, 0, "id")
+
+
+def _limits() -> tuple[int | None, int | None]:
+    """(max attributes per span, max attribute value length) as the SDK reads them from the environment."""
+    try:
+        from opentelemetry.sdk.trace import SpanLimits
+    except ImportError:  # an API-only provider: nothing is known about its limits
+        return None, None
+    limits = SpanLimits()
+    return limits.max_span_attributes, limits.max_span_attribute_length
+
+
+class AppSpanEnder:
+    """A bounded queue of spans to end and one thread that ends them (see the module docstring)."""
+
+    def __init__(
+        self,
+        materializer: Materializer,
+        stats: Stats,
+        provider: Any,
+        max_queue_spans: int = 8192,
+        batch_spans: int = 512,
+        schedule_delay_ms: int = 200,
+    ):
+        self._materializer = materializer
+        self._stats = stats
+        self._provider = provider
+        self._max = max_queue_spans
+        self._batch = batch_spans
+        self._delay = schedule_delay_ms / 1000.0
+        self.max_attributes, self.max_value_len = _limits()
+        self._warned: set[str] = set()
+        self._stopped = False
+        self._init_thread_state()
+        if hasattr(os, "register_at_fork"):
+            ref = weakref.WeakMethod(self._after_fork_in_child)
+
+            def _child() -> None:
+                method = ref()
+                if method is not None:
+                    method()
+
+            os.register_at_fork(after_in_child=_child)
+        stop = weakref.WeakMethod(self.shutdown)
+        atexit.register(lambda: (method := stop()) is not None and method())
+
+    def _init_thread_state(self) -> None:
+        self._queue: collections.deque[tuple[Any, Record, int]] = collections.deque()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._worker, name="ragpulse-app-spans", daemon=True)
+        self._thread.start()
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child the parent's thread is gone and its queued spans are the parent's."""
+        if not self._stopped:
+            self._init_thread_state()
+
+    # -- request path ------------------------------------------------------------------------
+    def end(self, span: Any, record: Record) -> None:
+        """Queue ``span`` to be completed from ``record`` and ended at this moment's time."""
+        end_time = time.time_ns()
+        queue = self._queue
+        if len(queue) >= self._max or self._stopped:
+            self._finish(span, record, end_time)
+            return
+        queue.append((span, record, end_time))
+        if len(queue) >= self._batch:
+            self._wake.set()
+
+    # -- the thread --------------------------------------------------------------------------
+    def _worker(self) -> None:
+        while not self._stopped:
+            self._wake.wait(self._delay)
+            self._wake.clear()
+            self._drain()
+        self._drain()
+
+    def _drain(self, limit: int | None = None) -> None:
+        with self._lock:
+            queue = self._queue
+            left = len(queue) if limit is None else min(limit, len(queue))
+            while left > 0 and queue:
+                span, record, end_time = queue.popleft()
+                left -= 1
+                self._finish(span, record, end_time)
+
+    def _finish(self, span: Any, record: Record, end_time: int) -> None:
+        """Write the record's attributes and events on the span and end it; never raises."""
+        try:
+            existing = len(span.attributes) if hasattr(span, "attributes") else 0
+            room = None if self.max_attributes is None else self.max_attributes - existing
+            own = getattr(span, "attributes", None)
+            attrs, events = self._materializer.expand(record, None, end_time, room, self.max_value_len, own)
+            before = getattr(span, "dropped_attributes", 0)
+            span.set_attributes(attrs)
+            for event in events:
+                span.add_event(event.name, event.attributes, event.timestamp)
+            self._count(span, attrs, before)
+        except Exception:  # noqa: BLE001 - a ragpulse bug must not keep the application's span open
+            self._stats.add("internal_errors")
+            _log.exception("ragpulse: completing a span under the application's provider failed")
+        try:
+            span.end(end_time=end_time)
+            self._stats.add("spans_exported")
+        except Exception:  # noqa: BLE001
+            self._stats.add("internal_errors")
+
+    def _count(self, span: Any, attrs: dict[str, Any], before: int) -> None:
+        """Count truncations, documents written as one JSON value, and attributes the provider dropped."""
+        stats = self._stats
+        if attrs.get(RAG_TRUNCATED):
+            stats.add("truncated_spans")
+        if (
+            GEN_AI_RETRIEVAL_DOCUMENTS in attrs
+            and _FIRST_FLAT_ID not in attrs
+            and attrs.get(RAG_DOCUMENTS_COUNT)
+        ):
+            stats.add("compacted_spans")
+            self._warn_once(
+                "compacted",
+                "ragpulse: the application's tracer provider keeps %s attributes per span and a retrieval "
+                "of %s documents needs more: its documents are written as one JSON attribute (%s), as they "
+                "will be for every such span (stats()['compacted_spans']). Raise "
+                "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT to keep the flattened OpenInference form.",
+                self.max_attributes,
+                attrs[RAG_DOCUMENTS_COUNT],
+                GEN_AI_RETRIEVAL_DOCUMENTS,
+            )
+        dropped = getattr(span, "dropped_attributes", 0) - before
+        if dropped > 0:
+            stats.add("attributes_dropped", dropped)
+            # The provider keeps fewer than SpanLimits() said (limits set in code): it is full now.
+            self.max_attributes = len(span.attributes)
+            self._warn_once(
+                "dropped",
+                "ragpulse: the application's tracer provider dropped %s attributes of span %r (it keeps "
+                "%s); from now on ragpulse fits its spans into that limit (stats()['attributes_dropped']).",
+                dropped,
+                getattr(span, "name", ""),
+                self.max_attributes,
+            )
+
+    def _warn_once(self, kind: str, message: str, *args: Any) -> None:
+        if kind not in self._warned:
+            self._warned.add(kind)
+            _log.warning(message, *args)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def flush(self, timeout_s: float) -> bool:
+        """End everything queued now (in the caller's thread), then flush the application's provider."""
+        deadline = time.monotonic() + timeout_s
+        self._drain(limit=len(self._queue))
+        flush = getattr(self._provider, "force_flush", None)
+        if not callable(flush):
+            return True
+        remaining = max(0, int((deadline - time.monotonic()) * 1000))
+        try:
+            return bool(flush(remaining))
+        except Exception:  # noqa: BLE001
+            _log.exception("ragpulse: the application's provider force_flush raised")
+            return False
+
+    def shutdown(self) -> None:
+        """End everything queued and stop the thread (the application's provider stays up)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._wake.set()
+        self._thread.join(timeout=10)
+        self._drain()

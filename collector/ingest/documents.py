@@ -1,0 +1,133 @@
+"""A retrieval (or reranker) span's documents -> :class:`~.model.Chunk` objects.
+
+Three forms, read in this order (the first one present wins):
+
+* OpenInference's flattened ``retrieval.documents.<i>.document.{id,content,score,metadata}``
+  (ragpulse's agent, the LangChain and LlamaIndex instrumentors), plus ragpulse's
+  ``document.source`` when the agent made a repeated id unique;
+* the OTel GenAI ``gen_ai.retrieval.documents`` JSON array of ``{"id", "score", ...}``
+  (ragpulse adds ``content`` and ``metadata`` when the application's span attribute
+  limit leaves no room for the flattened form);
+* OpenLLMetry's ``traceloop.entity.output`` of a retrieval, ``{"documents": [...]}`` with
+  LangChain's ``page_content`` / ``metadata``.
+
+A document without an id gets its 1-based position in the span (as the agent
+does), and ids that repeat within the span are made unique
+(:func:`ragpulse.agent.chunks.unique_ids`), the given id kept as the source.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...agent.chunks import unique_ids
+from ...agent.conventions import (
+    DOCUMENT_FIELDS,
+    DOCUMENT_SOURCE,
+    GEN_AI_RETRIEVAL_DOCUMENTS,
+    RETRIEVAL_DOCUMENTS,
+    TRACELOOP_ENTITY_OUTPUT,
+    document_key,
+)
+from ...agent.values import optional_float
+from .model import Chunk
+
+__all__ = ["span_documents"]
+
+_ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "node_id", "id_")
+_CONTENT_KEYS = ("content", "page_content", "text")
+_DOC_KEYS: dict[tuple[str, int], tuple[str, ...]] = {}
+
+
+def _doc_keys(prefix: str, i: int) -> tuple[str, ...]:
+    """The id/content/score/metadata/source attribute keys of document ``i`` (built once, cached)."""
+    keys = _DOC_KEYS.get((prefix, i))
+    if keys is None:
+        keys = tuple(document_key(prefix, i, field) for field in (*DOCUMENT_FIELDS, DOCUMENT_SOURCE))
+        if len(_DOC_KEYS) < 10_000:
+            _DOC_KEYS[(prefix, i)] = keys
+    return keys
+
+
+def _meta_text(meta: Any) -> str:
+    if meta is None or meta == "":
+        return ""
+    return meta if isinstance(meta, str) else json.dumps(meta, default=str)
+
+
+def _flattened(attrs: dict[str, Any], prefix: str) -> list[Chunk]:
+    """Chunks from the flattened documents under ``prefix`` for i = 0, 1, ... until one is missing."""
+    chunks = []
+    i = 0
+    get = attrs.get
+    while True:
+        k_id, k_content, k_score, k_meta, k_source = _doc_keys(prefix, i)
+        cid = get(k_id)
+        content = get(k_content)
+        if cid is None and content is None:
+            break
+        i += 1
+        cid = str(i) if cid is None else str(cid)
+        source = get(k_source)
+        chunks.append(
+            Chunk(
+                cid,
+                "" if content is None else str(content),
+                optional_float(get(k_score)),
+                _meta_text(get(k_meta)),
+                None if source is None else str(source),
+            )
+        )
+    return chunks
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def _from_objects(items: Any) -> list[Chunk]:
+    """Chunks from a list of document objects (gen_ai JSON, OpenLLMetry's LangChain documents)."""
+    if not isinstance(items, list):
+        return []
+    chunks = []
+    for position, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            continue
+        cid = next((item[k] for k in _ID_KEYS if item.get(k) is not None), None)
+        content = next((item[k] for k in _CONTENT_KEYS if item.get(k) is not None), "")
+        source = item.get(DOCUMENT_SOURCE) if isinstance(item.get(DOCUMENT_SOURCE), str) else None
+        chunks.append(
+            Chunk(
+                str(position) if cid is None else str(cid),
+                content if isinstance(content, str) else json.dumps(content, default=str),
+                optional_float(item.get("score")),
+                _meta_text(item.get("metadata")),
+                source,
+            )
+        )
+    return chunks
+
+
+def span_documents(attrs: dict[str, Any], prefix: str = RETRIEVAL_DOCUMENTS) -> list[Chunk]:
+    """The documents of one retrieval (``prefix``) or reranker span, ids unique within it."""
+    chunks = _flattened(attrs, prefix)
+    if not chunks:
+        docs = attrs.get(GEN_AI_RETRIEVAL_DOCUMENTS)
+        if docs is not None:
+            chunks = _from_objects(_json(docs))
+        if not chunks and prefix == RETRIEVAL_DOCUMENTS:
+            output = _json(attrs.get(TRACELOOP_ENTITY_OUTPUT))
+            if isinstance(output, dict):
+                chunks = _from_objects(output.get("documents"))
+    if len(chunks) > 1:
+        ids = unique_ids([c.id for c in chunks], [c.content for c in chunks])
+        if ids is not None:
+            for chunk, cid in zip(chunks, ids, strict=True):
+                chunk.id = cid
+    return chunks

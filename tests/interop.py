@@ -1,0 +1,126 @@
+"""What the interop tests share: an application's own OTel provider feeding an embedded collector
+(chDB, local judge), the corpus and answers the applications use, and the app-side expectations.
+
+The application's provider hands finished spans to the collector through the agent's embedded
+exporter (an ordinary OTel ``SpanExporter``), as an OTLP exporter would hand them to the intake;
+an in-memory exporter beside it keeps the trace ids the application produced.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from ragpulse.agent.embedded import EmbeddedSpanExporter
+from ragpulse.collector.embedded.collector import EmbeddedCollector
+
+QUESTION = "How long are transaction logs kept?"
+# (content, metadata) of the three chunks every application retrieves, in this order.
+CORPUS = [
+    ("Transaction logs are kept for five years after the account closes.", {"source": "retention.md", "page": 1}),
+    ("Early deletion of logs requires that all legal holds are released.", {"source": "retention.md", "page": 2}),
+    ("Backups are encrypted with AES-256 and rotated weekly.", {"source": "backup.md", "page": 1}),
+]  # fmt: skip
+SCORES = [0.91, 0.62, 0.18]
+RIGHT = "Transaction logs are kept for five years after the account closes [1]."
+WRONG = "Transaction logs are kept for five years after the account closes [2]."  # cites the holds chunk
+
+_TRACE_COLUMNS = (
+    "query, answer, chunk_ids, chunk_contents, chunk_scores, chunk_metadata, chunk_sources, "
+    "citation_doc_ids, citation_markers, source, complete"
+)
+
+
+@dataclass
+class Expected:
+    """What the application produced for one call (computed on the application's side)."""
+
+    query: str
+    answer: str
+    ids: list[str]
+    contents: list[str]
+    scores: list[float | None]
+    sources: list[str] | None = None  # the ids the retriever gave, when they repeated
+
+    def citations(self) -> list[tuple[str, str]]:
+        """(chunk id, marker) of each ``[n]`` marker in the answer: the n-th chunk the app retrieved."""
+        return [(self.ids[int(n) - 1], f"[{n}]") for n in re.findall(r"\[(\d+)\]", self.answer)]
+
+
+class Pipeline:
+    """An application tracer provider -> embedded collector (chDB) -> local judge."""
+
+    def __init__(self, db: Path, service: str = "interop-app") -> None:
+        self.collector = EmbeddedCollector(
+            db, config={"sampling": {"rate": 1.0}}, metrics_port=None, receiver_port=None, judge="local"
+        ).start()
+        self.memory = InMemorySpanExporter()
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        self.provider.add_span_processor(SimpleSpanProcessor(EmbeddedSpanExporter()))
+        self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
+
+    def root_trace_ids(self) -> list[str]:
+        """Trace ids of the application's calls so far, in call order (one per parentless span)."""
+        roots = sorted(
+            (s for s in self.memory.get_finished_spans() if s.parent is None), key=lambda s: s.start_time
+        )
+        return [format(s.context.trace_id, "032x") for s in roots]
+
+    def flush(self) -> None:
+        self.provider.force_flush()
+        assert self.collector.flush(60)
+
+    def stored(self, trace_id: str) -> dict[str, Any]:
+        rows = self.collector.storage.query(
+            f"SELECT {_TRACE_COLUMNS} FROM {{db}}.rag_traces FINAL WHERE trace_id = %(t)s", {"t": trace_id}
+        )
+        assert len(rows) == 1, f"trace {trace_id} stored {len(rows)} times"
+        return dict(zip([c.strip() for c in _TRACE_COLUMNS.split(",")], rows[0], strict=True))
+
+    def judgment(self, trace_id: str) -> dict[str, Any]:
+        rows = self.collector.storage.query(
+            "SELECT failure_mode, faithfulness, citation_correctness, error FROM {db}.rag_judgments FINAL "
+            "WHERE trace_id = %(t)s",
+            {"t": trace_id},
+        )
+        assert len(rows) == 1, f"trace {trace_id} judged {len(rows)} times"
+        return dict(
+            zip(("failure_mode", "faithfulness", "citation_correctness", "error"), rows[0], strict=True)
+        )
+
+    def close(self) -> None:
+        self.provider.shutdown()
+        self.collector.stop()
+
+
+def check_stored(
+    pipe: Pipeline, trace_id: str, want: Expected, source: str, failure_mode: str
+) -> dict[str, Any]:
+    """The stored row equals what the application produced, and the judge's verdict is ``failure_mode``."""
+    row = pipe.stored(trace_id)
+    assert row["source"] == source and row["complete"] == 1
+    assert row["query"] == want.query
+    assert row["answer"] == want.answer
+    assert row["chunk_ids"] == want.ids
+    assert row["chunk_contents"] == want.contents
+    assert row["chunk_scores"] == want.scores
+    assert row["chunk_sources"] == (want.sources or want.ids)
+    assert list(zip(row["citation_doc_ids"], row["citation_markers"], strict=True)) == want.citations()
+    verdict = pipe.judgment(trace_id)
+    assert verdict["error"] == "" and verdict["failure_mode"] == failure_mode, verdict
+    if failure_mode == "generation":
+        assert verdict["citation_correctness"] == 0.0, verdict
+    else:
+        assert verdict["citation_correctness"] == 1.0 and verdict["faithfulness"] == 1.0, verdict
+    return row
+
+
+def metadata_of(row: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(m) if m else {} for m in row["chunk_metadata"]]
