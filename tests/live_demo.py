@@ -22,12 +22,16 @@ class LiveDemo:
     """Owns one embedded collector and one traffic thread; :meth:`stop` ends both."""
 
     def __init__(self, db_path: Path, *, rate: float = 40.0, seed: int = 7) -> None:
+        from ragpulse.collector.demo.variants import PRICES, VARIANTS
         from ragpulse.collector.embedded.collector import EmbeddedCollector
         from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus
 
-        self.collector = EmbeddedCollector(db_path, config={"sampling": {"rate": 1.0}}, metrics_port=0)
+        config = {"sampling": {"rate": 1.0}, "cost": {"prices": PRICES}}
+        self.collector = EmbeddedCollector(db_path, config=config, metrics_port=0)
         corpus = load_corpus()
-        self.assistant = PolicyAssistant(corpus, seed=seed)
+        # One variant (priced, as the demo's): the variant panels and the cost series have data.
+        name, model, _ = VARIANTS[0]
+        self.assistant = PolicyAssistant(corpus, seed=seed, model=model, variant=name)
         self.traffic = TrafficModel(corpus, seed=seed + 4)
         self.rate = rate
         self.served = 0

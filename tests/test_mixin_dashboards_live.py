@@ -76,7 +76,12 @@ def _sql_queries() -> list[str]:
 
 def _promql(expr: str) -> str:
     """Grafana's variables substituted as an all-values selection."""
-    return expr.replace("$__rate_interval", "1m").replace("$service", ".+").replace("$judge", ".+")
+    return (
+        expr.replace("$__rate_interval", "1m")
+        .replace("$service", ".+")
+        .replace("$judge", ".+")
+        .replace("$variant", ".*")
+    )
 
 
 class _Unreachable:

@@ -4,7 +4,8 @@ Recording rules turn counters into per-(service, judge) error ratios of every
 quality objective over every recorded window, the judged-trace volume the
 alerts guard on, and each objective's error budget (for dashboards). Alerting
 rules are the multi-window, multi-burn-rate alerts on those ratios, a
-week-over-week drop of every score, and pipeline health.
+week-over-week drop of every score, pipeline health, and a variant whose
+unsupported-claim ratio is worse than the rest of its service.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..contract import SCORE_NAMES
 from .common import QUALITY_BY, alert_annotations, num, pct
 from .config import error_budget
 from .pipeline_rules import pipeline_alerts
+from .variant_rules import variant_alerts
 from .yamlout import dump_yaml
 
 __all__ = ["RULE_FILES", "render_rules", "rule_documents", "error_ratio", "judged_volume"]
@@ -26,6 +28,7 @@ RULE_FILES = (
     "ragpulse-slo-alerts.yaml",
     "ragpulse-drift-alerts.yaml",
     "ragpulse-pipeline-alerts.yaml",
+    "ragpulse-variant-alerts.yaml",
 )
 
 
@@ -152,6 +155,7 @@ def rule_documents(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         "ragpulse-slo-alerts.yaml": _slo_alerts(config),
         "ragpulse-drift-alerts.yaml": _drift_alerts(config),
         "ragpulse-pipeline-alerts.yaml": pipeline_alerts(config),
+        "ragpulse-variant-alerts.yaml": variant_alerts(config),
     }
     return {name: docs[name] for name in RULE_FILES}
 
