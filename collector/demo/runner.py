@@ -301,9 +301,11 @@ def _compare(collector: Any, html_path: Path, out: TextIO) -> None:
     from ..compare.report_html import render_html
     from ..compare.report_text import render_text
     from ..compare.run import CompareError, build_comparison
+    from .variants import VARIANTS
 
+    names = [name for name, _, _ in VARIANTS]  # generator-a, the usual generator, is the baseline
     try:
-        cmp = build_comparison(collector.storage.query, SERVICE, time.time() - 86400, "24h")
+        cmp = build_comparison(collector.storage.query, SERVICE, time.time() - 86400, "24h", variants=names)
     except CompareError as exc:
         print(f"No variant comparison: {exc}", file=out)
         return
