@@ -225,7 +225,7 @@ class Sampler:
         self.budget_loader = budget_loader
         self.variant_label = variant_label
         self.stratum_loader = stratum_loader
-        self._spent: OrderedDict[int, int] = OrderedDict()
+        self._spent: OrderedDict[tuple[int, str], int] = OrderedDict()
         self._strata: OrderedDict[tuple[int, str], int] = OrderedDict()
         self._hash_prefix = f"{policy.seed}:".encode()  # trace_hash's input is this + the trace id
 
@@ -241,31 +241,17 @@ class Sampler:
         limit = self.policy.budget_per_minute
         if limit is None:
             return True
-        minute = time_ns // self.MINUTE_NS
-        spent = self._spent.get(minute)
-        if spent is None:
-            spent = self.budget_loader(minute * self.MINUTE_NS) if self.budget_loader else 0
-            self._spent[minute] = spent
-            while len(self._spent) > 10_000:
-                self._spent.popitem(last=False)
-        if spent >= limit:
-            return False
-        self._spent[minute] = spent + 1
-        return True
+        return _spend(self._spent, (time_ns // self.MINUTE_NS, ""), limit, self._load_budget)
+
+    def _load_budget(self, key: tuple[int, str]) -> int:
+        return self.budget_loader(key[0] * self.MINUTE_NS) if self.budget_loader else 0
 
     def _stratum_allows(self, time_ns: int, label: str, limit: int) -> bool:
         """Spend one unit of ``label``'s quota of ``time_ns``'s minute; False when it is used up."""
-        key = (time_ns // self.MINUTE_NS, label)
-        spent = self._strata.get(key)
-        if spent is None:
-            spent = self.stratum_loader(key[0] * self.MINUTE_NS, label) if self.stratum_loader else 0
-            self._strata[key] = spent
-            while len(self._strata) > 10_000:
-                self._strata.popitem(last=False)
-        if spent >= limit:
-            return False
-        self._strata[key] = spent + 1
-        return True
+        return _spend(self._strata, (time_ns // self.MINUTE_NS, label), limit, self._load_stratum)
+
+    def _load_stratum(self, key: tuple[int, str]) -> int:
+        return self.stratum_loader(key[0] * self.MINUTE_NS, key[1]) if self.stratum_loader else 0
 
     def admit_rule(self, time_ns: int) -> bool:
         """Whether a rule-like decision taken outside :meth:`decide` (negative feedback) may sample
@@ -293,3 +279,23 @@ class Sampler:
                 return False, "budget"
             return True, "rate"
         return False, "unsampled"
+
+
+def _spend(
+    counters: OrderedDict[tuple[int, str], int],
+    key: tuple[int, str],
+    limit: int,
+    loader: Callable[[tuple[int, str]], int],
+) -> bool:
+    """Spend one unit of the (minute, stratum) counter ``key`` (loaded from storage on first use,
+    the oldest 10,000 kept); False when it has reached ``limit``."""
+    spent = counters.get(key)
+    if spent is None:
+        spent = loader(key)
+        counters[key] = spent
+        while len(counters) > 10_000:
+            counters.popitem(last=False)
+    if spent >= limit:
+        return False
+    counters[key] = spent + 1
+    return True
