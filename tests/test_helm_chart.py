@@ -100,6 +100,10 @@ SCHEMA_ERRORS = [
     (("--set", "export.since=weekly"), "/export/since"),
     (("--set", "judge.keda.lagThreshold=0"), "/judge/keda/lagThreshold"),
     (("--set", "ingest.resources.request.cpu=1"), "'request' not allowed"),
+    (("--set-json", "objectives.faithfulness=0.9"), "/objectives/faithfulness"),
+    (("--set-json", "objectives.hallucination=1"), "/objectives/hallucination"),
+    (("--set", "objectives.faithfulness=0.98"), "got string, want number"),
+    (("--set-json", "objectives.faithfulnes=0.98"), "'faithfulnes' not allowed"),
 ]
 
 

@@ -1,4 +1,5 @@
-"""The variant-regression alert (``rules/ragpulse-variant-alerts.yaml``) and its promtool cases.
+"""The variant-regression alert (``rules/ragpulse-variant-alerts.yaml``; its promtool cases are
+:mod:`.variant_rule_tests`).
 
 ``RagpulseVariantRegression`` compares each variant (the bounded ``variant``
 label of the quality metrics, from ``rag.variant``) with the rest of its
@@ -17,13 +18,12 @@ from typing import Any
 
 from .common import alert_annotations, num, pct
 from .config import ObjectivesError, duration_seconds
-from .rule_tests import JUDGE, SCRAPE, SERVICE, Case, Expect, counter, series
 
-__all__ = ["variant_alerts", "variant_cases", "check_variant_config"]
+__all__ = ["variant_alerts", "check_variant_config", "CLAIMS"]
 
 _BY = "service, judge, variant"
 _SVC = "service, judge"
-_CLAIMS = "ragpulse_claims_total"
+CLAIMS = "ragpulse_claims_total"
 _BAD = 'verdict=~"unsupported|contradicted"'
 
 
@@ -44,12 +44,12 @@ def check_variant_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _expr(vr: Mapping[str, Any]) -> str:
     w = vr["window"]
-    bad_v = f'sum by ({_BY}) (rate({_CLAIMS}{{{_BAD}, variant!=""}}[{w}]))'
-    all_v = f'sum by ({_BY}) (rate({_CLAIMS}{{variant!=""}}[{w}]))'
-    bad_s = f"sum by ({_SVC}) (rate({_CLAIMS}{{{_BAD}}}[{w}]))"
-    all_s = f"sum by ({_SVC}) (rate({_CLAIMS}[{w}]))"
-    n_v = f'sum by ({_BY}) (increase({_CLAIMS}{{variant!=""}}[{w}]))'
-    n_s = f"sum by ({_SVC}) (increase({_CLAIMS}[{w}]))"
+    bad_v = f'sum by ({_BY}) (rate({CLAIMS}{{{_BAD}, variant!=""}}[{w}]))'
+    all_v = f'sum by ({_BY}) (rate({CLAIMS}{{variant!=""}}[{w}]))'
+    bad_s = f"sum by ({_SVC}) (rate({CLAIMS}{{{_BAD}}}[{w}]))"
+    all_s = f"sum by ({_SVC}) (rate({CLAIMS}[{w}]))"
+    n_v = f'sum by ({_BY}) (increase({CLAIMS}{{variant!=""}}[{w}]))'
+    n_s = f"sum by ({_SVC}) (increase({CLAIMS}[{w}]))"
     # "or 0 * total": no bad claims yet is a ratio of 0, not a missing series.
     variant_ratio = f"({bad_v} or 0 * {all_v})\n  / {all_v}"
     rest_ratio = (
@@ -83,43 +83,3 @@ def variant_alerts(config: Mapping[str, Any]) -> dict[str, Any]:
         "annotations": alert_annotations(config, vr["alert"], summary, description),
     }
     return {"groups": [{"name": "ragpulse-variant-alerts", "rules": [rule]}]}
-
-
-def _claims(variant: str, *phases: tuple[float, float, int]) -> list[tuple[str, str]]:
-    """A variant's claim counters for phases of (unsupported share, claims per minute, minutes)."""
-    labels = {"service": SERVICE, "judge": JUDGE, **SCRAPE}
-    if variant:
-        labels["variant"] = variant
-    out = []
-    for verdict, share in (("unsupported", lambda r: r), ("supported", lambda r: 1 - r)):
-        segs = [(round(share(r) * n, 6), k) for r, n, k in phases]
-        out.append((series(_CLAIMS, {**labels, "verdict": verdict}), counter(*segs)))
-    return out
-
-
-def variant_cases(config: Mapping[str, Any]) -> list[Case]:
-    """Fires on the worse arm only, quiet when the arms agree, volume guard, resolves after a fix."""
-    vr = check_variant_config(config)
-    a, rule = vr["alert"], {"severity": vr["severity"]}
-    d = float(vr["min_diff"])
-    good, bad = round(d / 2, 3), round(d * 4, 3)
-    per_min = max(20, 4 * int(vr["min_claims"]) // max(1, int(duration_seconds(vr["window"]) // 60)) + 1)
-    few = max(0.1, int(vr["min_claims"]) / (4 * duration_seconds(vr["window"]) / 60))
-    win = int(duration_seconds(vr["window"]) // 60)
-    fire_at, steps = f"{win // 2 + int(duration_seconds(vr['for']) // 60)}m", 3 * win
-    fired = Expect(rule, {"service": SERVICE, "judge": JUDGE, "variant": "treatment"}, round(bad - good, 6))
-    return [
-        Case(f"{a} fires on the worse variant only", "1m",
-             _claims("control", (good, per_min, steps)) + _claims("treatment", (bad, per_min / 4, steps)),
-             [(fire_at, a, [fired])]),
-        Case(f"{a} healthy: the variants agree", "1m",
-             _claims("control", (good, per_min, steps)) + _claims("treatment", (good, per_min, steps))
-             + _claims("", (bad / 2, per_min, steps)),
-             [(fire_at, a, [])]),
-        Case(f"{a} volume guard: few judged claims in the variant", "1m",
-             _claims("control", (good, per_min, steps)) + _claims("treatment", (bad, few, steps)),
-             [(fire_at, a, [])]),
-        Case(f"{a} resolves after the variant is fixed", "1m",
-             _claims("control", (good, per_min, 3 * win)) + _claims("treatment", (bad, per_min, win), (good, per_min, 2 * win)),
-             [(fire_at, a, [Expect(rule, fired.labels, round(bad - good, 6))]), (f"{3 * win}m", a, [])]),
-    ]  # fmt: skip

@@ -213,3 +213,11 @@ metrics and receiver listeners on all interfaces). storage.dsn comes from the en
 {{- $_ := set $cfg "receiver" (dict "enabled" .Values.receiver.enabled "host" "0.0.0.0" "port" .Values.receiver.port "read_timeout_s" .Values.receiver.readTimeoutSeconds) }}
 {{- toYaml $cfg }}
 {{- end }}
+
+{{/*
+The error budget of an objective (1 - objective) rounded to 10 places, as text: Go's %v writes
+the shortest digits, as the mixin's renderer does (collector/monitoring/common.py budget_text).
+*/}}
+{{- define "ragpulse.errorBudget" -}}
+{{- round (subf 1.0 (float64 .)) 10 }}
+{{- end }}
