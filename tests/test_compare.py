@@ -53,7 +53,7 @@ print(json.dumps({"n": len(values), "verdicts": verdicts}))
 def variants_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("variants") / "chdb"
     run = run_demo(
-        "--variants", "--queries", "4000", "--rate", "0", "--sample-rate", "1.0", "--budget-per-minute", "0",
+        "--variants", "--no-eval", "--queries", "4000", "--rate", "0", "--sample-rate", "1.0", "--budget-per-minute", "0",
         "--db", str(db),
         "--metrics-port", "0", "--no-color", timeout=600,
     )  # fmt: skip
