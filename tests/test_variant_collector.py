@@ -221,3 +221,21 @@ def test_sampling_stratified_by_variant_judges_a_small_arm_as_often_as_a_big_one
         assert spent == 40
     finally:
         c.stop()
+
+
+def test_the_batch_histogram_exposes_what_prometheus_clients_histogram_does() -> None:
+    from prometheus_client import CollectorRegistry, Histogram, generate_latest
+    from ragpulse.collector.serve.batch_histogram import BatchHistogram
+
+    values = [0.0, 0.005, 0.007, 0.1, 0.1000001, 2.5, 31.0, 0.25]
+    buckets = (0.005, 0.01, 0.1, 0.25, 2.5, 30)
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    batch = BatchHistogram("lat_seconds", "latency", ["stage"], buckets)
+    ours.register(batch)
+    batch.add({("total",): values[:3]})
+    batch.add({("total",): values[3:]})
+    ref = Histogram("lat_seconds", "latency", ["stage"], buckets=buckets, registry=theirs)
+    for v in values:
+        ref.labels("total").observe(v)
+    strip = [line for line in generate_latest(theirs).decode().splitlines() if "_created" not in line]
+    assert generate_latest(ours).decode().splitlines() == strip

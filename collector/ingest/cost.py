@@ -45,7 +45,7 @@ class Pricing:
     def __init__(
         self, prices: Mapping[str, Mapping[str, Any]] | None = None, use_litellm: bool = True
     ) -> None:
-        self._prices: dict[str, tuple[float, float] | None] = {}
+        self._prices: dict[str, tuple[float, float]] = {}
         for model, p in (prices or {}).items():
             try:
                 inp, out = float(p["input_per_million"]), float(p["output_per_million"])
@@ -56,7 +56,7 @@ class Pricing:
             if inp < 0 or out < 0:
                 raise ValueError(f"cost.prices.{model}: prices must be >= 0")
             self._prices[str(model)] = (inp / _PER_MILLION, out / _PER_MILLION)
-        self._configured = frozenset(self._prices)
+        self._cache: dict[tuple[str, str], tuple[float, float] | None] = {}  # (model, provider) -> price
         self._use_litellm = use_litellm
         self._map: Mapping[str, Any] | None = None
 
@@ -85,13 +85,16 @@ class Pricing:
 
     def price(self, model: str, provider: str = "") -> tuple[float, float] | None:
         """USD per (input token, output token) of ``model``, or None when it has no price."""
-        key = f"{provider}\x00{model}" if model not in self._configured else model
-        if key not in self._prices:
-            if len(self._prices) > 10_000:  # model names come from spans: keep the cache bounded
-                for k in [k for k in self._prices if k not in self._configured]:
-                    del self._prices[k]
-            self._prices[key] = self._lookup(model, provider)
-        return self._prices[key]
+        key = (model, provider)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        if len(self._cache) > 10_000:  # model names come from spans: keep the cache bounded
+            self._cache.clear()
+        found = self._prices.get(model) or self._lookup(model, provider)
+        self._cache[key] = found
+        return found
 
     def cost(
         self, model: str, provider: str, input_tokens: int, output_tokens: int

@@ -4,7 +4,8 @@ Counted once per trace, at its first sampling decision (a replayed trace re-uses
 its stored decision and is not counted again). Counters are added up per batch;
 histograms take one observation per stage the trace has (a stage that did not
 run, e.g. no reranker, is not observed as 0 ms, which would pull its quantiles
-down); ``total`` is the root span's latency.
+down); ``total`` is the root span's latency. Latencies are added per batch
+(:class:`..serve.batch_histogram.BatchHistogram`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .model import RagTrace
 
 __all__ = ["observe_served"]
 
-_STAGES = (("retrieval", "retrieval_ms"), ("rerank", "rerank_ms"), ("generation", "generation_ms"))
+RETRIEVAL, RERANK, GENERATION, TOTAL = "retrieval", "rerank", "generation", "total"
 
 
 def observe_served(m: Metrics, traces: Sequence[RagTrace]) -> None:
@@ -28,7 +29,7 @@ def observe_served(m: Metrics, traces: Sequence[RagTrace]) -> None:
     cost: dict[tuple[str, str], float] = {}
     priced: dict[tuple[str, str], int] = {}
     unpriced: dict[tuple[str, str, str], int] = {}
-    children: dict[tuple[str, str, str], object] = {}
+    latency: dict[tuple[str, str, str], list[float]] = {}
     for t in traces:
         key = (t.service, label(t.variant))
         if t.generation_cost_usd is None:
@@ -37,13 +38,11 @@ def observe_served(m: Metrics, traces: Sequence[RagTrace]) -> None:
         else:
             cost[key] = cost.get(key, 0.0) + t.generation_cost_usd
             priced[key] = priced.get(key, 0) + 1
-        for stage, ms in (*((s, getattr(t, f)) for s, f in _STAGES), ("total", t.latency_ms)):
-            if ms > 0 or stage == "total":
-                hkey = (*key, stage)
-                child = children.get(hkey)
-                if child is None:
-                    child = children[hkey] = m.stage_latency.labels(*hkey)
-                child.observe(ms / 1000.0)  # type: ignore[attr-defined]
+        for stage, ms in ((RETRIEVAL, t.retrieval_ms), (RERANK, t.rerank_ms), (GENERATION, t.generation_ms)):
+            if ms > 0:
+                latency.setdefault((*key, stage), []).append(ms / 1000.0)
+        latency.setdefault((*key, TOTAL), []).append(t.latency_ms / 1000.0)
+    m.stage_latency.add(latency)
     for key, usd in cost.items():
         m.generation_cost.labels(*key).inc(usd)
     for key, n in priced.items():

@@ -18,6 +18,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from ..contract import SCORE_NAMES
+from .batch_histogram import BatchHistogram
 from .health import PollWatch
 from .state import StateCollector, StateMetric
 from .variants import VariantLabels
@@ -218,13 +219,13 @@ class Metrics:
             ["service", "variant", "reason"],
             registry=r,
         )
-        self.stage_latency = Histogram(
+        self.stage_latency = BatchHistogram(
             "ragpulse_stage_latency_seconds",
             "Latency per stage (retrieval, rerank, generation, total) of each trace",
             ["service", "variant", "stage"],
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
+            _LATENCY_BUCKETS,
         )
+        r.register(self.stage_latency)
 
     def read_state_of(self, assembler: Any, index: Any) -> None:
         """Read the assembler's and the re-ask index's state at scrape time (None: stop reading)."""
