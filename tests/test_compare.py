@@ -5,8 +5,9 @@ generators whose rates of hallucinated numbers differ by a known amount (demo/va
 through the embedded collector (sampler at rate 1, local judge, chDB). ``ragpulse compare`` must
 find the worse one with an interval that excludes zero, and its generation-failure difference must
 cover the difference of the injected failures (the truth ledger). The identical-generator case is
-run on resampled stored rows: generator-a's judged traces split at random into two halves, 20
-seeded times; the verdict must be "not established" in at least 19. The paired path (shadow
+run on resampled stored rows: generator-a's judged traces split at random into two halves, 300
+seeded times; the verdict must be "not established" in at least 95% (the issue's 19 of 20, see
+the test). The paired path (shadow
 traffic) and the CLI's errors are checked on their own.
 """
 
@@ -38,9 +39,11 @@ judge = pick_judge(st.query, "policy-assistant", 0)
 rows = load_judged(st.query, "policy-assistant", 0, judge, ["generator-a"], 100000)["generator-a"]
 st.close()
 metric = metric_by_name("faithfulness")
-values = rows.values[metric.name]
+# Sorted first: the rows come in trace-id hash order and trace ids are random per run; the values
+# are the seeded demo's, so the splits below are the same on every run.
+values = np.sort(rows.values[metric.name])
 verdicts = []
-for seed in range(20):
+for seed in range(int(sys.argv[2])):
     order = np.random.default_rng(seed).permutation(len(values))
     half = len(values) // 2
     d = difference(metric, values[order[:half]], values[order[half:]], seed=seed)
@@ -116,19 +119,22 @@ def test_cost_per_query_is_tokens_times_the_configured_prices(variants_db: Path,
     assert "http" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")  # self-contained
 
 
-def test_identical_generators_are_not_established_in_19_of_20_repetitions(variants_db: Path) -> None:
+def test_identical_generators_are_not_established_in_at_least_95_percent_of_repetitions(
+    variants_db: Path,
+) -> None:
+    """The issue's "at least 19 of 20 seeded repetitions" is a false-positive rate of at most 5%, the
+    rate a 95% interval has by construction: 20 repetitions meet it only about 74% of the time even
+    when the intervals are exact (seeds 0-19 give 18 of 20 here). The same 95% is asserted over 300
+    seeded repetitions, which estimate the rate closely enough to tell exact from too narrow."""
     run = subprocess.run(
-        [sys.executable, "-c", _AA_SCRIPT, str(variants_db)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=ENV,
-    )
+        [sys.executable, "-c", _AA_SCRIPT, str(variants_db), "300"],
+        capture_output=True, text=True, timeout=600, env=ENV,
+    )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     verdicts = [v[0] for v in out["verdicts"]]
-    assert out["n"] > 1800
-    assert verdicts.count("not established") >= 19, out["verdicts"]
+    assert out["n"] > 1800 and len(verdicts) == 300
+    assert verdicts.count("not established") >= 285, verdicts.count("not established")
 
 
 def test_shadow_traffic_is_paired_on_the_request_id() -> None:
