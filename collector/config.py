@@ -3,9 +3,12 @@
 The file has the sections of ``default_config.yaml`` (shipped with the package
 and used for every key the file leaves out). Any key can be overridden from
 the environment as ``RAGPULSE_<SECTION>__<KEY>`` (e.g.
-``RAGPULSE_STORAGE__DSN=http://default:@ch:8123/ragpulse``); override values
-are parsed as YAML scalars. :func:`load_config` raises :class:`ConfigError`
-with a one-line reason for anything it cannot use.
+``RAGPULSE_STORAGE__DSN=http://default:@ch:8123/ragpulse``, and a key inside a
+mapping setting as ``RAGPULSE_KAFKA__SECURITY__SASL_PLAIN_PASSWORD``). An
+override is typed by the setting it replaces: a text setting takes the variable
+verbatim (a password ``12345`` or ``yes`` stays that text), any other is parsed
+as YAML (``0.25``, ``true``, ``null``, ``[a, b]``). :func:`load_config` raises
+:class:`ConfigError` with a one-line reason for anything it cannot use.
 """
 
 from __future__ import annotations
@@ -45,22 +48,58 @@ def merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+def _setting_type(path: list[str], base: Mapping[str, Any]) -> Any:
+    """The type a setting at ``path`` takes: from the schema, else from the value it replaces."""
+    if len(path) == 2 and path[1] in _SCHEMA.get(path[0], {}):
+        return _SCHEMA[path[0]][path[1]]
+    if len(path) == 3 and (path[0], path[1]) == ("kafka", "security") and path[2] in KAFKA_SECURITY:
+        return KAFKA_SECURITY[path[2]]
+    node: Any = base
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return None if node is None else type(node)
+
+
+def _env_overrides(env: Mapping[str, str], base: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``RAGPULSE_*`` variables of ``env`` as a nested override of ``base``, each typed by its setting."""
     out: dict[str, Any] = {}
     for name, raw in env.items():
         if not name.startswith(ENV_PREFIX) or "__" not in name:
             continue
         path = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
-        try:
-            value = yaml.safe_load(raw) if raw != "" else ""
-        except yaml.YAMLError:
-            value = raw
+        if _setting_type(path, base) is str or raw == "":
+            value: Any = raw
+        else:
+            try:
+                value = yaml.safe_load(raw)
+            except yaml.YAMLError:
+                value = raw
         node = out
         for part in path[:-1]:
             node = node.setdefault(part, {})
         node[path[-1]] = value
     return out
 
+
+#: kafka-python's client settings under ``kafka.security`` whose type the collector checks (the
+#: section passes any other kafka-python setting through unchecked).
+KAFKA_SECURITY: dict[str, type] = {
+    "security_protocol": str,
+    "sasl_mechanism": str,
+    "sasl_plain_username": str,
+    "sasl_plain_password": str,
+    "sasl_kerberos_service_name": str,
+    "sasl_kerberos_domain_name": str,
+    "ssl_cafile": str,
+    "ssl_certfile": str,
+    "ssl_keyfile": str,
+    "ssl_password": str,
+    "ssl_crlfile": str,
+    "ssl_ciphers": str,
+    "ssl_check_hostname": bool,
+}
 
 _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "kafka": {
@@ -97,7 +136,13 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "variants": {"labels": dict},
     "cost": {"prices": dict, "litellm": bool},
     "metrics": {"host": str, "port": int, "stall_s": (int, float)},
-    "receiver": {"enabled": bool, "host": str, "port": int, "read_timeout_s": (int, float)},
+    "receiver": {
+        "enabled": bool,
+        "host": str,
+        "port": int,
+        "read_timeout_s": (int, float),
+        "max_inflight_bytes": int,
+    },
     "judge": {
         "enabled": bool,
         "judge": str,
@@ -128,6 +173,9 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
             if not isinstance(v, want):
                 names = want.__name__ if isinstance(want, type) else "/".join(t.__name__ for t in want)
                 raise ConfigError(f"{section}.{key} must be {names}, got {type(v).__name__} {v!r}")
+    for key, v in (cfg.get("kafka", {}).get("security") or {}).items():
+        if key in KAFKA_SECURITY and not isinstance(v, KAFKA_SECURITY[key]):
+            raise ConfigError(f"kafka.security.{key} must be {KAFKA_SECURITY[key].__name__}, got {v!r}")
     s = cfg["sampling"]
     if not 0.0 <= float(s["rate"]) <= 1.0:
         raise ConfigError(f"sampling.rate must be between 0 and 1, got {s['rate']}")
@@ -153,6 +201,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ("metrics", "stall_s"),
         ("judge", "max_poll_interval_s"),
         ("receiver", "read_timeout_s"),
+        ("receiver", "max_inflight_bytes"),
     ):
         if cfg[section][key] <= 0:
             raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")
@@ -207,5 +256,5 @@ def load_config(
         cfg = merge(cfg, loaded)
     if overrides:
         cfg = merge(cfg, overrides)
-    cfg = merge(cfg, _env_overrides(os.environ if env is None else env))
+    cfg = merge(cfg, _env_overrides(os.environ if env is None else env, cfg))
     return validate(cfg)

@@ -10,43 +10,14 @@ from __future__ import annotations
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from ragpulse.agent import (
-    configure,
-    current_trace_id,
-    feedback,
-    flush,
-    generation,
-    retrieval,
-    shutdown,
-    stats,
-    trace_rag,
-)
+from ragpulse.agent import configure, current_trace_id, feedback, flush, shutdown, stats, trace_rag
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.embedded.collector import EmbeddedCollector
 from ragpulse.collector.ingest.otlp import Limits, decode_record
 
-CHUNKS = [
-    {"id": "C1", "content": "Logs are kept for five years.", "score": 0.9, "metadata": {"status": "current"}},
-    {"id": "C2", "content": "Holds must be released first.", "score": 0.8, "metadata": {"status": "current"}},
-]
+from tests.feedback_app import answer, complete, search
 
 UNSAMPLED = {"sampling": {"rate": 0.0, "rules": [], "budget_per_minute": None}}
-
-
-@retrieval
-def search(query: str) -> list[dict]:
-    return CHUNKS
-
-
-@generation(model="m", provider="p")
-def complete(prompt: str) -> str:
-    return "Logs are kept for five years [1]."
-
-
-@trace_rag
-def answer(query: str, session_id: str = "") -> str:
-    search(query)
-    return complete(query)
 
 
 @pytest.fixture()

@@ -11,33 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ragpulse.agent import configure, current_rag, feedback, flush, generation, retrieval, shutdown, trace_rag
+from ragpulse.agent import configure, feedback, flush, shutdown
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 
+from .feedback_app import answer
 from .test_collector_kafka import setup_factory  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.services
-
-CHUNKS = [{"id": "C1", "content": "Logs are kept for five years.", "score": 0.9}]
-
-
-@retrieval
-def search(query: str) -> list[dict]:
-    return CHUNKS
-
-
-@generation(model="m", provider="p")
-def complete(prompt: str) -> str:
-    return "Logs are kept for five years [1]."
-
-
-@trace_rag
-def answer(query: str, give_feedback: bool = False) -> str | None:
-    search(query)
-    complete(query)
-    if give_feedback:
-        current_rag().feedback(-1.0, comment="wrong")
-    return current_rag().trace_id
 
 
 def _run_collector(setup: Any) -> None:

@@ -162,6 +162,7 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
         r["port"],
         forward,
         read_timeout_s=float(r["read_timeout_s"]),
+        max_inflight_bytes=int(r["max_inflight_bytes"]),
     )
     receiver.start()
     logging.getLogger("ragpulse.collect").info("OTLP/HTTP receiver on %s/v1/traces", receiver.url)

@@ -8,20 +8,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .actions import action_parser
 from .errors import CliError
 
 __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("feedback", help="import feedback signals", description=__doc__)
-    sub = parser.add_subparsers(dest="feedback_command", metavar="ACTION")
-    imp = sub.add_parser("import", help="import a JSONL file of feedback (docs/eval-loop.md)")
+    add = action_parser(subparsers, "feedback", "import feedback signals", __doc__)
+    imp = add(
+        "import",
+        "import a JSONL file of feedback (docs/eval-loop.md)",
+        _import,
+        "its storage section; --db overrides",
+    )
     imp.add_argument("file", help="JSONL, one feedback object per line ('-' for stdin)")
     imp.add_argument("--db", help="chdb:///path, a database directory, or http://user:pass@host:8123/db")
-    imp.add_argument("--config", help="collector YAML config (its storage section; --db overrides)")
-    imp.set_defaults(func=_import)
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
 
 def _import(args: argparse.Namespace) -> int:

@@ -72,7 +72,8 @@ class EmbeddedCollector:
         None disables the HTTP endpoint (0 picks a free port); ``judge`` is a spec for
         ``get_judge`` (``"local"``, a litellm model), a judge object, or None for no judging;
         ``receiver_port`` (0 = free port) also starts the OTLP/HTTP receiver."""
-        dsn = f"chdb://{Path(db_path).resolve()}"
+        path, sep, options = str(db_path).partition("?")  # chDB engine options, as in storage.dsn
+        dsn = f"chdb://{Path(path).resolve()}{sep}{options}"
         overrides = {"storage": {"dsn": dsn}}
         if isinstance(config, str | Path):
             self.config = load_config(config, overrides=overrides)
@@ -144,6 +145,7 @@ class EmbeddedCollector:
                 self.metrics,
                 port=self._receiver_port,
                 read_timeout_s=float(self.config["receiver"]["read_timeout_s"]),
+                max_inflight_bytes=int(self.config["receiver"]["max_inflight_bytes"]),
             )
             self.receiver.start()
         if self._install_sink:

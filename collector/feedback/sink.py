@@ -18,13 +18,13 @@ spends the sampling budget like any rule, and is skipped when it is used up.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..export.select import stored_metadata
 from ..ingest.model import RagTrace, Span
 from ..ingest.sampling import Sampler
 from ..serve.metrics import Metrics
@@ -42,7 +42,7 @@ _PENDING_MAX = 100_000
 
 def store_feedback_rows(storage: Storage, metrics: Metrics | None, rows: Sequence[dict[str, Any]]) -> int:
     """Insert ``rag_feedback`` rows and count them in ``ragpulse_feedback_total``."""
-    n = storage.insert_rows("rag_feedback", FEEDBACK_COLUMNS, rows)
+    n = storage.insert_json_rows("rag_feedback", FEEDBACK_COLUMNS, rows, nanos=("time",))
     if metrics is not None:
         for r in rows:
             metrics.feedback.labels(r["service"], r["kind"], r["label"]).inc()
@@ -148,14 +148,6 @@ _TRACE_SQL = (
 )
 
 
-def _metadata(text: str) -> Any:
-    try:
-        value = json.loads(text) if text else {}
-    except ValueError:
-        return {"raw": text}
-    return value if isinstance(value, dict) else {"value": value}
-
-
 def _judge_message(row: tuple[Any, ...]) -> dict[str, Any]:
     """A stored trace's ``ragpulse.judge`` message (the shape of RagTrace.judge_message)."""
     (tid, service, t0, t1, query, answer, ids, contents, scores, metas, cdocs, cmarks, cstarts, cends) = row[
@@ -170,7 +162,7 @@ def _judge_message(row: tuple[Any, ...]) -> dict[str, Any]:
         "query": query,
         "answer": answer,
         "chunks": [
-            {"id": i, "content": c, "score": s, "metadata": _metadata(m)}
+            {"id": i, "content": c, "score": s, "metadata": stored_metadata(m)}
             for i, c, s, m in zip(ids, contents, scores, metas, strict=True)
         ],
         "citations": [
@@ -182,5 +174,5 @@ def _judge_message(row: tuple[Any, ...]) -> dict[str, Any]:
         "risk_level": risk,
         "sampled_reason": FEEDBACK_REASON,
         "span_count": int(span_count),
-        "attributes": _metadata(attributes),
+        "attributes": stored_metadata(attributes),
     }

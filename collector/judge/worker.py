@@ -196,6 +196,8 @@ class JudgeWorker:
         if row["error"]:
             m.judge_errors.labels(service, judge).inc()
             return
+        if '"llm_error"' in row["extra"] and json.loads(row["extra"]).get("llm_error"):
+            m.escalation_errors.labels(service, judge).inc()
         variant = m.variants.label(row["variant"])
         for name in SCORE_NAMES:
             value = row.get(name)

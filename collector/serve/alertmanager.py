@@ -30,7 +30,7 @@ from typing import Any
 
 from ..export.ledger import queue_alert
 from ..storage.clickhouse import Storage
-from .http_server import BackgroundHTTPServer
+from .http_server import BackgroundHTTPServer, send
 
 __all__ = ["AlertmanagerReceiver", "alert_windows_from_payload", "PATH"]
 
@@ -117,12 +117,7 @@ class AlertmanagerReceiver(BackgroundHTTPServer):
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 code, text = outer._handle(self)
-                body = (text + "\n").encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send(self, code, (text + "\n").encode(), "text/plain; charset=utf-8")
 
             def log_message(self, *args: Any) -> None:
                 pass

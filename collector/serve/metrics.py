@@ -37,6 +37,7 @@ class Metrics:
         r = self.registry = CollectorRegistry()
         self.variants = variants or VariantLabels()  # rag.variant -> a bounded label value
         self._ingest_metrics(r)
+        self._state_metrics(r)
         self._judge_metrics(r)
         self._variant_metrics(r)
         # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
@@ -68,14 +69,8 @@ class Metrics:
             ["reason"],
             registry=r,
         )
-        self.late_spans = StateMetric(
-            "ragpulse_late_spans_total", "Spans arriving after their trace was emitted", kind="counter"
-        )
         self.deadlettered = Counter(
             "ragpulse_deadlettered_total", "Records sent to the dead-letter topic", ["kind"], registry=r
-        )
-        self.consumer_lag = StateMetric(
-            "ragpulse_consumer_lag", "Records behind the end of the partition", ["topic", "partition"]
         )
         self.batch_latency = Histogram(
             "ragpulse_batch_seconds",
@@ -97,24 +92,6 @@ class Metrics:
         self.storage_up = Gauge(
             "ragpulse_storage_up", "1 when the last storage operation succeeded", registry=r
         )
-        self.assembly_buffer = StateMetric("ragpulse_assembly_buffer_traces", "Partial traces buffered")
-        self.assembly_evicted = StateMetric(
-            "ragpulse_assembly_evicted_total",
-            "Partial traces emitted early because the assembly buffer was full",
-            kind="counter",
-        )
-        self.reask_index_calls = StateMetric(
-            "ragpulse_reask_index_calls", "Calls held in memory for re-ask detection"
-        )
-        self.reask_index_evicted = StateMetric(
-            "ragpulse_reask_index_evicted_total",
-            "Calls dropped from the re-ask index before their window ended (its max_calls cap)",
-            kind="counter",
-        )
-        r.register(StateCollector([
-            self.late_spans, self.consumer_lag, self.assembly_buffer, self.assembly_evicted,
-            self.reask_index_calls, self.reask_index_evicted,
-        ]))  # fmt: skip
         self.judge_queue_sent = Counter(
             "ragpulse_judge_queued_total", "Traces queued for judging", registry=r
         )
@@ -131,66 +108,85 @@ class Metrics:
             registry=r,
         )
 
-    def _judge_metrics(self, r: CollectorRegistry) -> None:
-        self.traces_judged = Counter(
-            "ragpulse_traces_judged_total", "Traces judged", ["service", "judge"], registry=r
+    def _state_metrics(self, r: CollectorRegistry) -> None:
+        """The metrics read at scrape time (:mod:`.state`), by one custom collector."""
+        self.late_spans = StateMetric(
+            "ragpulse_late_spans_total", "Spans arriving after their trace was emitted", kind="counter"
         )
+        self.consumer_lag = StateMetric(
+            "ragpulse_consumer_lag", "Records behind the end of the partition", ["topic", "partition"]
+        )
+        self.assembly_buffer = StateMetric("ragpulse_assembly_buffer_traces", "Partial traces buffered")
+        self.assembly_evicted = StateMetric(
+            "ragpulse_assembly_evicted_total",
+            "Partial traces emitted early because the assembly buffer was full",
+            kind="counter",
+        )
+        self.reask_index_calls = StateMetric(
+            "ragpulse_reask_index_calls", "Calls held in memory for re-ask detection"
+        )
+        self.reask_index_evicted = StateMetric(
+            "ragpulse_reask_index_evicted_total",
+            "Calls dropped from the re-ask index before their window ended (its max_calls cap)",
+            kind="counter",
+        )
+        self.intake_inflight = StateMetric(
+            "ragpulse_intake_inflight_bytes", "Request body bytes the OTLP/HTTP intake holds now"
+        )
+        r.register(StateCollector([
+            self.late_spans, self.consumer_lag, self.assembly_buffer, self.assembly_evicted,
+            self.reask_index_calls, self.reask_index_evicted, self.intake_inflight,
+        ]))  # fmt: skip
+
+    def _judge_metrics(self, r: CollectorRegistry) -> None:
+        by = ("service", "judge")
+        self.traces_judged = Counter("ragpulse_traces_judged_total", "Traces judged", by, registry=r)
         self.judge_errors = Counter(
-            "ragpulse_judge_errors_total",
-            "Judgments that failed (recorded as errors)",
+            "ragpulse_judge_errors_total", "Judgments that failed (recorded as errors)", by, registry=r
+        )
+        self.escalation_errors = Counter(
+            "ragpulse_judge_escalation_errors_total",
+            "Tiered judgments whose LLM tier failed (the local verdict was stored instead)",
             ["service", "judge"],
             registry=r,
         )
+        # Quality metrics also carry the bounded variant label (serve/variants.py).
+        q = (*by, "variant")
         self.scores = {
-            name: Histogram(
-                f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", ["service", "judge", "variant"],
-                buckets=_SCORE_BUCKETS, registry=r,
-            )
+            name: Histogram(f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", q,
+                            buckets=_SCORE_BUCKETS, registry=r)
             for name in SCORE_NAMES
         }  # fmt: skip
         self.claims = Counter(
-            "ragpulse_claims_total",
-            "Judged claims by verdict",
-            ["service", "judge", "variant", "verdict"],
-            registry=r,
+            "ragpulse_claims_total", "Judged claims by verdict", (*q, "verdict"), registry=r
         )
+        citation = "Judged claims by citation: valid (its citations support it), invalid, none (uncited)"
         self.claim_citations = Counter(
-            "ragpulse_claim_citations_total",
-            "Judged claims by citation: valid (its citations support it), invalid, none (uncited)",
-            ["service", "judge", "variant", "citation"],
-            registry=r,
+            "ragpulse_claim_citations_total", citation, (*q, "citation"), registry=r
+        )
+        unsupported = (
+            "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)"
         )
         self.unsupported_claims = Counter(
-            "ragpulse_unsupported_claims_total",
-            "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)",
-            ["service", "judge", "variant", "source"],
-            registry=r,
+            "ragpulse_unsupported_claims_total", unsupported, (*q, "source"), registry=r
         )
+        paused = "Seconds the judge waited for its cost budget"
         self.judge_budget_paused = Counter(
-            "ragpulse_judge_budget_paused_seconds_total",
-            "Seconds the judge waited for its cost budget",
-            ["judge"],
-            registry=r,
+            "ragpulse_judge_budget_paused_seconds_total", paused, ["judge"], registry=r
         )
         self.abstentions = Counter(
-            "ragpulse_abstentions_total",
-            "Abstentions by kind",
-            ["service", "judge", "variant", "kind"],
-            registry=r,
+            "ragpulse_abstentions_total", "Abstentions by kind", (*q, "kind"), registry=r
         )
-        self.failure_modes = Counter(
-            "ragpulse_failure_modes_total",
-            "Judged traces by failure mode",
-            ["service", "judge", "variant", "mode"],
-            registry=r,
-        )
+        modes = "Judged traces by failure mode"
+        self.failure_modes = Counter("ragpulse_failure_modes_total", modes, (*q, "mode"), registry=r)
         self.judge_latency = Histogram(
-            "ragpulse_judge_latency_seconds", "Time to judge one trace", ["service", "judge"],
-            buckets=_LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.judge_cost = Counter(
-            "ragpulse_judge_cost_usd_total", "Judge cost in USD", ["service", "judge"], registry=r
+            "ragpulse_judge_latency_seconds",
+            "Time to judge one trace",
+            by,
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
         )
+        self.judge_cost = Counter("ragpulse_judge_cost_usd_total", "Judge cost in USD", by, registry=r)
         self.pipeline_lag = Histogram(
             "ragpulse_pipeline_lag_seconds", "From span end to judgment stored", ["service"],
             buckets=_LAG_BUCKETS, registry=r,

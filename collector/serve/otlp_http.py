@@ -21,7 +21,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ..ingest.model import Span
 from ..ingest.otlp import DecodeResult, Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
-from .http_server import BackgroundHTTPServer
+from .http_server import BackgroundHTTPServer, send
+from .inflight import Hold, InflightBytes
 from .intake_body import DRAIN_MAX_BYTES, IntakeRejected, declared_length, discard, inflate, read_body
 from .metrics import Metrics
 
@@ -42,15 +43,19 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         port: int = 4318,
         raw_submit: Callable[[bytes, str], bool] | None = None,
         read_timeout_s: float = 10.0,
+        max_inflight_bytes: int = 256 << 20,
     ) -> None:
         """``raw_submit(body, kind)`` (kind ``proto`` or ``json``), when given, receives the
         validated body instead of decoded spans (the Kafka service forwards it to the spans topic).
-        ``read_timeout_s`` bounds the time to receive one request's headers or its whole body."""
+        ``read_timeout_s`` bounds the time to receive one request's headers or its whole body;
+        ``max_inflight_bytes`` the body bytes all requests together may hold (see inflight.py)."""
         self.submit = submit
         self.read_timeout_s = read_timeout_s
         self.raw_submit = raw_submit
         self.limits = limits
         self.metrics = metrics
+        self.inflight = InflightBytes(max_inflight_bytes)
+        metrics.intake_inflight.read_from(lambda: self.inflight.held)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -58,7 +63,8 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             timeout = read_timeout_s  # socket timeout: a silent client cannot hold its thread forever
 
             def do_POST(self) -> None:  # noqa: N802 - http.server API
-                outer._handle(self)
+                with outer.inflight.request() as hold:
+                    outer._handle(self, hold)
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -67,12 +73,12 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
 
     # -- request handling
 
-    def _handle(self, req: BaseHTTPRequestHandler) -> None:
+    def _handle(self, req: BaseHTTPRequestHandler, hold: Hold) -> None:
         path = req.path.split("?", 1)[0]
         ctype = (req.headers.get("Content-Type") or "application/x-protobuf").split(";")[0].strip().lower()
         is_json = ctype == "application/json"
         try:
-            body = self._read(req)
+            body = self._read(req, hold)
         except IntakeRejected as exc:
             return self._refuse(req, exc, is_json)
         if path != "/v1/traces":
@@ -110,12 +116,14 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             return _reply(req, 200, json.dumps(payload).encode(), "application/json")
         return _reply(req, 200, resp.SerializeToString(), "application/x-protobuf")
 
-    def _read(self, req: BaseHTTPRequestHandler) -> bytes:
+    def _read(self, req: BaseHTTPRequestHandler, hold: Hold) -> bytes:
         length = declared_length(
             req.headers.get("Content-Length"),
             req.headers.get("Transfer-Encoding"),
             self.limits.max_record_bytes,
         )
+        encoded = (req.headers.get("Content-Encoding") or "identity").strip().lower() != "identity"
+        hold.take(length + (self.limits.max_record_bytes if encoded else 0), unread=length)
         return read_body(req.rfile, req.connection, length, self.read_timeout_s) if length else b""
 
     def _refuse(self, req: BaseHTTPRequestHandler, exc: IntakeRejected, is_json: bool) -> None:
@@ -125,7 +133,7 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             req.close_connection = True
         if 0 < exc.unread <= DRAIN_MAX_BYTES:
             discard(req.rfile, req.connection, exc.unread, self.read_timeout_s)
-        _status_reply(req, exc.status, str(exc), is_json, close=exc.close)
+        _status_reply(req, exc.status, str(exc), is_json, retry_after=exc.retry_after, close=exc.close)
 
 
 def _decode(body: bytes, is_json: bool, limits: Limits) -> DecodeResult:
@@ -183,15 +191,10 @@ def _reply(
     retry_after: int | None = None,
     close: bool = False,
 ) -> None:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    if close:
+        headers["Connection"] = "close"
     try:
-        req.send_response(code)
-        req.send_header("Content-Type", ctype)
-        req.send_header("Content-Length", str(len(body)))
-        if retry_after is not None:
-            req.send_header("Retry-After", str(retry_after))
-        if close:
-            req.send_header("Connection", "close")
-        req.end_headers()
-        req.wfile.write(body)
+        send(req, code, body, ctype, headers)
     except OSError:  # the client went away (or timed out) before the answer: nothing left to tell it
         req.close_connection = True
