@@ -60,6 +60,7 @@ _TIME = "DateTime64(9, 'UTC')"
 
 COLUMNS: tuple[Column, ...] = (
     Column("trace_id", _STR, TEXT, ""),
+    Column("root_span_id", _STR, TEXT, ""),  # hex; what judgments are parented to (evaluation events)
     Column("time", _TIME, TIME, 0),
     Column("end_time", _TIME, TIME, 0),
     Column("service", _LC, TEXT, ""),

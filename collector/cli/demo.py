@@ -29,8 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--metrics-port",
         type=int,
-        default=9464,
-        help="Prometheus metrics port on 127.0.0.1 (default 9464; a free port is used if it is taken; 0 = any)",
+        default=9466,
+        help="Prometheus metrics port on 127.0.0.1 (default 9466; a free port is used if it is taken; 0 = any)",
     )
     p.add_argument(
         "--rate",

@@ -35,6 +35,7 @@ from ..ingest.otlp import Limits
 from ..ingest.pipeline import Ingestor
 from ..ingest.readable import spans_from_readable
 from ..ingest.sampling import SamplingPolicy
+from ..judge.evaluation_events import EvaluationEvents
 from ..judge.worker import JudgeWorker, load_judge
 from ..serve.metrics import Metrics
 from ..serve.server import MetricsServer
@@ -97,6 +98,7 @@ class EmbeddedCollector:
         self._server: MetricsServer | None = None
         self.receiver: Any = None
         self.judge: Judge | None = None
+        self.evaluation_events: EvaluationEvents | None = None
         self.dropped_batches = 0
         self._started = False
         self._stopping = threading.Event()
@@ -125,7 +127,12 @@ class EmbeddedCollector:
             self.storage, self.metrics, self._ingestor.sampler, self.config.get("feedback"), self._wait
         )
         self.metrics.read_state_of(self._assembler, self._feedback.reask.index)
-        self._worker = JudgeWorker(self.judge, self.storage, self.metrics) if self.judge is not None else None
+        self.evaluation_events = EvaluationEvents.from_config(self.config, self.metrics)
+        self._worker = (
+            JudgeWorker(self.judge, self.storage, self.metrics, events=self.evaluation_events)
+            if self.judge is not None
+            else None
+        )
         self._threads = [
             threading.Thread(target=self._ingest_loop, name="ragpulse-ingest", daemon=True),
             threading.Thread(target=self._judge_loop, name="ragpulse-judge", daemon=True),
@@ -137,14 +144,17 @@ class EmbeddedCollector:
                 self.metrics, self._metrics_host, self._metrics_port, ready=self._ready
             ).start()
         if self._receiver_port is not None:
+            from ..serve.bearer import token_from_config
             from ..serve.otlp_http import OtlpHttpReceiver
 
             self.receiver = OtlpHttpReceiver(
                 self.submit_decoded,
                 self.limits,
                 self.metrics,
+                host=self.config["receiver"]["host"],
                 port=self._receiver_port,
                 read_timeout_s=float(self.config["receiver"]["read_timeout_s"]),
+                auth_token=token_from_config(self.config["receiver"]),
                 max_inflight_bytes=int(self.config["receiver"]["max_inflight_bytes"]),
             )
             self.receiver.start()
@@ -194,6 +204,8 @@ class EmbeddedCollector:
             t.join(timeout)
         if self._server is not None:
             self._server.stop()
+        if self.evaluation_events is not None:
+            self.evaluation_events.shutdown()
         self.storage.close()
         self._started = False
 

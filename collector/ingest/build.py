@@ -206,6 +206,7 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
     t.time = (root or p.first).start
     t.end_time = p.end
     t.service = (root or p.first).service
+    t.root_span_id = (root or p.first).span_id
     t.latency_ms = _ms(root) if root is not None else (t.end_time - t.time) / 1e6
     _read_chunks(t, p)
     _read_texts(t, p, ra, trusted)

@@ -140,6 +140,7 @@ class RagTrace:
         """The ``ragpulse.judge`` message (docs/contracts.md): a superset of the judge input record."""
         return {
             "trace_id": self.trace_id,
+            "root_span_id": self.root_span_id,
             "service": self.service,
             "variant": self.variant,
             "time_unix_nano": self.time,

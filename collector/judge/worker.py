@@ -120,8 +120,13 @@ def judgment_rows(
 class JudgeWorker:
     """Judges messages with one judge and stores the results idempotently."""
 
-    def __init__(self, judge: Judge, storage: Storage, metrics: Metrics, seen: int = 100_000) -> None:
+    def __init__(
+        self, judge: Judge, storage: Storage, metrics: Metrics, seen: int = 100_000, events: Any = None
+    ) -> None:
+        """``events``: an :class:`~.evaluation_events.EvaluationEvents` that gets every newly
+        stored judgment (None: no evaluation events)."""
         self.judge = judge
+        self.events = events
         self.storage = storage
         self.metrics = metrics
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
@@ -180,6 +185,8 @@ class JudgeWorker:
             if len(self._seen) > self._seen_max:
                 self._seen.popitem(last=False)
             self._observe(row, claims, msg, now_ns)
+            if self.events is not None:
+                self.events.emit(row, claims, msg)
 
     def _observe(
         self, row: dict[str, Any], claims: list[dict[str, Any]], msg: dict[str, Any], now_ns: int

@@ -191,6 +191,13 @@ class Metrics:
             "ragpulse_pipeline_lag_seconds", "From span end to judgment stored", ["service"],
             buckets=_LAG_BUCKETS, registry=r,
         )  # fmt: skip
+        self.evaluation_events = Counter(
+            "ragpulse_evaluation_events_total",
+            "gen_ai.evaluation.result log records: exported, failed (export failed after retries), "
+            "dropped (export queue full or shut down)",
+            ["result"],
+            registry=r,
+        )
         self.judgments_stored = Counter(
             "ragpulse_judgments_stored_total", "Rows written to rag_judgments", registry=r
         )

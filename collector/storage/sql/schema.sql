@@ -12,6 +12,7 @@ CREATE DATABASE IF NOT EXISTS {db};
 CREATE TABLE IF NOT EXISTS {db}.rag_traces
 (
     trace_id          String,
+    root_span_id      String,
     time              DateTime64(9, 'UTC'),
     end_time          DateTime64(9, 'UTC'),
     service           LowCardinality(String),
@@ -125,6 +126,7 @@ ORDER BY (trace_id, judge_id, claim_index)
 {ttl_claims};
 
 -- Tables created before the column existed gain it in place (NULL / empty for their rows).
+ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS root_span_id String AFTER trace_id;
 ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS chunk_sources Array(String) AFTER chunk_metadata;
 ALTER TABLE {db}.rag_claims ADD COLUMN IF NOT EXISTS support_probability Nullable(Float32) AFTER unsupported_source;
 ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS variant LowCardinality(String) AFTER query_type;
