@@ -19,7 +19,7 @@ def register(subparsers: Any) -> None:
         help="compare a service's variants: quality with 95%% intervals, latency and cost per query",
         description=(
             "Per variant (the rag.variant of each call): judged volume, every score and failure-mode "
-            "share with a 95%% bootstrap interval, latency p50/p95 per stage and cost per query; the "
+            "share with a 95% bootstrap interval, latency p50/p95 per stage and cost per query; the "
             "difference of each variant against the baseline with its interval and a verdict."
         ),
     )
