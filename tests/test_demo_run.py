@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -105,7 +106,14 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "--queries", "160", "--rate", "0", "--db", str(db), "--report", str(html), "--metrics-port", "0"
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    return {"db": db, "html": html, "out": res.stdout, "err": res.stderr, "figures": db_figures(db)}
+    return {
+        "db": db,
+        "html": html,
+        "out": res.stdout,
+        "err": res.stderr,
+        "figures": db_figures(db),
+        "base": base,
+    }
 
 
 def test_report_numbers_equal_the_database(demo_db: dict) -> None:
@@ -187,8 +195,87 @@ def test_judged_failure_modes_match_injected_modes(demo_db: dict, capsys: pytest
     assert matched / len(rows) >= 0.80
 
 
+#: The export's default criteria (docs/eval-loop.md) over the latest successful judgment, in SQL.
+_FAILING = (
+    "SELECT trace_id FROM ragpulse.rag_judgments FINAL WHERE error = '' AND ("
+    "failure_mode IN ('retrieval', 'generation', 'both') OR abstention_kind = 'false_refusal' "
+    "OR unsupported_hallucination > 0 OR faithfulness < 0.8 OR trace_id IN "
+    "(SELECT trace_id FROM ragpulse.rag_claims FINAL WHERE citation_valid = 0))"
+)
+GATES = "- metric: strict_pass\n  max_regression: 0.05\n- metric: faithfulness\n  max_regression: 0.05\n"
+
+
+def _eval(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*RAGPULSE, "eval", *args], capture_output=True, text=True, timeout=120, env=ENV)
+
+
+def _printed_comparison(out: str) -> dict[str, tuple[float, float, float, str]]:
+    """metric -> (delta, ci low, ci high, verdict) of the comparison table the demo printed."""
+    rows = re.findall(r"^(\w+)\s+\d+\s+\S+\s+\S+\s+(\S+)\s+\[(\S+), (\S+)\]\s+(.+?)\s*$", out, re.M)
+    return {m: (float(d), float(lo), float(hi), v) for m, d, lo, hi, v in rows}
+
+
+def test_the_demo_closes_the_loop(demo_db: dict, tmp_path: Path) -> None:
+    """The run's failures become the eval set; two generator configurations are compared on it; the
+    printed figures, the HTML report and a re-run of the printed command all agree; a regression
+    gate on the exported set passes the careful generator and fails the sloppy one."""
+    from ragpulse.collector.eval.files import load_evalset
+
+    base, out = demo_db["base"], demo_db["out"]
+    cases = load_evalset(base / "evalset.jsonl")  # every record validates against the schema
+    exported = {t for c in cases for t in c["provenance"]["trace_ids"]}
+    assert exported == {t for (t,) in db_query(demo_db["db"], {"f": _FAILING})["f"]}
+    assert {c["split"] for c in cases} == {"dev", "holdout"}
+    assert (base / "evalset.manifest.json").exists()
+    doc = json.loads((base / "eval.json").read_text())
+    assert doc["comparison"] and doc["overall"]["n"] + doc["holdout"]["n"] == len(cases)
+    printed = _printed_comparison(out[out.index("careful vs default (baseline)") :])
+    assert {"strict_pass", "faithfulness", "citations_valid"} <= set(printed)
+    for metric, (delta, lo, hi, verdict) in printed.items():
+        c = doc["comparison"]["overall"][metric]
+        assert (delta, lo, hi, verdict) == (
+            round(c["delta"], 3),
+            round(c["ci"][0], 3),
+            round(c["ci"][1], 3),
+            c["verdict"],
+        )
+    html = (demo_db["html"].parent / "eval-report.html").read_text()
+    assert f"Eval report:      {demo_db['html'].parent / 'eval-report.html'}" in out
+    embedded = re.search(r'<script type="application/json" id="eval-data">(.*?)</script>', html, re.S)
+    assert embedded and json.loads(embedded.group(1))["comparison"] == doc["comparison"]
+    # The printed command, re-run here without the cache, gives the same comparison (latency aside).
+    line = next(x for x in out.splitlines() if "--baseline" in x and x.strip().startswith("ragpulse eval"))
+    again = tmp_path / "again.json"
+    res = _eval(
+        *shlex.split(line)[2:], "--no-cache", "--json", str(again), "-o", str(tmp_path / "a.html"), "-q"
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    redo = json.loads(again.read_text())["comparison"]["overall"]
+    assert {k: v for k, v in redo.items() if k != "latency_ms"} == {
+        k: v for k, v in doc["comparison"]["overall"].items() if k != "latency_ms"
+    }
+    gate = tmp_path / "gate.yaml"
+    gate.write_text(GATES)
+    common = [
+        "--corpus-from-snapshot",
+        "--baseline",
+        str(base / "eval-run-default.jsonl"),
+        "--gate",
+        str(gate),
+        "-q",
+    ]
+    common += ["--cache", str(tmp_path / "cache.sqlite")]
+    good = _eval(str(base / "evalset.jsonl"), "--app", "ragpulse.policy_rag.replay:careful", *common)
+    assert good.returncode == 0 and "GATE FAILED" not in good.stderr, good.stderr[-2000:]
+    bad = _eval(str(base / "evalset.jsonl"), "--app", "ragpulse.policy_rag.replay:sloppy", *common)
+    assert bad.returncode == 1, bad.stderr[-2000:]
+    assert "GATE FAILED strict_pass [overall]" in bad.stderr
+
+
 def test_second_run_uses_the_existing_database(demo_db: dict) -> None:
     before = demo_db["figures"]["traces"][0][0]
+    evalset = demo_db["base"] / "evalset.jsonl"
+    first = evalset.read_bytes()
     with socket.socket() as taken:  # the default port may be busy: the demo moves to a free one
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -202,6 +289,11 @@ def test_second_run_uses_the_existing_database(demo_db: dict) -> None:
     assert _num(r"^\s+traces stored\s+(\d+)", res.stdout) == before + 30
     after = db_query(demo_db["db"], {"n": "SELECT count() FROM ragpulse.rag_traces FINAL"})
     assert after["n"][0][0] == before + 30
+    # The second run's export appends its new cases and never exports a trace twice.
+    assert evalset.read_bytes().startswith(first)
+    ids = [json.loads(x)["provenance"]["trace_ids"] for x in evalset.read_bytes().splitlines()]
+    assert len({t for t_ids in ids for t in t_ids}) == sum(len(t_ids) for t_ids in ids)
+    assert "Eval report:" in res.stdout
 
 
 def _wait_for(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
@@ -237,6 +329,7 @@ def test_ctrl_c_stops_cleanly_and_reports(tmp_path: Path) -> None:
     served = int(re.search(r"Interrupted: stopping after (\d+) questions", out).group(1))
     assert 0 < served < 100000
     assert "ragpulse quality report" in out and "HTML report:" in out
+    assert "Closing the loop" not in out  # an interrupted run skips the export and the eval
     stored = db_query(db, {"n": "SELECT count(), countIf(complete = 1) FROM ragpulse.rag_traces FINAL"})["n"][
         0
     ]
@@ -259,6 +352,7 @@ def test_serve_keeps_metrics_up_and_the_database_is_owned(tmp_path: Path) -> Non
             "--metrics-port",
             str(port),
             "--serve",
+            "--no-eval",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -284,7 +378,7 @@ def test_serve_keeps_metrics_up_and_the_database_is_owned(tmp_path: Path) -> Non
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0
-    assert "Stopped." in rest
+    assert "Stopped." in rest and "Closing the loop" not in out + rest  # --no-eval
 
 
 def test_bad_arguments_fail_with_one_line(tmp_path: Path) -> None:

@@ -50,4 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--judge", default="local", help="judge: local (default) or a litellm model name")
     p.add_argument("--no-color", action="store_true", help="plain text even on a terminal")
+    p.add_argument(
+        "--no-eval",
+        action="store_true",
+        help="skip the last step (export the run's failures, compare two generator configurations on them)",
+    )
     p.set_defaults(func=run_demo)

@@ -6,7 +6,9 @@ exporter feeding an in-process :class:`EmbeddedCollector`: assembly, the
 sampler, the local judge, chDB on disk and Prometheus metrics on a local port.
 Then it prints the report (every number read back from the database), the
 judge-versus-truth confusion table, writes the HTML report and says where the
-database, the metrics endpoint and the report are. ``--serve`` keeps the
+database, the metrics endpoint and the report are. Last it closes the loop
+(demo/loop.py): the run's failures are exported into an eval set and two
+generator configurations of the app are compared on it with ``ragpulse eval``. ``--serve`` keeps the
 metrics endpoint up afterwards for a local Prometheus/Grafana.
 
 A second run adds to the same database; the report covers everything in it.
@@ -232,13 +234,17 @@ def run_demo(args: argparse.Namespace) -> int:
     out = sys.stdout
     color = out.isatty() and not args.no_color
 
-    started = time.monotonic()
+    started, started_ns = time.monotonic(), time.time_ns()
     collector, note = _open_collector(args, db)
     try:
         if note:
             print(note, file=out)
         served, interrupted = _serve(args, collector, out) if args.queries else (0, False)
         code = _report(collector, db, report_path, served, started, color, out)
+        if served and not interrupted and not args.no_eval and code == 0:
+            from .loop import LoopFiles, close_the_loop
+
+            code = close_the_loop(collector.storage, started_ns, LoopFiles.beside(db, report_path), out)
         if args.serve and not interrupted:
             _serve_metrics(collector, out)
         return 130 if interrupted else code

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .metrics import METRICS
 
-__all__ = ["render_text", "SLICE_COLUMNS", "failing_cases"]
+__all__ = ["render_text", "comparison_table", "SLICE_COLUMNS", "failing_cases"]
 
 #: The metrics shown per slice (the full set is in the JSON output).
 SLICE_COLUMNS: tuple[str, ...] = ("strict_pass", "claim_recall", "faithfulness", "forbidden_hit")
@@ -32,13 +33,15 @@ def _table(rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _headline(doc: dict[str, Any]) -> list[str]:
+def comparison_table(doc: dict[str, Any], names: Sequence[str] | None = None) -> list[str]:
+    """The headline table (with the paired comparison when there is one) of ``names`` (default: all
+    metrics, in METRICS order), skipping metrics that applied to no case."""
     comp = (doc.get("comparison") or {}).get("overall")
     base = ((doc.get("comparison") or {}).get("baseline") or {}).get("overall", {}).get("metrics", {})
     head = ["metric", "n", "mean"] + (["baseline", "delta", "95% CI", "verdict"] if comp else [])
     rows = [head]
     for m in METRICS:
-        if m.kind == "category":
+        if m.kind == "category" or (names is not None and m.name not in names):
             continue
         s = doc["overall"]["metrics"][m.name]
         if not s["n"]:
@@ -112,7 +115,7 @@ def render_text(doc: dict[str, Any], *, max_failures: int = 10) -> str:
     """The whole terminal report as one string."""
     dev, hold = doc["overall"]["n"], doc["holdout"]["n"]
     lines = [f"ragpulse eval — judge {doc['judge_id']} — {dev} dev case(s), {hold} holdout case(s)", ""]
-    lines += _headline(doc)
+    lines += comparison_table(doc)
     if hold:
         s = doc["holdout"]["metrics"]
         lines += [
