@@ -12,8 +12,8 @@ whole by bench/judge_quality.py). Each labelled claim becomes one item with:
 - ``x``: the local judge's claim features (:mod:`ragpulse.collector.judge.claim_features`);
 - ``v1``: the current (v1) judge's claim confidence, the max pair probability
   with its number veto, computed by the packaged v1 pair model;
-- ``neg``: the judge's negation rule fires on the best chunk (the claim says the opposite of
-  the sentence it rests on);
+- ``neg``: the judge's conflict rules (:mod:`ragpulse.collector.judge.conflicts`: negation, a
+  necessary condition read as sufficient) fire on the best chunk;
 - ``overlap``: the lexical-overlap baseline, the share of the claim's content
   stems found anywhere in the chunks.
 
@@ -34,11 +34,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ragpulse.collector.judge import claim_features, claim_model, claims, evidence, local, support, text
+from ragpulse.collector.judge import (
+    claim_features,
+    claim_model,
+    claims,
+    conflicts,
+    evidence,
+    local,
+    morphology,
+    support,
+    text,
+)
 from ragpulse.collector.judge.claim_features import ChunkIndex, claim_evidence
 from ragpulse.collector.judge.claims import normalise_claim
+from ragpulse.collector.judge.conflicts import conflicts as conflicts_with
 from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.local import QUESTION_WORDS, negation_conflicts
+from ragpulse.collector.judge.local import QUESTION_WORDS
 from ragpulse.collector.judge.support import claim_view, load_model
 from ragpulse.collector.judge.text import profile
 
@@ -124,7 +135,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
                 "x": ce.features,
                 "v1": v1_conf,
                 "overlap": overlap,
-                "neg": bool(chunks) and negation_conflicts(cp, chunks[ce.best]),
+                "neg": bool(chunks) and conflicts_with(cp, chunks[ce.best]),
             }
         )
     return out
@@ -132,7 +143,8 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
 
 def _cache_key(data: Path) -> str:
     h = hashlib.sha256()
-    for mod in (claim_features, claim_model, claims, evidence, local, support, text, sys.modules[__name__]):
+    mods = (claim_features, claim_model, claims, conflicts, evidence, local, morphology, support, text)
+    for mod in (*mods, sys.modules[__name__]):
         h.update(Path(mod.__file__).read_bytes())
     h.update(Path(support.__file__).with_name("weights").joinpath("support-v1.json").read_bytes())
     for name in _FILES.values():

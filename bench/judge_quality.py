@@ -2,27 +2,32 @@
 
 Data (``../shared/data``, see its README): AttributionBench dev, FActScore,
 Factcheck-GPT and WiCE dev judged claim by claim (each labelled claim against
-its record's chunks; positive = supported), and HaluEval QA judged whole
-(response labels only; a sanity check, never used for fitting).
+its record's chunks; positive = supported), and HaluEval
+QA judged whole (response labels only; a sanity check, never used for fitting).
 
-Three judges side by side, in the same run:
+Four judges side by side, in the same run:
 
 - ``lexical``: the share of the claim's content stems found in the chunks, one
   threshold fit on the training folds (maximising mean balanced accuracy);
-- ``v1``: the previous local judge (pair model ``support-v1.json``, best chunk,
+- ``v1``: the first local judge (pair model ``support-v1.json``, best chunk,
   number veto, threshold 0.5), as shipped: nothing refit;
-- ``v2``: the current judge's claim model (:mod:`ragpulse.collector.judge.claim_model`)
-  refit on the training folds of all four sets pooled (each set weighted equally),
-  isotonic calibration and thresholds fit on the training folds' own cross-validated
-  outputs, scored on the held-out fold.
+- ``v2``: the previous judge, local-2.0 (``bench/judge-claim-v2.json``: one logistic stage,
+  isotonic map, a number cap on the best chunk, its threshold and weak band), as shipped;
+- ``v3``: the current judge's claim model (:mod:`ragpulse.collector.judge.claim_model`)
+  refit on the training folds of all four sets pooled (each set weighted equally), the
+  isotonic map and the thresholds fit on the training folds' own cross-validated outputs,
+  scored on the held-out fold.
+
+All four read the features of the current code (stemming included), so ``v1`` and ``v2``
+are the previous models, not byte-for-byte the previous releases.
 
 Folds are grouped (FActScore by person, Factcheck-GPT by response, WiCE by
 article, AttributionBench by question) so evidence never straddles a split.
 Reported per set: claim balanced accuracy, macro-F1, AUROC, ECE; response-level
-F1 (hallucinated = positive) and balanced accuracy; the v2 reliability table.
+F1 (hallucinated = positive) and balanced accuracy; the v3 reliability table.
 
 ``--write-weights`` fits the claim model on all rows and writes the packaged
-``weights/claim-v2.json`` (calibration and thresholds from the cross-validated outputs).
+``weights/claim-v3.json`` (calibration and thresholds from the cross-validated outputs).
 
 Usage: python bench/judge_quality.py [--folds 5] [--write-weights] [--no-cache] [--json PATH]
 """
@@ -48,7 +53,8 @@ from ragpulse.collector.judge.claim_model import response_verdict  # noqa: E402
 
 __all__ = ["main", "cross_validate", "Data"]
 
-WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v2.json"
+WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v3.json"
+PREVIOUS = Path(__file__).resolve().with_name("judge-claim-v2.json")
 L2 = 1.0
 THRESHOLDS = np.round(np.arange(0.20, 0.81, 0.01), 2)
 
@@ -106,16 +112,30 @@ def _raw(x: np.ndarray, coef: np.ndarray, b: float) -> np.ndarray:
 _NUM_MISS = CLAIM_FEATURES.index("num_miss")
 
 
-def _capped(p: np.ndarray, x: np.ndarray, cap: float, neg: np.ndarray) -> np.ndarray:
-    """The judge's caps: a number the best chunk lacks (ClaimModel.probability) or a negation
-    conflict with the evidence (LocalJudge) holds the probability at ``cap``."""
-    return np.where((x[:, _NUM_MISS] > 0) | neg, np.minimum(p, cap), p)
+def _capped(p: np.ndarray, miss: np.ndarray, cap: float, neg: np.ndarray) -> np.ndarray:
+    """The judge's caps: a number the chunks lack (``miss``, ClaimModel.probabilities) or a
+    conflict with the evidence (LocalJudge: negation, sufficiency) holds the probability at ``cap``."""
+    return np.where(miss | neg, np.minimum(p, cap), p)
 
 
 def predict(fit: dict[str, Any], x: np.ndarray, neg: np.ndarray) -> np.ndarray:
     """The judge's probability: logistic, isotonic map, caps."""
     raw = _raw(x, fit["coef"], fit["intercept"])
-    return _capped(_apply_iso(raw, *fit["knots"]), x, fit["number_cap"], neg)
+    return _capped(_apply_iso(raw, *fit["knots"]), x[:, _NUM_MISS] > 0, fit["number_cap"], neg)
+
+
+def previous_judge(data: Data) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """local-2.0 as shipped: its probability, its verdict, its thresholds."""
+    w = json.loads(PREVIOUS.read_text())
+    raw = _raw(data.x, np.array(w["coef"]), w["intercept"])
+    p = _capped(
+        _apply_iso(raw, w["calibration"]["x"], w["calibration"]["y"]),
+        data.x[:, _NUM_MISS] > 0,
+        w["number_cap"],
+        data.neg,
+    )
+    verdict = verdict_score(p, data.strong, data.neg) >= w["threshold"]
+    return p, verdict, w
 
 
 def _mean_ba(score: np.ndarray, y: np.ndarray, src: np.ndarray, t: float) -> float:
@@ -150,30 +170,40 @@ def _response_ba(data: Data, rows: np.ndarray, p: np.ndarray, thr: float, weak: 
     return float(np.nanmean(vals)) if vals else float("nan")
 
 
+def _inner_raw(data: Data, rows: np.ndarray, inner_folds: int) -> np.ndarray:
+    """Stage-1 probabilities of ``rows`` cross-validated within them (grouped like the outer
+    split: the outer fold ids present in ``rows``)."""
+    x, y, w = data.x, data.y, data.weight
+    oof = np.zeros(len(y))
+    present = sorted(set(data.fold[rows].tolist()))
+    inner = (
+        data.fold
+        if len(present) > 1
+        else np.array([jm.fold_of(i["group"], inner_folds, seed=1) for i in data.items])
+    )
+    for k in present if len(present) > 1 else range(inner_folds):
+        tr = rows & (inner != k)
+        te = rows & (inner == k)
+        c, bb = jm.fit_logistic(x[tr], y[tr], w[tr], l2=L2)
+        oof[te] = _raw(x[te], c, bb)
+    return oof
+
+
 def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, Any]:
     """Fit the claim model on ``rows``: logistic weights on all of them; the isotonic map,
-    verdict threshold and weak band from cross-validated outputs within ``rows``."""
-    x, y, w = data.x[rows], data.y[rows], data.weight[rows]
-    coef, b = jm.fit_logistic(x, y, w, l2=L2)
-    oof = np.zeros(len(y))
-    inner = data.fold[rows]
-    folds = sorted(set(inner.tolist()))
-    # Inner folds: the outer fold ids present in rows (grouped, like the outer split).
-    for k in folds if len(folds) > 1 else range(inner_folds):
-        tr = inner != k
-        c, bb = jm.fit_logistic(x[tr], y[tr], w[tr], l2=L2)
-        oof[~tr] = _raw(x[~tr], c, bb)
-    xs, ys = isotonic(oof, y, w)
-    miss = x[:, _NUM_MISS] > 0
+    verdict threshold and weak band from outputs cross-validated within ``rows``."""
+    y, w = data.y, data.weight
+    coef, b = jm.fit_logistic(data.x[rows], y[rows], w[rows], l2=L2)
+    oof = _inner_raw(data, rows, inner_folds)
+    xs, ys = isotonic(oof[rows], y[rows], w[rows])
+    miss = (data.x[:, _NUM_MISS] > 0) & rows
     cap = float(np.sum(w[miss] * y[miss]) / np.sum(w[miss])) if miss.any() else 1.0
-    cal = _capped(_apply_iso(oof, xs, ys), x, cap, data.neg[rows])
-    score = verdict_score(cal, data.strong[rows], data.neg[rows])
-    thr = best_threshold(score, y, data.src[rows])
-    full = np.zeros(len(data.y))
-    full[rows] = score
+    cal = _capped(_apply_iso(oof, xs, ys), data.x[:, _NUM_MISS] > 0, cap, data.neg)
+    score = verdict_score(cal, data.strong, data.neg)
+    thr = best_threshold(score[rows], y[rows], data.src[rows])
     weak = max(
         (t for t in THRESHOLDS if t <= thr),
-        key=lambda t: _response_ba(data, rows, full, thr, float(t)),
+        key=lambda t: _response_ba(data, rows, score, thr, float(t)),
         default=thr,
     )
     return {
@@ -187,7 +217,8 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
 
 
 def cross_validate(data: Data, folds: int) -> dict[str, Any]:
-    """Out-of-fold v2 probabilities, per-row thresholds and lexical-baseline thresholds."""
+    """Out-of-fold v3 probabilities, per-row thresholds, lexical-baseline thresholds, and the
+    previous judge (v2) as shipped."""
     p = np.zeros(len(data.y))
     thr = np.zeros(len(data.y))
     weak = np.zeros(len(data.y))
@@ -198,7 +229,7 @@ def cross_validate(data: Data, folds: int) -> dict[str, Any]:
         p[test] = predict(fit, data.x[test], data.neg[test])
         thr[test], weak[test] = fit["threshold"], fit["weak"]
         lex_thr[test] = best_threshold(data.overlap[~test], data.y[~test], data.src[~test])
-    return {"p": p, "thr": thr, "weak": weak, "lex_thr": lex_thr}
+    return {"p": p, "thr": thr, "weak": weak, "lex_thr": lex_thr, "previous": previous_judge(data)}
 
 
 def _claim_row(name: str, score: np.ndarray, pred: np.ndarray, y: np.ndarray) -> str:
@@ -209,22 +240,25 @@ def _claim_row(name: str, score: np.ndarray, pred: np.ndarray, y: np.ndarray) ->
 
 
 def _response_preds(data: Data, cv: dict[str, Any]) -> dict[str, np.ndarray]:
-    out: dict[str, list[int]] = {"lexical": [], "v1": [], "v2": [], "v2_unsure": []}
+    out: dict[str, list[int]] = {"lexical": [], "v1": [], "v2": [], "v3": [], "v3_unsure": []}
+    prev_p, _, prev = cv["previous"]
     for r in data.responses:
         out["lexical"].append(int((data.overlap[r] < cv["lex_thr"][r]).any()))
         out["v1"].append(int((data.v1[r] < 0.5).any()))
+        score = verdict_score(prev_p[r], data.strong[r], data.neg[r])
+        out["v2"].append(
+            int(response_verdict(list(score), prev["threshold"], prev["weak"]) == "hallucinated")
+        )
         score = verdict_score(cv["p"][r], data.strong[r], data.neg[r])
         verdict = response_verdict(list(score), float(cv["thr"][r[0]]), float(cv["weak"][r[0]]))
-        out["v2"].append(int(verdict == "hallucinated"))
-        out["v2_unsure"].append(int(verdict == "unsure"))
+        out["v3"].append(int(verdict == "hallucinated"))
+        out["v3_unsure"].append(int(verdict == "unsure"))
     return {k: np.array(v) for k, v in out.items()}
 
 
-def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
-    """Print the tables; return the figures."""
+def _claim_table(data: Data, cv: dict[str, Any], results: dict[str, Any]) -> None:
     y, src, p = data.y, data.src, cv["p"]
-    resp = _response_preds(data, cv)
-    results: dict[str, Any] = {}
+    prev_p, prev_verdict, _ = cv["previous"]
     print(f"claim level (grouped {data.fold.max() + 1}-fold CV; positive = supported)")
     print(f"  {'judge':<8}{'bal.acc':>8}{'macro-F1':>10}{'AUROC':>8}{'ECE':>8}")
     for s in dev.SOURCES:
@@ -233,7 +267,8 @@ def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
         rows = {
             "lexical": (data.overlap[m], data.overlap[m] >= cv["lex_thr"][m]),
             "v1": (data.v1[m], data.v1[m] >= 0.5),
-            "v2": (p[m], verdict_score(p[m], data.strong[m], data.neg[m]) >= cv["thr"][m]),
+            "v2": (prev_p[m], prev_verdict[m]),
+            "v3": (p[m], verdict_score(p[m], data.strong[m], data.neg[m]) >= cv["thr"][m]),
         }
         results[s] = {"claim": {}, "response": {}}
         for name, (score, pred) in rows.items():
@@ -245,22 +280,29 @@ def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
                 "ece": jm.ece(score, y[m]),
             }
         results[s]["reliability"] = jm.reliability(p[m], y[m])
+
+
+def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
+    """Print the tables; return the figures."""
+    results: dict[str, Any] = {}
+    _claim_table(data, cv, results)
+    resp = _response_preds(data, cv)
     print("response level (positive = hallucinated: any claim not supported)")
     print(f"  {'judge':<8}{'F1':>8}{'bal.acc':>10}")
     for s in dev.SOURCES:
         m = data.resp_src == s
         g = data.resp_gold[m]
         print(
-            f"{s}  responses={m.sum()}  hallucinated={g.mean():.2f}  v2 unsure={resp['v2_unsure'][m].mean():.2f}"
+            f"{s}  responses={m.sum()}  hallucinated={g.mean():.2f}  v3 unsure={resp['v3_unsure'][m].mean():.2f}"
         )
-        for name in ("lexical", "v1", "v2"):
+        for name in ("lexical", "v1", "v2", "v3"):
             pr = resp[name][m]
             print(f"  {name:<8}{jm.f1(pr, g):>8.3f}{jm.balanced_accuracy(pr, g):>10.3f}")
             results[s]["response"][name] = {
                 "f1": jm.f1(pr, g),
                 "balanced_accuracy": jm.balanced_accuracy(pr, g),
             }
-    print("v2 reliability (bin: mean probability -> observed supported rate, count)")
+    print("v3 reliability (bin: mean probability -> observed supported rate, count)")
     for s in dev.SOURCES:
         cells = "  ".join(f"{pm:.2f}->{obs:.2f} ({c})" for _, pm, obs, c in results[s]["reliability"])
         print(f"  {s}: {cells}")
@@ -274,12 +316,12 @@ def write_weights(data: Data) -> None:
     WEIGHTS.write_text(
         json.dumps(
             {
-                "version": "2",
+                "version": "3",
                 "about": "Local judge claim support model: logistic over the claim features, isotonic "
-                "calibration, verdict threshold and weak band; fit by bench/judge_quality.py "
-                "--write-weights on the development data (AttributionBench dev, FActScore, "
-                "Factcheck-GPT, WiCE dev; each set weighted equally; calibration and thresholds "
-                "from grouped cross-validated outputs).",
+                "calibration, verdict threshold, weak band and number cap; fit by "
+                "bench/judge_quality.py --write-weights on the development data (AttributionBench "
+                "dev, FActScore, Factcheck-GPT, WiCE dev; each set weighted equally; calibration "
+                "and thresholds from grouped cross-validated outputs).",
                 "features": list(CLAIM_FEATURES),
                 "coef": [round(float(c), 5) for c in fit["coef"]],
                 "intercept": round(fit["intercept"], 5),

@@ -3,9 +3,12 @@
 The file has the sections of ``default_config.yaml`` (shipped with the package
 and used for every key the file leaves out). Any key can be overridden from
 the environment as ``RAGPULSE_<SECTION>__<KEY>`` (e.g.
-``RAGPULSE_STORAGE__DSN=http://default:@ch:8123/ragpulse``); override values
-are parsed as YAML scalars. :func:`load_config` raises :class:`ConfigError`
-with a one-line reason for anything it cannot use.
+``RAGPULSE_STORAGE__DSN=http://default:@ch:8123/ragpulse``, and a key inside a
+mapping setting as ``RAGPULSE_KAFKA__SECURITY__SASL_PLAIN_PASSWORD``). An
+override is typed by the setting it replaces: a text setting takes the variable
+verbatim (a password ``12345`` or ``yes`` stays that text), any other is parsed
+as YAML (``0.25``, ``true``, ``null``, ``[a, b]``). :func:`load_config` raises
+:class:`ConfigError` with a one-line reason for anything it cannot use.
 """
 
 from __future__ import annotations
@@ -45,22 +48,58 @@ def merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+def _setting_type(path: list[str], base: Mapping[str, Any]) -> Any:
+    """The type a setting at ``path`` takes: from the schema, else from the value it replaces."""
+    if len(path) == 2 and path[1] in _SCHEMA.get(path[0], {}):
+        return _SCHEMA[path[0]][path[1]]
+    if len(path) == 3 and (path[0], path[1]) == ("kafka", "security") and path[2] in KAFKA_SECURITY:
+        return KAFKA_SECURITY[path[2]]
+    node: Any = base
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return None if node is None else type(node)
+
+
+def _env_overrides(env: Mapping[str, str], base: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``RAGPULSE_*`` variables of ``env`` as a nested override of ``base``, each typed by its setting."""
     out: dict[str, Any] = {}
     for name, raw in env.items():
         if not name.startswith(ENV_PREFIX) or "__" not in name:
             continue
         path = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
-        try:
-            value = yaml.safe_load(raw) if raw != "" else ""
-        except yaml.YAMLError:
-            value = raw
+        if _setting_type(path, base) is str or raw == "":
+            value: Any = raw
+        else:
+            try:
+                value = yaml.safe_load(raw)
+            except yaml.YAMLError:
+                value = raw
         node = out
         for part in path[:-1]:
             node = node.setdefault(part, {})
         node[path[-1]] = value
     return out
 
+
+#: kafka-python's client settings under ``kafka.security`` whose type the collector checks (the
+#: section passes any other kafka-python setting through unchecked).
+KAFKA_SECURITY: dict[str, type] = {
+    "security_protocol": str,
+    "sasl_mechanism": str,
+    "sasl_plain_username": str,
+    "sasl_plain_password": str,
+    "sasl_kerberos_service_name": str,
+    "sasl_kerberos_domain_name": str,
+    "ssl_cafile": str,
+    "ssl_certfile": str,
+    "ssl_keyfile": str,
+    "ssl_password": str,
+    "ssl_crlfile": str,
+    "ssl_ciphers": str,
+    "ssl_check_hostname": bool,
+}
 
 _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "kafka": {
@@ -91,10 +130,21 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "seed": str,
         "budget_per_minute": (int, type(None)),
         "budget_includes_rules": bool,
+        "per_variant_per_minute": (int, type(None)),
         "rules": list,
     },
+    "variants": {"labels": dict},
+    "cost": {"prices": dict, "litellm": bool},
     "metrics": {"host": str, "port": int, "stall_s": (int, float)},
-    "receiver": {"enabled": bool, "host": str, "port": int, "read_timeout_s": (int, float)},
+    "receiver": {
+        "enabled": bool,
+        "host": str,
+        "port": int,
+        "read_timeout_s": (int, float),
+        "auth_token": str,
+        "auth_token_file": str,
+        "max_inflight_bytes": int,
+    },
     "judge": {
         "enabled": bool,
         "judge": str,
@@ -104,6 +154,15 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "settings": dict,
     },
     "shutdown": {"grace_s": (int, float)},
+    "evaluations": {
+        "otlp_endpoint": str,
+        "headers": dict,
+        "timeout_s": (int, float),
+        "schedule_delay_s": (int, float),
+        "max_export_batch_size": int,
+        "max_queue_size": int,
+        "thresholds": dict,
+    },
     "feedback": {"judge_on_negative": bool, "reask": dict},
     "alertmanager": {"enabled": bool, "host": str, "port": int, "token": str, "lookback_s": (int, float)},
 }
@@ -125,11 +184,17 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
             if not isinstance(v, want):
                 names = want.__name__ if isinstance(want, type) else "/".join(t.__name__ for t in want)
                 raise ConfigError(f"{section}.{key} must be {names}, got {type(v).__name__} {v!r}")
+    for key, v in (cfg.get("kafka", {}).get("security") or {}).items():
+        if key in KAFKA_SECURITY and not isinstance(v, KAFKA_SECURITY[key]):
+            raise ConfigError(f"kafka.security.{key} must be {KAFKA_SECURITY[key].__name__}, got {v!r}")
     s = cfg["sampling"]
     if not 0.0 <= float(s["rate"]) <= 1.0:
         raise ConfigError(f"sampling.rate must be between 0 and 1, got {s['rate']}")
     if s.get("budget_per_minute") is not None and s["budget_per_minute"] < 0:
         raise ConfigError("sampling.budget_per_minute must be >= 0 or null")
+    if s.get("per_variant_per_minute") is not None and s["per_variant_per_minute"] < 1:
+        raise ConfigError("sampling.per_variant_per_minute must be >= 1 or null")
+    _check_variants_and_cost(cfg)
     from .ingest.sampling import SamplingPolicy
 
     try:
@@ -147,6 +212,11 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ("metrics", "stall_s"),
         ("judge", "max_poll_interval_s"),
         ("receiver", "read_timeout_s"),
+        ("evaluations", "timeout_s"),
+        ("evaluations", "schedule_delay_s"),
+        ("evaluations", "max_export_batch_size"),
+        ("evaluations", "max_queue_size"),
+        ("receiver", "max_inflight_bytes"),
     ):
         if cfg[section][key] <= 0:
             raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")
@@ -161,7 +231,46 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
     for section in ("metrics", "receiver"):
         if not 0 <= cfg[section]["port"] <= 65535:
             raise ConfigError(f"{section}.port out of range: {cfg[section]['port']}")
+    _check_evaluations(cfg["evaluations"])
+    from .serve.bearer import token_from_config
+
+    try:
+        token_from_config(cfg["receiver"])
+    except ValueError as exc:
+        raise ConfigError(f"receiver.{exc}") from None
     return dict(cfg)
+
+
+def _check_variants_and_cost(cfg: Mapping[str, Any]) -> None:
+    """variants.labels and cost.prices build (the errors name the key)."""
+    from .ingest.cost import Pricing
+    from .serve.variants import VariantLabels
+
+    try:
+        VariantLabels.from_config(cfg.get("variants"))
+        Pricing.from_config(cfg.get("cost"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _check_evaluations(section: Mapping[str, Any]) -> None:
+    """The endpoint is an http(s) URL; thresholds name scores and lie in [0, 1]."""
+    from .contract import SCORE_NAMES
+
+    if section["otlp_endpoint"]:
+        from .judge.evaluation_events import logs_url
+
+        try:
+            logs_url(section["otlp_endpoint"])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    for name, value in section["thresholds"].items():
+        if name not in SCORE_NAMES:
+            raise ConfigError(
+                f"evaluations.thresholds: unknown score {name!r} (known: {', '.join(SCORE_NAMES)})"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ConfigError(f"evaluations.thresholds.{name} must be a number in [0, 1], got {value!r}")
 
 
 def load_config(
@@ -189,5 +298,5 @@ def load_config(
         cfg = merge(cfg, loaded)
     if overrides:
         cfg = merge(cfg, overrides)
-    cfg = merge(cfg, _env_overrides(os.environ if env is None else env))
+    cfg = merge(cfg, _env_overrides(os.environ if env is None else env, cfg))
     return validate(cfg)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -85,10 +86,14 @@ def all_supported(body: dict[str, Any], n: int) -> Reply:
 class ScriptedLLMServer:
     """OpenAI-compatible server; ``url`` is the ``api_base`` to give litellm."""
 
-    def __init__(self, responder: Callable[[dict[str, Any], int], Reply] = all_supported) -> None:
+    def __init__(
+        self, responder: Callable[[dict[str, Any], int], Reply] = all_supported, port: int = 0
+    ) -> None:
+        """``port`` 0 picks a free one; a given port lets a test bring the "provider" back where it was."""
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -96,6 +101,16 @@ class ScriptedLLMServer:
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with server._lock:
+                    server._connections.discard(self.connection)
+                super().finish()
 
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 length = int(self.headers.get("Content-Length", "0"))
@@ -119,9 +134,13 @@ class ScriptedLLMServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
 
     @property
     def url(self) -> str:
@@ -132,8 +151,16 @@ class ScriptedLLMServer:
         return self
 
     def stop(self) -> None:
+        """Stop listening and cut every open (keep-alive) connection, as a provider that goes away."""
         self._httpd.shutdown()
         self._httpd.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self._thread.join(timeout=5)
 
     def __enter__(self) -> ScriptedLLMServer:

@@ -21,13 +21,18 @@ SERVICE = "policy-assistant"
 class LiveDemo:
     """Owns one embedded collector and one traffic thread; :meth:`stop` ends both."""
 
-    def __init__(self, db_path: Path, *, rate: float = 40.0, seed: int = 7) -> None:
+    def __init__(self, db_path: Path, *, rate: float = 40.0, seed: int = 7, judge: Any = "local") -> None:
+        """``judge``: the collector's judge (a spec or a judge object, see EmbeddedCollector)."""
+        from ragpulse.collector.demo.variants import PRICES, VARIANTS
         from ragpulse.collector.embedded.collector import EmbeddedCollector
         from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus
 
-        self.collector = EmbeddedCollector(db_path, config={"sampling": {"rate": 1.0}}, metrics_port=0)
+        config = {"sampling": {"rate": 1.0}, "cost": {"prices": PRICES}}
+        self.collector = EmbeddedCollector(db_path, config=config, metrics_port=0, judge=judge)
         corpus = load_corpus()
-        self.assistant = PolicyAssistant(corpus, seed=seed)
+        # One variant (priced, as the demo's): the variant panels and the cost series have data.
+        name, model, _ = VARIANTS[0]
+        self.assistant = PolicyAssistant(corpus, seed=seed, model=model, variant=name)
         self.traffic = TrafficModel(corpus, seed=seed + 4)
         self.rate = rate
         self.served = 0
@@ -87,16 +92,19 @@ class LiveDemo:
         agent.flush(30.0)
         return bool(self.collector.flush(timeout=60.0))
 
-    def rejudge(self, judge: Any, limit: int = 100) -> int:
-        """Judge up to ``limit`` stored traces again with a second ``judge`` (stored like the first's)."""
+    def rejudge(self, judge: Any, limit: int = 100, exclude: Any = ()) -> list[str]:
+        """Judge up to ``limit`` stored traces again with a second ``judge`` (stored like the first's),
+        leaving out the trace ids in ``exclude``; returns the trace ids judged."""
         import json
 
         from ragpulse.collector.judge.worker import JudgeWorker
 
+        skip = ",".join(f"'{t}'" for t in exclude if all(c in "0123456789abcdef" for c in t))
+        where = f"WHERE trace_id NOT IN ({skip})" if skip else ""
         rows = self.query(
             "SELECT trace_id, service, toUnixTimestamp64Nano(time), span_count, query, answer, chunk_ids, "
             "chunk_contents, chunk_scores, chunk_metadata, citation_doc_ids, citation_markers, citation_starts, "
-            f"citation_ends FROM {{db}}.rag_traces FINAL ORDER BY trace_id LIMIT {int(limit)}"
+            f"citation_ends FROM {{db}}.rag_traces FINAL {where} ORDER BY trace_id LIMIT {int(limit)}"
         )
         messages = []
         for tid, svc, t, spans, q, a, ids, contents, scores, metas, c_ids, c_marks, c_starts, c_ends in rows:
@@ -114,16 +122,20 @@ class LiveDemo:
             )  # fmt: skip
         worker = JudgeWorker(judge, self.collector.storage, self.collector.metrics)
         worker.store(worker.judge_messages(messages))
-        return len(messages)
+        return [m["trace_id"] for m in messages]
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return self.collector.storage.query(sql)
 
-    def stop(self) -> None:
-        import ragpulse.agent as agent
-
+    def stop_traffic(self) -> None:
+        """End the background traffic (the collector keeps running)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(30)
+
+    def stop(self) -> None:
+        import ragpulse.agent as agent
+
+        self.stop_traffic()
         agent.flush(30.0)
         self.collector.stop()

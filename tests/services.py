@@ -118,6 +118,51 @@ def reaped(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
             proc.wait()
 
 
+def post_otlp(
+    url: str,
+    body: bytes,
+    ctype: str = "application/x-protobuf",
+    encoding: str | None = None,
+    timeout: float = 10,
+) -> tuple[int, bytes]:
+    """POST an OTLP/HTTP request; returns the status and the body, error statuses included."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ctype})
+    if encoding:
+        req.add_header("Content-Encoding", encoding)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+@contextlib.contextmanager
+def collect_no_kafka(
+    cfg: dict[str, Any], path: Path, stop_s: float = 30.0
+) -> Iterator[tuple[subprocess.Popen, str]]:
+    """``ragpulse collect --no-kafka`` with ``cfg`` (written to ``path``): yields the process and
+    the first line it printed. A block that ends normally stops it with SIGTERM and checks the
+    exit status is 0; whatever happens, it is killed if still running."""
+    import yaml
+
+    path.write_text(yaml.safe_dump(cfg))
+    ragpulse = str(Path(sys.executable).parent / "ragpulse")
+    proc = subprocess.Popen([ragpulse, "collect", "--no-kafka", "--config", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        yield proc, proc.stdout.readline()
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(stop_s) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
 def _provision(what: str) -> None:
     result = subprocess.run(["bash", str(PROVISION), what], capture_output=True, text=True)
     if result.returncode != 0:
@@ -389,34 +434,30 @@ class KafkaBroker(_ManagedService):
             admin.close()
 
 
+def _provisioned(name: str, find: Any) -> str:
+    """``find()``'s path of a tool, provisioning ``name`` (scripts/provision.sh) when it finds none."""
+    if not find():
+        _provision(name)
+    path = find()
+    if not path:
+        raise ServiceError(f"{name} not found after provisioning")
+    return str(path)
+
+
 def promtool_binary() -> str:
     """Path to promtool, installing Debian's prometheus package if missing."""
-    if not shutil.which("promtool"):
-        _provision("prometheus")
-    path = shutil.which("promtool")
-    if not path:
-        raise ServiceError("promtool not found after provisioning")
-    return path
+    return _provisioned("prometheus", lambda: shutil.which("promtool"))
 
 
 def chromium_binary() -> str:
     """Path to headless Chromium (for report checks), installing Debian's chromium package if missing."""
-    if not shutil.which("chromium"):
-        _provision("chromium")
-    path = shutil.which("chromium")
-    if not path:
-        raise ServiceError("chromium not found after provisioning")
-    return path
+    return _provisioned("chromium", lambda: shutil.which("chromium"))
 
 
 def helm_binary() -> str:
     """Path to the cached helm binary, building it if missing."""
-    path = CACHE / "bin" / "helm"
-    if not path.exists():
-        _provision("helm")
-    if not path.exists():
-        raise ServiceError("helm not found after provisioning")
-    return str(path)
+    helm = CACHE / "bin" / "helm"
+    return _provisioned("helm", lambda: helm if helm.exists() else None)
 
 
 def _wait_ready(service: Any, process: ManagedProcess, url: str, timeout: float) -> None:

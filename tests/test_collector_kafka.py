@@ -27,7 +27,7 @@ from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.ingest.sampling import SamplingPolicy, trace_hash
 from ragpulse.collector.storage.clickhouse import Storage
 
-from tests.services import KafkaBroker, chdb_holder, process_alive, release
+from tests.services import KafkaBroker, chdb_holder, post_otlp, process_alive, release
 
 pytestmark = pytest.mark.services
 
@@ -62,7 +62,6 @@ class CollectorProcess:
     def wait_ready(self, timeout: float = 60.0) -> str:
         """Wait until this process logs its metrics URL and answers /readyz; returns the URL."""
         import re
-        import urllib.request
 
         deadline = time.monotonic() + timeout
         seen = self.log_path.stat().st_size if self.log_path.exists() else 0
@@ -501,7 +500,6 @@ def test_fuzz_malformed_records_are_dead_lettered_and_good_traces_all_stored(set
     _produce_all(s, records)
     s.wait_caught_up(proc, timeout=150)
     url = proc.wait_ready()
-    import urllib.request
 
     with urllib.request.urlopen(url + "/healthz", timeout=5) as resp:
         assert resp.status == 200
@@ -770,10 +768,7 @@ def test_interop_kafkaexporter_shaped_records(setup_factory: Any) -> None:
     proc.wait_ready()
     http_traces = [make_trace(i, seed="otlp-http", service="http-app") for i in range(8)]
     body = traces_data([(t.service, t.spans) for t in http_traces], shared_resource=True)
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/traces", data=body, method="POST",
-                                 headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        assert resp.status == 200
+    assert post_otlp(f"http://127.0.0.1:{port}/v1/traces", body, timeout=30)[0] == 200
     for t in http_traces:
         expected[t.hex] = {"service": "http-app", "source": "ragpulse", "query": t.query, "answer": t.answer,
                            "chunks": t.chunk_ids, "citations": 3, "model": "gpt-x"}  # fmt: skip

@@ -26,7 +26,7 @@ from ragpulse.collector.ingest.sampling import Sampler, SamplingPolicy, looks_li
 from ragpulse.collector.serve.metrics import Metrics
 from ragpulse.collector.storage.clickhouse import Storage, schema_statements
 
-from tests.services import chdb_holder, release
+from tests.services import chdb_holder, post_otlp, release
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGPULSE = str(Path(sys.executable).parent / "ragpulse")  # the installed entry point
@@ -426,7 +426,10 @@ def test_embedded_collector_with_the_agent_and_the_local_judge(tmp_path: Path) -
         status, body = _get(collector.metrics_url + "/metrics")
         assert status == 200
         judge_id = judged[0][1]
-        assert f'ragpulse_faithfulness_count{{judge="{judge_id}",service="policy-bot"}} 2.0' in body
+        # No rag.variant on these calls: the empty label value, which Prometheus stores as no label.
+        assert (
+            f'ragpulse_faithfulness_count{{judge="{judge_id}",service="policy-bot",variant=""}} 2.0' in body
+        )
         assert "ragpulse_traces_stored_total 2.0" in body
         assert (
             _get(collector.metrics_url + "/healthz")[0] == 200
@@ -516,14 +519,7 @@ def test_otlp_http_receiver_protobuf_json_gzip_and_errors(tmp_path: Path) -> Non
         url = collector.receiver_url + "/v1/traces"
 
         def post(body: bytes, ctype: str, encoding: str | None = None) -> tuple[int, bytes]:
-            req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ctype})
-            if encoding:
-                req.add_header("Content-Encoding", encoding)
-            try:
-                with urllib.request.urlopen(req, timeout=10) as resp:
-                    return resp.status, resp.read()
-            except urllib.error.HTTPError as exc:
-                return exc.code, exc.read()
+            return post_otlp(url, body, ctype, encoding)
 
         assert post(encode_spans(groups[0]).SerializeToString(), "application/x-protobuf")[0] == 200
         assert (
@@ -573,40 +569,22 @@ def test_storage_unavailable_is_retried_until_it_returns(tmp_path: Path) -> None
 
 def test_collect_no_kafka_serves_otlp_http_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     """``ragpulse collect --no-kafka``: OTLP/HTTP into an embedded database, SIGTERM flushes and exits 0."""
-    import os
     import re
-    import signal
 
-    import yaml
-
-    from tests.services import free_port
+    from tests.services import collect_no_kafka, free_port
 
     port = free_port()
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({
+    cfg = {
         "storage": {"dsn": f"chdb://{tmp_path / 'db'}"}, "metrics": {"port": 0},
         "receiver": {"port": port}, "judge": {"enabled": True, "judge": "local"}, "sampling": {"rate": 1.0},
-    }))  # fmt: skip
-    proc = subprocess.Popen([RAGPULSE, "collect", "--no-kafka", "--config", str(cfg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
+    }  # fmt: skip
+    with collect_no_kafka(cfg, tmp_path / "c.yaml", stop_s=15) as (_, line):
         metrics_url = re.search(r"metrics on (http://\S+)/metrics", line)
         assert metrics_url, line
         traces = [make_trace(i, seed="nokafka") for i in range(5)]
         body = traces_data([(t.service, t.spans) for t in traces], shared_resource=True)
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/traces", data=body, method="POST",
-                                     headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            assert resp.status == 200
+        assert post_otlp(f"http://127.0.0.1:{port}/v1/traces", body)[0] == 200
         assert _get(metrics_url.group(1) + "/readyz")[0] == 200
-        os.kill(proc.pid, signal.SIGTERM)
-        assert proc.wait(15) == 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
     st = Storage(f"chdb://{tmp_path / 'db'}")
     try:
         assert {r[0] for r in st.query("SELECT trace_id FROM {db}.rag_traces FINAL")} == {

@@ -1,7 +1,7 @@
 """Acceptance: the reference note's worked example (examples/worked_example/) reproduces the figures
 of its two tables: from the note's own reference judgments, and with the local judge deciding
-entailment (where the local judge decides an entailment differently, the figure is a strict xfail
-that names the entailment and why)."""
+every entailment (retained/retention are one stem for G |= y; "requires X"
+is not "X alone is sufficient" for y |= f)."""
 
 from __future__ import annotations
 
@@ -24,21 +24,6 @@ ARTICLE = json.loads((EXAMPLE / "article.json").read_text(encoding="utf-8"))
 CASES = {c["id"]: c for c in load_evalset(EXAMPLE / "evalset.jsonl")}
 RUN = load_run(EXAMPLE / "run.jsonl", CASES)
 FIGURES = [(cid, k) for cid, body in ARTICLE["cases"].items() for k in body["expected"]]
-
-#: Figures where the local judge decides an entailment otherwise than the note does, and why.
-LOCAL_JUDGE_DISAGREES: dict[tuple[str, str], str] = {
-    ("worked-example-C", "claim_precision"): (
-        "G |= 'Transaction logs are retained for five years.' does not hold for the local judge: the gold "
-        "claim 'Normal retention is five years.' leaves the subject implicit and says 'retention' where the "
-        "answer says 'retained', so too few of the answer claim's words are covered"
-    ),
-    ("worked-example-C", "forbidden_hit"): (
-        "the local judge finds 'Earlier deletion requires release of all active legal holds.' |= F3 "
-        "'Legal-hold release alone is sufficient for early deletion.': the two share legal-hold, release "
-        "and deletion, and a lexical judge cannot tell a necessary condition from a sufficient one"
-    ),
-    ("worked-example-C", "strict_pass"): "follows from the forbidden hit above",
-}
 
 
 def _same(got: Any, want: Any) -> bool:
@@ -93,15 +78,7 @@ def local_doc() -> dict[str, Any]:
     return evaluate(CachedJudge(get_judge("local")), list(CASES.values()), RUN)
 
 
-@pytest.mark.parametrize(
-    ("case_id", "metric"),
-    [
-        pytest.param(cid, m, marks=pytest.mark.xfail(strict=True, reason=LOCAL_JUDGE_DISAGREES[(cid, m)]))
-        if (cid, m) in LOCAL_JUDGE_DISAGREES
-        else (cid, m)
-        for cid, m in FIGURES
-    ],
-)
+@pytest.mark.parametrize(("case_id", "metric"), FIGURES)
 def test_local_judge_reproduces_the_tables(local_doc: dict[str, Any], case_id: str, metric: str) -> None:
     row = next(r for r in local_doc["cases"] if r["case_id"] == case_id)
     want = ARTICLE["cases"][case_id]["expected"][metric]

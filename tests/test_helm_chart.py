@@ -34,6 +34,7 @@ from tests.helm_chart import (
 )
 
 VALUE_SETS = ["minimal", "production", "off"]
+RAGPULSE = str(Path(sys.executable).parent / "ragpulse")  # the installed entry point
 # Extra combinations beyond the ci/ files, each rendered and validated like them.
 VARIANTS: dict[str, tuple[str, ...]] = {
     "judge-hpa": ("--set", "judge.autoscaling.enabled=true"),
@@ -97,9 +98,14 @@ SCHEMA_ERRORS = [
     (("--set", "kafka.securityProtocol=SASL"), "/kafka/securityProtocol"),
     (("--set", "kafka.sasl.passwordKey="), "/kafka/sasl/passwordKey"),
     (("--set", "export.holdout=1.5"), "/export/holdout"),
-    (("--set", "export.since=weekly"), "/export/since"),
+    (("--set", "export.stateDir=/etc"), "/export/stateDir"),
+    (("--set", "export.since=7d"), "'since' not allowed"),
     (("--set", "judge.keda.lagThreshold=0"), "/judge/keda/lagThreshold"),
     (("--set", "ingest.resources.request.cpu=1"), "'request' not allowed"),
+    (("--set-json", "objectives.faithfulness=0.9"), "/objectives/faithfulness"),
+    (("--set-json", "objectives.hallucination=1"), "/objectives/hallucination"),
+    (("--set", "objectives.faithfulness=0.98"), "got string, want number"),
+    (("--set-json", "objectives.faithfulnes=0.98"), "'faithfulnes' not allowed"),
 ]
 
 
@@ -158,12 +164,14 @@ CHART_OWNED = {
     "storage": {"dsn"},
     "metrics": {"host", "port", "stall_s"},
     "receiver": {"enabled", "host", "port", "read_timeout_s"},
+    "alertmanager": {"enabled", "host", "port", "lookback_s"},
     "judge": {"enabled"},
 }
 # Collector settings that are secrets: never a value, only an environment variable from a Secret
-# (extraEnv with valueFrom.secretKeyRef, e.g. RAGPULSE_ALERTMANAGER__TOKEN).
+# (valueFrom.secretKeyRef of the Secret the values name, e.g. RAGPULSE_ALERTMANAGER__TOKEN).
 SECRET_ONLY = {
     "alertmanager": {"token"},
+    "receiver": {"auth_token", "auth_token_file"},
 }
 JSON_TYPES = {str: {"string"}, int: {"integer"}, float: {"number"}, bool: {"boolean"}, dict: {"object"}}
 JSON_TYPES.update({list: {"array"}, type(None): {"null"}})
@@ -276,11 +284,10 @@ def test_rendered_commands_parse_with_the_real_cli() -> None:
         if doc["kind"] == "Deployment":
             assert parsed.role == doc["metadata"]["labels"]["app.kubernetes.io/component"]
     export = _container(by_name(docs, "CronJob", "r-ragpulse-export"))["args"]
-    if not re.search(r"^\s+export\s", build_parser().format_help(), re.MULTILINE):
-        # The export command is not in this package yet: the chart must keep its CronJob off.
-        assert yaml.safe_load((CHART / "values.yaml").read_text())["export"]["enabled"] is False
-        pytest.skip("`ragpulse export` is not in the CLI yet; the CronJob stays disabled by default")
-    build_parser().parse_args([a.replace("$(RAGPULSE_STORAGE__DSN)", "http://ch:8123") for a in export])
+    parsed = build_parser().parse_args(
+        [a.replace("$(RAGPULSE_STORAGE__DSN)", "http://ch:8123") for a in export]
+    )
+    assert parsed.schedule == "weekly" and parsed.state == "/data/export-state"
 
 
 def test_app_version_is_the_package_version() -> None:
@@ -386,7 +393,7 @@ def test_roles_toggle_their_own_objects() -> None:
     intake = by_name(docs, "Service", "r-ragpulse-intake")
     assert intake["spec"]["selector"]["app.kubernetes.io/component"] == "ingest"
     ports = _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))["ports"]
-    assert {"name": "otlp-http", "containerPort": 4318, "protocol": "TCP"} in ports
+    assert {"name": "otlp-http", "containerPort": 4320, "protocol": "TCP"} in ports
     docs = render_set("minimal", *VARIANTS["judge-only"])
     assert [d["metadata"]["name"] for d in of_kind(docs, "Deployment")] == ["r-ragpulse-judge"]
     assert not [s for s in of_kind(docs, "Service") if s["metadata"]["name"].endswith("intake")]
@@ -434,8 +441,10 @@ def test_export_cronjob_and_its_volume() -> None:
     args = _container(cron)["args"]
     assert args == [
         "export",
-        "--since",
-        "7d",
+        "--schedule",
+        "weekly",
+        "--state",
+        "/data/export-state",
         "-o",
         "/data/evalset.jsonl",
         "--holdout",
@@ -461,6 +470,93 @@ def test_export_cronjob_and_its_volume() -> None:
     criteria = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["export-criteria.yaml"])
     assert criteria == {"reasons": ["failure_mode:generation"]}
     assert not of_kind(render_set("minimal"), "CronJob")
+
+
+def test_export_cronjob_args_catch_up_missed_weeks(tmp_path: Path) -> None:
+    """The CronJob's exact args, /data mapped to a scratch dir and a chDB store: state on the volume.
+
+    The first run exports the last completed week and records it; a rerun in the same week adds
+    nothing; with the state set back three weeks, the next run exports those three weeks.
+    """
+    (cron,) = of_kind(render_set("production"), "CronJob")
+    data = tmp_path / "data"
+    args = [a.replace("/data/", f"{data}/") for a in _container(cron)["args"]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
+
+    def export() -> str:
+        argv = [a.replace("$(RAGPULSE_STORAGE__DSN)", db) for a in args]
+        run = subprocess.run([RAGPULSE, *argv], capture_output=True, text=True, env=env, timeout=300)
+        assert run.returncode == 0, run.stderr
+        return run.stdout + run.stderr
+
+    db = f"chdb://{tmp_path / 'db'}"
+    subprocess.run(
+        [RAGPULSE, "schema", "apply", "--dsn", db], check=True, capture_output=True, env=env, timeout=300
+    )
+    state_file = data / "export-state" / "export-state.json"
+    assert export().count("exporting ") == 1
+    state = json.loads(state_file.read_text())
+    assert len(state["runs"]) == 1
+    assert "no completed week to export since the last run" in export()
+    week = 7 * 86_400 * 1_000_000_000
+    state["last_until_ns"] -= 3 * week
+    state_file.write_text(json.dumps(state))
+    assert export().count("exporting ") == 3
+    assert json.loads(state_file.read_text())["last_until_ns"] == state["last_until_ns"] + 3 * week
+
+
+def test_alertmanager_webhook_port_service_policy_and_token() -> None:
+    """The webhook runs on the ingest pods: its port, Service, NetworkPolicy rule and token Secret."""
+    docs = render_set("production")
+    cfg = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])
+    assert cfg["alertmanager"] == {"enabled": True, "host": "0.0.0.0", "port": 9465, "lookback_s": 3600}
+    ingest = _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))
+    assert {"name": "alertmanager", "containerPort": 9465, "protocol": "TCP"} in ingest["ports"]
+    token = [e for e in ingest["env"] if e["name"] == "RAGPULSE_ALERTMANAGER__TOKEN"]
+    assert token == [
+        {"name": "RAGPULSE_ALERTMANAGER__TOKEN",
+         "valueFrom": {"secretKeyRef": {"name": "ragpulse-webhook-token", "key": "token"}}}
+    ]  # fmt: skip
+    judge = _container(by_name(docs, "Deployment", "r-ragpulse-judge"))
+    assert all(p["name"] != "alertmanager" for p in judge["ports"])
+    assert all(e["name"] != "RAGPULSE_ALERTMANAGER__TOKEN" for e in judge["env"])
+    service = by_name(docs, "Service", "r-ragpulse-alertmanager")
+    assert service["spec"]["ports"] == [
+        {"name": "alertmanager", "port": 9465, "targetPort": "alertmanager", "protocol": "TCP"}
+    ]
+    assert service["spec"]["selector"]["app.kubernetes.io/component"] == "ingest"
+    (policy,) = of_kind(docs, "NetworkPolicy")
+    rule = [
+        r for r in policy["spec"]["ingress"] if r["ports"] == [{"port": "alertmanager", "protocol": "TCP"}]
+    ]
+    assert rule and rule[0]["from"][0]["podSelector"] == {
+        "matchLabels": {"app.kubernetes.io/name": "alertmanager"}
+    }
+
+    docs = render_set("minimal")
+    cfg = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])
+    assert cfg["alertmanager"]["enabled"] is False
+    assert not [s for s in of_kind(docs, "Service") if s["metadata"]["name"].endswith("-alertmanager")]
+    no_token = render_set("minimal", "--set", "alertmanagerWebhook.enabled=true")
+    ingest = _container(by_name(no_token, "Deployment", "r-ragpulse-ingest"))
+    assert all(e["name"] != "RAGPULSE_ALERTMANAGER__TOKEN" for e in ingest["env"])
+
+
+def test_intake_token_only_from_a_secret_on_the_ingest_pods() -> None:
+    args = ("--set", "receiver.enabled=true", "--set", "receiver.existingSecret=ragpulse-intake")
+    docs = render_set("minimal", *args)
+    ingest = _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))
+    token = [e for e in ingest["env"] if e["name"] == "RAGPULSE_RECEIVER__AUTH_TOKEN"]
+    assert token == [
+        {"name": "RAGPULSE_RECEIVER__AUTH_TOKEN",
+         "valueFrom": {"secretKeyRef": {"name": "ragpulse-intake", "key": "token"}}}
+    ]  # fmt: skip
+    judge = _container(by_name(docs, "Deployment", "r-ragpulse-judge"))
+    assert all(e["name"] != "RAGPULSE_RECEIVER__AUTH_TOKEN" for e in judge["env"])
+    cfg = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])
+    assert "auth_token" not in cfg["receiver"]
+    off = _container(by_name(render_set("minimal", args[2], args[3]), "Deployment", "r-ragpulse-ingest"))
+    assert all(e["name"] != "RAGPULSE_RECEIVER__AUTH_TOKEN" for e in off["env"])  # no receiver, no token
 
 
 def test_kafka_security_settings() -> None:
@@ -491,7 +587,7 @@ def test_network_policy_allows_only_the_named_peers() -> None:
     egress_ports = [sorted((p["port"], p["protocol"]) for p in rule["ports"]) for rule in policy["egress"]]
     assert egress_ports == [[(53, "TCP"), (53, "UDP")], [(9093, "TCP")], [(8443, "TCP")], [(443, "TCP")]]
     assert all(rule.get("to") for rule in policy["egress"])
-    assert [r["ports"][0]["port"] for r in policy["ingress"]] == ["metrics", "otlp-http"]
+    assert [r["ports"][0]["port"] for r in policy["ingress"]] == ["metrics", "otlp-http", "alertmanager"]
     minimal = of_kind(render_set("minimal", "--set", "networkPolicy.enabled=true"), "NetworkPolicy")[0]
     assert len(minimal["spec"]["egress"]) == 3  # no LLM egress unless asked for
-    assert len(minimal["spec"]["ingress"]) == 1  # no intake without the receiver
+    assert len(minimal["spec"]["ingress"]) == 1  # no intake without the receiver, no webhook unless enabled

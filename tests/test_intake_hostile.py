@@ -15,29 +15,26 @@ import gzip
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
-import sys
+import time
 import urllib.error
 import urllib.request
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.storage.clickhouse import Storage
 
-from tests.services import free_port
+from tests.services import collect_no_kafka, free_port, post_otlp
 
-RAGPULSE = str(Path(sys.executable).parent / "ragpulse")
 RSS_BOUND = 100 << 20  # bytes a hostile request may add to the process's peak memory
 READ_TIMEOUT_S = 2.0  # receiver.read_timeout_s, short so that the truncated-body test is quick
 PB = "application/x-protobuf"
+INFLIGHT_CAP = 16 << 20  # receiver.max_inflight_bytes: above every single hostile request here
 
 
 class Intake:
@@ -48,6 +45,7 @@ class Intake:
         self.port = port
         self.db = db
         self.sent: set[str] = set()
+        self.metrics_url = ""
         self._n = 0
 
     def status_kb(self, field: str) -> int:
@@ -65,19 +63,7 @@ class Intake:
         return (self.status_kb("VmHWM") << 10) - rss_before
 
     def post(self, body: bytes, ctype: str = PB, encoding: str | None = None) -> tuple[int, bytes]:
-        req = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}/v1/traces",
-            data=body,
-            method="POST",
-            headers={"Content-Type": ctype},
-        )
-        if encoding:
-            req.add_header("Content-Encoding", encoding)
-        try:
-            with urllib.request.urlopen(req, timeout=60) as resp:
-                return resp.status, resp.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
+        return post_otlp(f"http://127.0.0.1:{self.port}/v1/traces", body, ctype, encoding, timeout=60)
 
     def assert_serving(self) -> None:
         """A normal request after a hostile one is accepted (and must be stored at the end)."""
@@ -93,27 +79,17 @@ class Intake:
 def intake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Intake]:
     tmp = tmp_path_factory.mktemp("intake")
     port = free_port()
-    cfg = tmp / "c.yaml"
-    cfg.write_text(yaml.safe_dump({
+    cfg = {
         "storage": {"dsn": f"chdb://{tmp / 'db'}"}, "metrics": {"port": 0},
-        "receiver": {"port": port, "read_timeout_s": READ_TIMEOUT_S},
+        "receiver": {"port": port, "read_timeout_s": READ_TIMEOUT_S, "max_inflight_bytes": INFLIGHT_CAP},
         "judge": {"enabled": False}, "sampling": {"rate": 0.0, "rules": []},
-    }))  # fmt: skip
-    proc = subprocess.Popen([RAGPULSE, "collect", "--no-kafka", "--config", str(cfg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
-    it = Intake(proc, port, tmp / "db")
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
+    }  # fmt: skip
+    with collect_no_kafka(cfg, tmp / "c.yaml") as (proc, line):
+        it = Intake(proc, port, tmp / "db")
         assert "collecting on" in line, line
+        it.metrics_url = line.split("metrics on ", 1)[1].strip().removesuffix("/metrics")
         it.assert_serving()
         yield it
-        os.kill(proc.pid, signal.SIGTERM)
-        assert proc.wait(30) == 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
     st = Storage(f"chdb://{it.db}")
     try:
         stored = {r[0] for r in st.query("SELECT trace_id FROM {db}.rag_traces FINAL")}
@@ -153,9 +129,8 @@ def _json_doc(attributes: Any) -> dict[str, Any]:
 
 def test_gzip_bomb_stops_at_the_record_limit_with_bounded_memory(intake: Intake) -> None:
     gib = 1 << 30
-    comp = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    zeros = bytes(1 << 20)
-    bomb = b"".join(comp.compress(zeros) for _ in range(gib >> 20)) + comp.flush()
+    # 1,024 gzip members of 1 MiB of zeros each (a valid gzip stream: members concatenate), built at once.
+    bomb = gzip.compress(bytes(1 << 20), 9) * (gib >> 20)
     assert len(bomb) < 2 << 20  # about 1 MB on the wire, 1 GiB inflated
     before = intake.reset_peak()
     code, body = intake.post(bomb, PB, "gzip")
@@ -191,8 +166,8 @@ def test_a_million_attributes_are_refused_with_bounded_memory(intake: Intake) ->
     assert code == 400 and b"exceed max_attributes 1024" in body
     assert growth < RSS_BOUND
     intake.assert_serving()
-    attrs = [{"key": f"k{i}", "value": {"intValue": "1"}} for i in range(1_000_000)]
-    doc = gzip.compress(json.dumps(_json_doc(attrs)).encode())  # ~40 MB inflated, past the limit
+    attrs = b",".join(b'{"key":"k%d","value":{"intValue":"1"}}' % i for i in range(1_000_000))
+    doc = gzip.compress(json.dumps(_json_doc("ATTRS")).encode().replace(b'"ATTRS"', b"[" + attrs + b"]"), 1)
     code, body = intake.post(doc, "application/json", "gzip")
     assert code == 413
     intake.assert_serving()
@@ -247,4 +222,33 @@ def test_an_oversized_body_is_a_413_without_being_buffered(intake: Intake) -> No
     print(f"9 MiB body: RSS {before >> 20} MiB, peak +{growth >> 20} MiB")
     assert code == 413 and b"exceeds max_record_bytes" in body
     assert growth < 8 << 20  # refused on its Content-Length: never held in memory
+    intake.assert_serving()
+
+
+def test_concurrent_bodies_past_the_in_flight_cap_get_503_with_retry_after(intake: Intake) -> None:
+    from tests.soak_run import scrape
+
+    head = f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PB}\r\nContent-Length: {6 << 20}\r\n\r\n"
+    held = [socket.create_connection(("127.0.0.1", intake.port), timeout=60) for _ in range(2)]
+    try:
+        for s in held:  # two slow clients, each with a 6 MiB body on its way: 12 of the 16 MiB held
+            s.sendall(head.encode() + b"x")
+        deadline = time.monotonic() + 30
+        while scrape(intake.metrics_url).get("ragpulse_intake_inflight_bytes", 0) < 12 << 20:
+            assert time.monotonic() < deadline, "the intake never held the two bodies"
+            time.sleep(0.05)
+        req = urllib.request.Request(f"http://127.0.0.1:{intake.port}/v1/traces", data=bytes(5 << 20),
+                                     method="POST", headers={"Content-Type": PB})  # fmt: skip
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(req, timeout=60)
+        assert refused.value.code == 503 and refused.value.headers["Retry-After"] == "1"
+        assert b"max_inflight_bytes" in refused.value.read()
+        for s in held:  # the held requests are answered (their garbage bodies are a 400, or 408 if slow)
+            s.sendall(bytes((6 << 20) - 1))
+            s.shutdown(socket.SHUT_WR)
+            assert s.recv(64).split(b" ")[1] in (b"400", b"408")
+    finally:
+        for s in held:
+            s.close()
+    assert scrape(intake.metrics_url)["ragpulse_intake_inflight_bytes"] == 0
     intake.assert_serving()

@@ -68,12 +68,18 @@ def test_every_panel_has_a_place_on_the_grid_and_no_overlap() -> None:
 def test_the_quality_overview_draws_the_alert_thresholds() -> None:
     d = _dashboards()["ragpulse-quality.json"]
     by_title = {p["title"]: p for p in _panels(d)}
-    steps = by_title["Unsupported-claim ratio"]["fieldConfig"]["defaults"]["thresholds"]["steps"]
-    assert [s["value"] for s in steps] == [None, 0.03, 0.432]  # budget and fast-burn page
-    assert (
-        by_title["Unsupported-claim ratio"]["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"]
-        == "line"
+    sli = by_title["Unsupported-claim ratio"]
+    # The limits are the recorded budget and the fast-burn page line, queried, so that objectives
+    # set at deployment are the ones drawn; no number of the objectives is written in the panel.
+    exprs = {t["refId"]: t["expr"] for t in sli["targets"]}
+    assert exprs["C"] == 'ragpulse:sli_error_budget{objective="faithfulness"}'
+    assert exprs["D"] == '14.4 * ragpulse:sli_error_budget{objective="faithfulness"}'
+    dashed = {o["matcher"]["options"]: o["properties"] for o in sli["fieldConfig"]["overrides"]}
+    assert set(dashed) == {"C", "D"}
+    assert all(
+        {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}} in v for v in dashed.values()
     )
+    assert [s["value"] for s in sli["fieldConfig"]["defaults"]["thresholds"]["steps"]] == [None]
     for title in ("Failure modes", "Abstentions by kind", "Claim verdicts", "Sampling decisions by reason",
                   "Judge latency p95", "Judge cost per hour", "Judge errors", "Consumer lag", "Dead-lettered records",
                   "Storage up"):  # fmt: skip

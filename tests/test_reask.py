@@ -10,15 +10,19 @@ read on every batch while this process owns only part of the topic.
 
 from __future__ import annotations
 
+import random
+import time
+
 import pytest
+from ragpulse.collector.export.text import jaccard, normalize_query, shingles
 from ragpulse.collector.feedback.reask import Call, ReaskDetector
-from ragpulse.collector.feedback.sessions import Earlier, SessionIndex
+from ragpulse.collector.feedback.sessions import Earlier, SessionIndex, feature_of, features, may_match
 from ragpulse.collector.ingest.model import RagTrace
 from ragpulse.collector.serve.metrics import Metrics
 from ragpulse.collector.storage.clickhouse import Storage, encode_traces
 
 S = 1_000_000_000
-T0 = 1_767_000_000 * S
+T0 = (int(time.time()) - 3600) * S  # recent: older rows would meet the tables' TTL
 
 
 def _call(n: int, query: str, session: str = "s1", at_s: float = 0.0) -> Call:
@@ -26,7 +30,8 @@ def _call(n: int, query: str, session: str = "s1", at_s: float = 0.0) -> Call:
 
 
 def _earlier(n: int, at_s: float, query: str = "q") -> Earlier:
-    return Earlier(T0 + int(at_s * S), f"{n:032x}", "svc", query)
+    ((size, sig),) = features([normalize_query(query)])
+    return Earlier(T0 + int(at_s * S), f"{n:032x}", "svc", normalize_query(query), size, sig)
 
 
 @pytest.fixture()
@@ -69,12 +74,12 @@ def test_index_keeps_the_latest_lookback_calls_before_a_time_within_the_window()
     index = SessionIndex(window_ns=10 * S, lookback=3, max_calls=100)
     for n, at in enumerate([1, 2, 3, 4, 5]):
         index.add("s", _earlier(n, at))
-    assert [e.trace_id for e in index.earlier("s", T0 + 5 * S)] == [
+    assert [e.trace_id for e in index.earlier("s", _earlier(9, 5))] == [
         f"{n:032x}" for n in (3, 2)
     ]  # not 5 itself
     assert len(index) == 3  # calls at 1 and 2 s: beyond the lookback
-    assert index.earlier("s", T0 + 16 * S) == []  # 16 s: the latest (5 s) is out of the window
-    assert index.earlier("other", T0 + 5 * S) == []
+    assert index.earlier("s", _earlier(9, 16)) == []  # 16 s: the latest (5 s) is out of the window
+    assert index.earlier("other", _earlier(9, 5)) == []
     index.add("s", _earlier(4, 5))  # the same trace again (a replay): held once
     assert len(index) == 3
 
@@ -87,7 +92,33 @@ def test_index_forgets_sessions_out_of_the_window_and_counts_what_the_cap_drops(
     for n in range(3, 7):
         index.add("b", _earlier(n, 21))
     assert len(index) == 4 and index.evicted == 1  # "a", least recently active, made room
-    assert index.earlier("a", T0 + 22 * S) == []
+    assert index.earlier("a", _earlier(9, 22)) == []
+
+
+def test_the_signature_bound_never_drops_a_match_and_drops_most_non_matches():
+    rng = random.Random(7)
+    words = "how long are the logs kept who approves deletion of audit records legal hold".split()
+    queries = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) for _ in range(300)]
+    queries += [q.replace("o", "0", 1) for q in queries[:100]]  # near-duplicates
+    calls = [_earlier(n, 0, q) for n, q in enumerate(queries)]
+    matches = dropped = 0
+    pairs = [(calls[k], calls[300 + k]) for k in range(100)]
+    pairs += [(rng.choice(calls), rng.choice(calls)) for _ in range(20_000)]
+    for a, b in pairs:
+        exact = jaccard(shingles(a.normalized), shingles(b.normalized)) >= 0.7
+        kept = may_match(a, b, 0.7)
+        assert kept or not exact, (a.normalized, b.normalized)
+        matches += exact
+        dropped += not kept
+    assert matches > 100 and dropped > 0.8 * (len(pairs) - matches)
+
+
+def test_features_in_bulk_equal_features_in_python():
+    texts = ["how long are logs kept", "", "a", "ab", "café au lait", "naïve question", "x" * 300, "zz zz zz"]
+    bulk = features([normalize_query(t) for t in texts])
+    alone = [feature_of(normalize_query(t)) for t in texts]
+    assert bulk == alone
+    assert [size for size, _ in bulk] == [len(shingles(normalize_query(t))) for t in texts]
 
 
 def test_reasks_across_batches_come_from_memory_after_one_read(storage):

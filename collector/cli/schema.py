@@ -5,21 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .actions import action_parser
+
 __all__ = ["register"]
-
-
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("schema", help="manage the ClickHouse schema", description=__doc__)
-    sub = parser.add_subparsers(dest="schema_command", metavar="ACTION")
-    apply = sub.add_parser("apply", help="create the database and tables if they do not exist")
-    apply.add_argument("--config", help="collector YAML config (storage section)")
-    apply.add_argument("--dsn", help="chdb:///path or http://user:pass@host:8123 (overrides the config)")
-    apply.add_argument("--ttl-days", type=int, help="row TTL in days (0 = none; overrides the config)")
-    apply.add_argument(
-        "--print", action="store_true", dest="print_only", help="print the DDL instead of applying it"
-    )
-    apply.set_defaults(func=_apply)
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
 
 def _apply(args: argparse.Namespace) -> int:
@@ -50,3 +38,13 @@ def _apply(args: argparse.Namespace) -> int:
         storage.close()
     print(f"schema applied to {storage._safe_dsn()} database {st['database']}: {len(statements)} statements")
     return 0
+
+
+def register(subparsers: Any) -> None:
+    add = action_parser(subparsers, "schema", "manage the ClickHouse schema", __doc__)
+    apply = add("apply", "create the database and tables if they do not exist", _apply, "storage section")
+    apply.add_argument("--dsn", help="chdb:///path or http://user:pass@host:8123 (overrides the config)")
+    apply.add_argument("--ttl-days", type=int, help="row TTL in days (0 = none; overrides the config)")
+    apply.add_argument(
+        "--print", action="store_true", dest="print_only", help="print the DDL instead of applying it"
+    )

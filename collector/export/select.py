@@ -16,7 +16,7 @@ from ..feedback.spans import is_negative
 from ..storage.clickhouse import Storage
 from .criteria import Criteria
 
-__all__ = ["Candidate", "AlertWindow", "select_candidates", "alert_windows"]
+__all__ = ["Candidate", "AlertWindow", "select_candidates", "alert_windows", "stored_metadata"]
 
 _SCORES = (
     "faithfulness", "citation_correctness", "citation_completeness",
@@ -80,7 +80,9 @@ class AlertWindow:
     end_ns: int
 
 
-def _meta(text: str) -> Any:
+def stored_metadata(text: str) -> Any:
+    """A stored JSON text column (chunk metadata, attributes) as a dict; other JSON values and
+    unparsable text are wrapped (``{"value": ...}``, ``{"raw": ...}``) rather than dropped."""
     try:
         value = json.loads(text) if text else {}
     except ValueError:
@@ -150,7 +152,7 @@ def _candidate(row: tuple[Any, ...]) -> Candidate:
     (tid, ns, service, query, answer, ids, contents, scores, metas, cdocs, cmarks, cstarts, cends) = row[:13]
     return Candidate(
         trace_id=tid, time_ns=int(ns), service=service, query=query, answer=answer,
-        chunks=[{"id": i, "content": t, "score": s, "metadata": _meta(m)}
+        chunks=[{"id": i, "content": t, "score": s, "metadata": stored_metadata(m)}
                 for i, t, s, m in zip(ids, contents, scores, metas, strict=True)],
         citations=[{"doc_id": d, "marker": m, "start": int(s), "end": int(e)}
                    for d, m, s, e in zip(cdocs, cmarks, cstarts, cends, strict=True)],

@@ -17,7 +17,9 @@ _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 def normalize_query(text: str) -> str:
     """Lower case, accents folded, punctuation dropped, whitespace collapsed."""
     folded = unicodedata.normalize("NFKD", text or "")
-    folded = "".join(c for c in folded if not unicodedata.combining(c)).lower()
+    if not folded.isascii():  # no ASCII character is a combining mark
+        folded = "".join(c for c in folded if not unicodedata.combining(c))
+    folded = folded.lower()
     return " ".join(_NON_WORD.sub(" ", folded).split())
 
 

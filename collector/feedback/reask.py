@@ -24,9 +24,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..export.text import jaccard, normalize_query
+from ..export.text import jaccard, normalize_query, shingles
 from ..storage.clickhouse import Storage
-from .sessions import Earlier, SessionIndex
+from .sessions import Earlier, SessionIndex, features
 
 __all__ = ["Call", "ReaskDetector"]
 
@@ -80,10 +80,8 @@ class ReaskDetector:
         where = "IN %(s)s" if sessions is not None else "!= ''"
         params = {"s": list(sessions or ()), "lo": low, "hi": high, "k": _LOOKBACK, "n": self.index.max_calls}
         rows = self.storage.query(_STORED_SQL.replace("{sessions}", where), params)
-        return [
-            (str(sid), Earlier(int(ns), str(tid), str(svc), normalize_query(str(q))))
-            for tid, sid, ns, q, svc in rows
-        ]
+        calls = _calls([(int(ns), str(tid), str(svc), str(q)) for tid, sid, ns, q, svc in rows])
+        return [(str(row[1]), call) for row, call in zip(rows, calls, strict=True)]
 
     def detect(self, traces: Sequence[Call]) -> list[dict[str, Any]]:
         """Feedback rows (``rag_feedback`` columns) for the re-asks among ``traces``."""
@@ -102,8 +100,10 @@ class ReaskDetector:
         for sid, call in reversed(stored):  # oldest first: the index keeps the latest
             index.add(sid, call)
         rows = []
-        for t in sorted(with_session, key=lambda x: (x.time, x.trace_id)):
-            call = Earlier(t.time, t.trace_id, t.service, normalize_query(t.query))
+        ordered = sorted(with_session, key=lambda x: (x.time, x.trace_id))
+        for t, call in zip(
+            ordered, _calls([(t.time, t.trace_id, t.service, t.query) for t in ordered]), strict=True
+        ):
             earlier = self._match(t.session_id, call)
             if earlier is not None:
                 rows.append(_row(earlier, t))
@@ -112,12 +112,21 @@ class ReaskDetector:
 
     def _match(self, session_id: str, call: Earlier) -> Earlier | None:
         """The latest earlier call of the session (in the window) that ``call`` re-asks, or None."""
-        index = self.index
-        mine = index.shingles_of(call)
-        for e in index.earlier(session_id, call.time):
-            if e.trace_id != call.trace_id and jaccard(mine, index.shingles_of(e)) >= self.threshold:
+        grams = None
+        for e in self.index.earlier(session_id, call, self.threshold):
+            grams = grams or shingles(call.normalized)
+            if e.trace_id != call.trace_id and jaccard(grams, shingles(e.normalized)) >= self.threshold:
                 return e
         return None
+
+
+def _calls(rows: Sequence[tuple[int, str, str, str]]) -> list[Earlier]:
+    """The index's records of (time, trace id, service, query) calls."""
+    normalized = [normalize_query(q) for _, _, _, q in rows]
+    return [
+        Earlier(ns, tid, svc, norm, size, sig)
+        for (ns, tid, svc, _), norm, (size, sig) in zip(rows, normalized, features(normalized), strict=True)
+    ]
 
 
 def _row(earlier: Earlier, later: Call) -> dict[str, Any]:

@@ -14,31 +14,125 @@ detector keeps them here instead. What it holds, and why it stays small:
   (``ragpulse_reask_index_evicted_total``), since a re-ask against them is
   then missed.
 
-A call is kept as its time, trace id, service and normalised query (a few
-hundred bytes); the character shingles a comparison needs are made on demand
-and cached for the most recently compared calls only.
+A call is kept as its time, trace id, service, normalised query and a
+signature of its character shingles (a few hundred bytes in all). Most pairs
+of calls in a session are different questions, and comparing shingle sets is
+what detection spends its time on, so :func:`may_match` first bounds the
+similarity from the two signatures (each shingle hashed to one of
+``_SIGNATURE_BITS`` bits): a bit set in one signature and not the other stands
+for at least one shingle the other call lacks, so ``|a ∩ b| <= |a| - popcount(A
+& ~B)`` and ``<= |b| - popcount(B & ~A)``, hence ``|a ∩ b| <= (|a| + |b| -
+popcount(A ^ B)) / 2``; a pair whose bound is below the threshold cannot match.
+Only the pairs left are compared exactly.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from ..export.text import shingles
 
-__all__ = ["Earlier", "SessionIndex"]
+__all__ = ["Earlier", "SessionIndex", "feature_of", "features", "may_match"]
 
-_SHINGLE_CACHE = 4096  # shingle sets kept (a few KB each): the calls compared most recently
+_SIGNATURE_LOG2 = 10
+_SIGNATURE_BITS = 1 << _SIGNATURE_LOG2  # 65 shingles (a 60-character question) share a bit in ~2 pairs
+_MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing
+_MASK64 = (1 << 64) - 1
 
 
 class Earlier(NamedTuple):
-    """One call the index holds."""
+    """One call the index holds: ``size`` distinct shingles, hashed into ``signature``."""
 
     time: int
     trace_id: str
     service: str
     normalized: str
+    size: int
+    signature: int
+
+
+def _code(gram: str) -> int:
+    """A shingle as a number: its characters' code points, 21 bits each."""
+    code = 0
+    for ch in gram:
+        code = code << 21 | ord(ch)
+    return code
+
+
+def _bit(code: int) -> int:
+    """The signature bit of a shingle code (the top bits of a multiplicative hash)."""
+    return ((code * _MULTIPLIER) & _MASK64) >> (64 - _SIGNATURE_LOG2)
+
+
+def feature_of(normalized: str) -> tuple[int, int]:
+    """(distinct shingles, signature) of one normalised text, in Python."""
+    grams = shingles(normalized)
+    return len(grams), sum(1 << b for b in {_bit(_code(g)) for g in grams})
+
+
+def features(normalized: Sequence[str]) -> list[tuple[int, int]]:
+    """(distinct shingles, signature) of each normalised text, as :func:`~..export.text.shingles`
+    makes them. ASCII texts of a batch are done together with numpy (the per-shingle work in
+    C); the others one by one, with the same codes and bits."""
+    texts = [f" {n} " for n in normalized]
+    out: list[tuple[int, int]] = [(0, 0)] * len(texts)
+    bulk = [k for k, t in enumerate(texts) if len(t) > 3 and t.isascii()]
+    for k in set(range(len(texts))).difference(bulk):
+        out[k] = feature_of(normalized[k])
+    if bulk:
+        for k, feature in zip(bulk, _ascii_features([texts[k] for k in bulk]), strict=True):
+            out[k] = feature
+    return out
+
+
+def _ascii_features(texts: list[str]) -> list[tuple[int, int]]:
+    import numpy as np
+
+    n = len(texts)
+    owner = np.repeat(np.arange(n, dtype=np.uint64), [len(t) for t in texts])
+    chars = np.frombuffer("".join(texts).encode("ascii"), np.uint8).astype(np.uint64)
+    inside = owner[:-2] == owner[2:]  # the three characters belong to one text
+    owner, first, second, third = (
+        owner[:-2][inside],
+        chars[:-2][inside],
+        chars[1:-1][inside],
+        chars[2:][inside],
+    )
+    codes = first << np.uint64(42) | second << np.uint64(21) | third  # as _code()
+    bits = (codes * np.uint64(_MULTIPLIER)) >> np.uint64(64 - _SIGNATURE_LOG2)  # as _bit()
+    # distinct (text, shingle) pairs count the shingles (ASCII: 7 bits a character)
+    distinct = _distinct(owner << np.uint64(21) | first << np.uint64(14) | second << np.uint64(7) | third)
+    sizes = np.bincount((distinct >> np.uint64(21)).astype(np.intp), minlength=n)
+    keys = _distinct(owner << np.uint64(_SIGNATURE_LOG2) | bits)  # distinct (text, bit) pairs
+    text_of, bit = keys >> np.uint64(_SIGNATURE_LOG2), keys & np.uint64(_SIGNATURE_BITS - 1)
+    words = np.zeros(n * (_SIGNATURE_BITS // 64), np.uint64)
+    np.bitwise_or.at(
+        words, (text_of * np.uint64(_SIGNATURE_BITS // 64) + (bit >> np.uint64(6))).astype(np.intp),
+        np.uint64(1) << (bit & np.uint64(63)),
+    )  # fmt: skip
+    raw, step = words.tobytes(), _SIGNATURE_BITS // 8
+    return [(int(sizes[k]), int.from_bytes(raw[k * step : (k + 1) * step], "little")) for k in range(n)]
+
+
+def _distinct(values: Any) -> Any:
+    """The distinct values of a numpy array, sorted (a sort: faster here than np.unique's hash)."""
+    import numpy as np
+
+    values = np.sort(values)
+    keep = np.empty(len(values), bool)
+    keep[:1] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def may_match(a: Earlier, b: Earlier, threshold: float) -> bool:
+    """False when the two calls' shingle sets cannot reach Jaccard ``threshold`` (see above)."""
+    total = a.size + b.size
+    common = (total - (a.signature ^ b.signature).bit_count()) / 2
+    return common >= threshold * (total - common) - 1e-9
 
 
 class SessionIndex:
@@ -51,7 +145,6 @@ class SessionIndex:
         self.lookback = lookback
         self.max_calls = max_calls
         self._sessions: OrderedDict[str, list[Earlier]] = OrderedDict()  # least recently active first
-        self._shingles: OrderedDict[str, frozenset[str]] = OrderedDict()
         self.calls = 0  # calls held (ragpulse_reask_index_calls)
         self.evicted = 0  # calls dropped for the cap before their window ended
         self.newest = 0  # the newest call time seen (ns)
@@ -59,31 +152,24 @@ class SessionIndex:
     def __len__(self) -> int:
         return self.calls
 
-    def earlier(self, session_id: str, time_ns: int) -> list[Earlier]:
-        """The session's calls before ``time_ns`` and at most the window before it, newest first."""
+    def earlier(self, session_id: str, call: Earlier, threshold: float = 0.0) -> list[Earlier]:
+        """The session's calls before ``call`` and at most the window before it, newest first,
+        that :func:`may_match` it at ``threshold`` (0: all of them)."""
         entries = self._sessions.get(session_id)
         if not entries:
             return []
-        end = bisect.bisect_left(entries, (time_ns,))
-        low = time_ns - self.window_ns
+        end = bisect.bisect_left(entries, (call.time,))
+        low = call.time - self.window_ns
+        size, sig = call.size, call.signature
         out = []
         for e in reversed(entries[max(0, end - self.lookback) : end]):
             if e.time < low:
                 break
-            out.append(e)
+            total = size + e.size  # may_match() inlined: up to ``lookback`` times per new call
+            common = (total - (sig ^ e.signature).bit_count()) / 2
+            if common >= threshold * (total - common) - 1e-9:
+                out.append(e)
         return out
-
-    def shingles_of(self, call: Earlier) -> frozenset[str]:
-        """The call's character shingles (cached for the most recently compared calls)."""
-        cache = self._shingles
-        grams = cache.get(call.trace_id)
-        if grams is None:
-            grams = cache[call.trace_id] = frozenset(shingles(call.normalized))
-            if len(cache) > _SHINGLE_CACHE:
-                cache.popitem(last=False)
-        else:
-            cache.move_to_end(call.trace_id)
-        return grams
 
     def add(self, session_id: str, call: Earlier) -> None:
         """Hold ``call`` (once per trace id: replays and stored copies of a held call are no-ops)."""
@@ -92,9 +178,10 @@ class SessionIndex:
             entries = self._sessions[session_id] = []
         else:
             self._sessions.move_to_end(session_id)
-        if any(e.trace_id == call.trace_id for e in entries):
+        at = bisect.bisect_left(entries, (call.time, call.trace_id))
+        if at < len(entries) and entries[at].trace_id == call.trace_id:
             return
-        bisect.insort(entries, call)
+        entries.insert(at, call)
         self.calls += 1
         if len(entries) > self.lookback:
             del entries[0]

@@ -18,13 +18,13 @@ spends the sampling budget like any rule, and is skipped when it is used up.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..export.select import stored_metadata
 from ..ingest.model import RagTrace, Span
 from ..ingest.sampling import Sampler
 from ..serve.metrics import Metrics
@@ -42,7 +42,7 @@ _PENDING_MAX = 100_000
 
 def store_feedback_rows(storage: Storage, metrics: Metrics | None, rows: Sequence[dict[str, Any]]) -> int:
     """Insert ``rag_feedback`` rows and count them in ``ragpulse_feedback_total``."""
-    n = storage.insert_rows("rag_feedback", FEEDBACK_COLUMNS, rows)
+    n = storage.insert_json_rows("rag_feedback", FEEDBACK_COLUMNS, rows, nanos=("time",))
     if metrics is not None:
         for r in rows:
             metrics.feedback.labels(r["service"], r["kind"], r["label"]).inc()
@@ -97,6 +97,18 @@ class FeedbackSink:
             return None
         return lambda: self._after_store(rows, calls)
 
+    def store_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Store feedback that did not arrive as spans (``ragpulse feedback import``) through the
+        same step as span feedback: the rows, the metric, and the judge messages of stored traces
+        that negative feedback now queues. Negative feedback on a trace not stored (yet) stays in
+        :attr:`pending`."""
+        return self._after_store(rows, [])
+
+    @property
+    def pending(self) -> list[str]:
+        """Trace ids with negative feedback whose trace this sink has not seen stored."""
+        return list(self._pending)
+
     def _after_store(self, rows: list[dict[str, Any]], calls: list[Call]) -> list[dict[str, Any]]:
         if calls:
             rows = rows + self._retry(lambda: self.reask.detect(calls))
@@ -148,14 +160,6 @@ _TRACE_SQL = (
 )
 
 
-def _metadata(text: str) -> Any:
-    try:
-        value = json.loads(text) if text else {}
-    except ValueError:
-        return {"raw": text}
-    return value if isinstance(value, dict) else {"value": value}
-
-
 def _judge_message(row: tuple[Any, ...]) -> dict[str, Any]:
     """A stored trace's ``ragpulse.judge`` message (the shape of RagTrace.judge_message)."""
     (tid, service, t0, t1, query, answer, ids, contents, scores, metas, cdocs, cmarks, cstarts, cends) = row[
@@ -170,7 +174,7 @@ def _judge_message(row: tuple[Any, ...]) -> dict[str, Any]:
         "query": query,
         "answer": answer,
         "chunks": [
-            {"id": i, "content": c, "score": s, "metadata": _metadata(m)}
+            {"id": i, "content": c, "score": s, "metadata": stored_metadata(m)}
             for i, c, s, m in zip(ids, contents, scores, metas, strict=True)
         ],
         "citations": [
@@ -182,5 +186,5 @@ def _judge_message(row: tuple[Any, ...]) -> dict[str, Any]:
         "risk_level": risk,
         "sampled_reason": FEEDBACK_REASON,
         "span_count": int(span_count),
-        "attributes": _metadata(attributes),
+        "attributes": stored_metadata(attributes),
     }

@@ -10,14 +10,7 @@ import json
 import math
 from typing import Any
 
-from ...agent.feedback import (
-    FEEDBACK_COMMENT,
-    FEEDBACK_KIND,
-    FEEDBACK_LABEL,
-    FEEDBACK_SOURCE,
-    FEEDBACK_SPAN,
-    FEEDBACK_VALUE,
-)
+from ...agent import conventions as sc
 from ..ingest.model import Span
 
 __all__ = [
@@ -38,12 +31,12 @@ FEEDBACK_REASON = "rule:feedback"
 #: Labels that make a feedback negative when it carries no value (compared in lower case); the
 #: monitoring mixin's negative-feedback alert counts ``ragpulse_feedback_total`` by the same list.
 NEGATIVE_LABELS = ("negative", "thumbs_down", "bad", "wrong", "incorrect", "escalated")
-_MARKER = FEEDBACK_SPAN.encode()
+_MARKER = sc.FEEDBACK_SPAN.encode()
 
 
 def is_feedback_span(span: Span) -> bool:
     """True for a span that carries feedback (by name, or by its kind attribute from other writers)."""
-    return span.name == FEEDBACK_SPAN or FEEDBACK_KIND in span.attrs
+    return span.name == sc.FEEDBACK_SPAN or sc.FEEDBACK_KIND in span.attrs
 
 
 def may_hold_feedback(record: bytes) -> bool:
@@ -67,8 +60,8 @@ def feedback_row(span: Span) -> dict[str, Any]:
     """The ``rag_feedback`` row of a feedback span (time in integer nanoseconds)."""
     a = span.attrs
     extra = {k: v for k, v in a.items() if not k.startswith("rag.feedback.")}
-    value = _value(a.get(FEEDBACK_VALUE))
-    label = str(a.get(FEEDBACK_LABEL) or "")
+    value = _value(a.get(sc.FEEDBACK_VALUE))
+    label = str(a.get(sc.FEEDBACK_LABEL) or "")
     if not label and value is not None:
         label = "positive" if value > 0 else "negative" if value < 0 else "neutral"
     return {
@@ -76,11 +69,11 @@ def feedback_row(span: Span) -> dict[str, Any]:
         "feedback_id": span.span_id,
         "time": span.end or span.start,
         "service": span.service,
-        "kind": str(a.get(FEEDBACK_KIND) or "unknown"),
+        "kind": str(a.get(sc.FEEDBACK_KIND) or "unknown"),
         "value": value,
         "label": label,
-        "comment": str(a.get(FEEDBACK_COMMENT) or ""),
-        "source": str(a.get(FEEDBACK_SOURCE) or "user"),
+        "comment": str(a.get(sc.FEEDBACK_COMMENT) or ""),
+        "source": str(a.get(sc.FEEDBACK_SOURCE) or "user"),
         "attributes": json.dumps(extra, sort_keys=True, default=str),
     }
 

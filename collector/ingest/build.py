@@ -47,6 +47,7 @@ from ...agent.conventions import (
     RAG_QUERY_TYPE,
     RAG_RISK_LEVEL,
     RAG_ROOT,
+    RAG_VARIANT,
     RERANKER_OUTPUT_DOCUMENTS,
     RETRIEVAL_DOCUMENTS,
     RETRIEVAL_OPS,
@@ -211,6 +212,7 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
     t.time = (root or p.first).start
     t.end_time = p.end
     t.service = (root or p.first).service
+    t.root_span_id = (root or p.first).span_id
     t.latency_ms = _ms(root) if root is not None else (t.end_time - t.time) / 1e6
     _read_chunks(t, p)
     _read_texts(t, p, ra, trusted)
@@ -298,6 +300,7 @@ def _read_root(t: RagTrace, ra: dict[str, Any], trace_root: Span | None) -> None
     t.corpus_version = str(ra.get(RAG_CORPUS_VERSION, "") or "")
     t.risk_level = str(ra.get(RAG_RISK_LEVEL, "") or "")
     t.query_type = str(ra.get(RAG_QUERY_TYPE, "") or "")
+    t.variant = str(ra.get(RAG_VARIANT, "") or "")
     t.session_id = str(ra.get(SESSION_ID, "") or "")
     t.user_id = str(ra.get(USER_ID, "") or "")
     route = ra.get(HTTP_ROUTE)

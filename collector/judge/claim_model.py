@@ -6,7 +6,7 @@
 between fitted knots) fit on the logistic model's cross-validated outputs, so
 that a probability of 0.7 means about 70% of such claims are supported.
 
-The weights file (``weights/claim-v2.json``) also carries the thresholds the
+The weights file (``weights/claim-v3.json``) also carries the thresholds the
 judge uses, all fit on the development data by ``bench/judge_quality.py
 --write-weights`` with grouped cross-validation:
 
@@ -106,9 +106,9 @@ def response_verdict(probs: list[float], threshold: float, weak: float) -> str |
 
 
 def load_claim_model(path: str | Path | None = None) -> ClaimModel:
-    """Load the weights file (the packaged ``weights/claim-v2.json`` by default)."""
+    """Load the weights file (the packaged ``weights/claim-v3.json`` by default)."""
     if path is None:
-        raw = resources.files("ragpulse.collector.judge").joinpath("weights/claim-v2.json").read_bytes()
+        raw = resources.files("ragpulse.collector.judge").joinpath("weights/claim-v3.json").read_bytes()
     else:
         raw = Path(path).read_bytes()
     data = json.loads(raw)

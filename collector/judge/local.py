@@ -20,6 +20,8 @@ from typing import Any
 from .claim_features import ChunkIndex, ClaimEvidence, claim_evidence
 from .claim_model import ClaimModel, load_claim_model, response_verdict
 from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, split_head, starts_with_verb
+from .conflicts import best_sentence, conflicts, negation_conflicts
+from .conflicts import contradicting as find_contradicting
 from .evidence import ChunkEvidence, build_evidence
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
@@ -35,7 +37,7 @@ __all__ = [
     "lexical_utilization",
 ]
 
-LOCAL_VERSION = "2.0"
+LOCAL_VERSION = "3.0"
 
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
@@ -122,7 +124,6 @@ class LocalJudge:
             attach_citations(claims, rec["citations"], answer, ids)
         qprof = profile(rec["query"])
         qstems = frozenset(s for s in qprof.stem_set if s not in QUESTION_WORDS)
-        chunk_qcov = {c.id: (len(qstems & c.whole.stem_set) / len(qstems) if qstems else 0.0) for c in chunks}
 
         judged: list[ClaimJudgment] = []
         evidence_stems: set[str] = set()
@@ -138,9 +139,12 @@ class LocalJudge:
             qstems=qstems,
             answer_all=frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset(),
         )
-        for claim, cp in zip(claims, claim_profiles, strict=True):
+        views = [claim_view(cp, qstems) for cp in claim_profiles]
+        evs = [claim_evidence(v, ctx.index, self.model) for v in views]
+        probs = [self.claim_model.probability(ce.features) for ce in evs]
+        for claim, cp, view, ce, p in zip(claims, claim_profiles, views, evs, probs, strict=True):
             answer_stems |= cp.stem_set
-            judgment, score, used = self._judge_claim(ctx, claim, cp)
+            judgment, score, used = self._judge_claim(ctx, claim, cp, view, ce, round(p, 4))
             judged.append(judgment)
             verdict_scores.append(score)
             evidence_stems |= used
@@ -148,17 +152,7 @@ class LocalJudge:
         if judged and asks_quantity(rec["query"]) and not any(answers_quantity(cp) for cp in claim_profiles):
             for j in judged:  # asked how long / how many / how often, and no claim says
                 j.on_topic = False
-        usable_chunks = [c for c in chunks if c.usable]
-        union_cov = (
-            len(qstems & frozenset().union(*(c.whole.stem_set for c in usable_chunks))) / len(qstems)
-            if qstems and usable_chunks
-            else 0.0
-        )
-        answerable = (
-            any(chunk_qcov[c.id] >= self.answerable_coverage for c in usable_chunks)
-            or union_cov >= 0.5
-            or any(j.on_topic and any(usable[s] for s in j.supporting) for j in judged)
-        )
+        answerable = self._answerable(chunks, qstems, judged)
         utilization = len(evidence_stems & answer_stems) / len(evidence_stems) if evidence_stems else None
         facts = TraceFacts(
             chunk_ids=ids,
@@ -183,21 +177,37 @@ class LocalJudge:
             extra=extra,
         )
 
+    def _answerable(
+        self, chunks: list[ChunkEvidence], qstems: frozenset[str], judged: list[ClaimJudgment]
+    ) -> bool:
+        """Whether the usable chunks can answer the query: one covers ``answerable_coverage`` of
+        its words, all together cover half, or an on-topic claim rests on a usable chunk."""
+        usable_chunks = [c for c in chunks if c.usable]
+        if qstems and any(
+            len(qstems & c.whole.stem_set) / len(qstems) >= self.answerable_coverage for c in usable_chunks
+        ):
+            return True
+        union = (
+            frozenset().union(*(c.whole.stem_set for c in usable_chunks)) if usable_chunks else frozenset()
+        )
+        if qstems and len(qstems & union) / len(qstems) >= 0.5:
+            return True
+        usable = {c.id for c in usable_chunks}
+        return any(j.on_topic and any(s in usable for s in j.supporting) for j in judged)
+
     def _judge_claim(
-        self, ctx: _TraceContext, claim: Claim, cp: TextProfile
+        self, ctx: _TraceContext, claim: Claim, cp: TextProfile, view: ClaimView, ce: ClaimEvidence, p: float
     ) -> tuple[ClaimJudgment, float, frozenset[str]]:
-        """One claim's judgment, its score for the response verdict, and the content stems of
-        the usable evidence sentence it rests on (for context utilization)."""
+        """One claim's judgment from its evidence ``ce`` and support probability ``p``, its
+        score for the response verdict, and the content stems of the usable evidence sentence
+        it rests on (for context utilization)."""
         thr = self.threshold
         by_id = ctx.by_id
-        view = claim_view(cp, ctx.qstems)
-        ce = claim_evidence(view, ctx.index, self.model)
-        p = round(self.claim_model.probability(ce.features), 4)
         # Supported when the calibrated probability reaches the threshold, or when one
         # chunk supports the claim on its own by the pair model (its number veto included).
         strong = max(ce.pair_probs, default=0.0) >= 0.5
         supporting = _supporting(ce, view, ctx.chunks, strong or p >= thr) if ctx.chunks else []
-        kept = [cid for cid in supporting if not negation_conflicts(cp, by_id[cid])]
+        kept = [cid for cid in supporting if not conflicts(cp, by_id[cid])]
         if supporting and not kept:  # the evidence says the opposite: as a conflicting number
             p = min(p, self.claim_model.number_cap)
         supporting = kept
@@ -209,12 +219,12 @@ class LocalJudge:
         if supporting:
             rel = [s for s in supporting if by_id[s].usable] or supporting
             best = max(rel, key=lambda s: ce.pair_probs[ctx.pos[s]])
-            sent_i, _ = _best_sentence(cp, by_id[best])
+            sent_i, _ = best_sentence(cp, by_id[best])
             if by_id[best].usable:
                 used = by_id[best].sentence_stems[sent_i]
                 omitted = _omitted_condition(by_id[best].sentence_texts[sent_i], ctx.answer_all)
         else:
-            contradicting = _contradicting(cp, ctx.chunks)
+            contradicting = find_contradicting(cp, ctx.chunks)
             if contradicting:
                 verdict = "contradicted"
             best_cov = max(ce.pair_covs, default=0.0)
@@ -256,23 +266,6 @@ def _supporting(ce: ClaimEvidence, cv: ClaimView, chunks: list[ChunkEvidence], s
     return [chunks[i].id for i in sorted(chosen)]
 
 
-def negation_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
-    """The chunk sentence the claim rests on says the same words with the opposite polarity
-    ("logs are not retained" against "logs are retained"): a contradiction, not support.
-    A negated sentence much longer than the claim usually negates something else ("... not
-    only ...", a second clause), so it counts only when it has at most half again as many
-    content words as the claim."""
-    if not (cp.negated or chunk.whole.negated):
-        return False
-    i, shared = _best_sentence(cp, chunk)
-    if shared < 0.75:
-        return False
-    sp = chunk.sentence_profile(i)
-    if cp.negated == sp.negated:
-        return False
-    return cp.negated or len(chunk.sentence_stems[i]) <= 1.5 * len(cp.stem_set)
-
-
 _QUANTITY_Q_RE = re.compile(
     r"\bhow (?:many|much|long|often|old|far|big|large|soon)\b|\bwhat (?:year|percentage|share|proportion)\b"
     r"|\bin what year\b|\bhow frequently\b",
@@ -306,7 +299,7 @@ def _on_topic(
         return True
     for cid in supporting:
         chunk = by_id[cid]
-        i, _ = _best_sentence(cp, chunk)
+        i, _ = best_sentence(cp, chunk)
         if chunk.sentence_stems[i] & qstems:
             return True
     return False
@@ -326,46 +319,9 @@ def lexical_utilization(
         answer |= cp.stem_set
         usable = [s for s in sup if s in by_id and by_id[s].usable]
         if usable:
-            i, _ = _best_sentence(cp, by_id[usable[0]])
+            i, _ = best_sentence(cp, by_id[usable[0]])
             evidence |= by_id[usable[0]].sentence_stems[i]
     return len(evidence & answer) / len(evidence) if evidence else None
-
-
-def _best_sentence(cp, chunk: ChunkEvidence) -> tuple[int, float]:
-    cs = cp.stem_set
-    best_i, best = 0, -1
-    for i, ss in enumerate(chunk.sentence_stems):
-        c = len(cs & ss)
-        if c > best:
-            best_i, best = i, c
-    return best_i, best / max(1, len(cs))
-
-
-def _contradicting(cp, chunks: list[ChunkEvidence]) -> list[str]:
-    """Ids of the chunks with a sentence that matches the claim's words but disagrees
-    on a number or a negation (:func:`_contradicts` for each chunk, the claim's words
-    computed once)."""
-    words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
-    if not words:
-        return []
-    return [c.id for c in chunks if _contradicts(cp, words, c)]
-
-
-def _contradicts(cp, words: frozenset[str], chunk: ChunkEvidence) -> bool:
-    """A sentence that matches the claim's ``words`` (its stems less numbers) but
-    disagrees on a number or a negation."""
-    if len(words & chunk.whole.stem_set) < 0.6 * len(words):
-        return False  # no sentence can share enough words with the claim
-    for i, ss in enumerate(chunk.sentence_stems):
-        shared = len(words & ss) / len(words)
-        if shared < 0.6:
-            continue  # both rules need this much; skip profiling the sentence
-        sp = chunk.sentence_profile(i)
-        if cp.numbers and sp.numbers and not cp.numbers <= sp.numbers:
-            return True
-        if shared >= 0.75 and sp.negated != cp.negated:
-            return True
-    return False
 
 
 def _omitted_condition(sentence: str, answer_stems: frozenset[str]) -> str | None:

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from itertools import chain
 
+from .morphology import base_form, derive
+
 __all__ = [
     "STOPWORDS",
     "NEGATIONS",
@@ -158,7 +160,7 @@ def stem(word: str) -> str:
     cached = _stem_cache.get(word)
     if cached is not None:
         return cached
-    w = word
+    w = base_form(word)
     if len(w) > 3:
         for suf in _SUFFIXES:
             if w.endswith(suf) and len(w) - len(suf) >= (3 if suf == "s" else 4):
@@ -170,7 +172,7 @@ def stem(word: str) -> str:
             w = w[:-1]
         elif w.endswith("y") and len(w) > 3:
             w = w[:-1] + "i"
-    out = w[:STEM_LEN]
+    out = derive(w)[:STEM_LEN]
     if len(_stem_cache) < 200_000:
         _stem_cache[word] = out
     return out

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["QUALITY_BY", "QUALITY_UID", "num", "pct", "anchor", "alert_annotations"]
+__all__ = [
+    "QUALITY_BY",
+    "QUALITY_UID",
+    "num",
+    "budget_text",
+    "pct",
+    "query_value",
+    "anchor",
+    "alert_annotations",
+]
 
 #: The label set every quality SLI is aggregated to.
 QUALITY_BY = "service, judge"
@@ -17,6 +26,20 @@ QUALITY_UID = "ragpulse-quality"
 def num(x: float) -> str:
     """A threshold as PromQL/YAML text without float noise (0.432, not 0.43199999999999994)."""
     return f"{round(float(x), 10):g}"
+
+
+def budget_text(x: float) -> str:
+    """An error budget as rule text: the shortest digits of ``x`` rounded to 10 places.
+
+    This is how Go's ``%v`` writes the same float64, so the helm chart, which computes
+    ``1 - objective`` in its template, writes the very bytes this renderer does.
+    """
+    return repr(round(float(x), 10))
+
+
+def query_value(query: str) -> str:
+    """Template text of the first value ``query`` returns at alert time, as a percentage."""
+    return f"{{{{ with query `{query}` }}}}{{{{ . | first | value | humanizePercentage }}}}{{{{ end }}}}"
 
 
 def pct(x: float) -> str:

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from .common import QUALITY_UID
-from .config import error_budget
+from .dashboard_variants import variant_panels, variant_var
 from .grafana import PROM, Layout, dashboard, datasource_var, panel, prom_target, query_var
 from .pipeline_rules import negative_feedback
-from .rules import error_ratio
+from .rules import BUDGET, burn_threshold, error_ratio
 
 __all__ = ["quality_overview"]
 
@@ -22,21 +22,38 @@ def _rate(metric: str, sel: str = _SEL, by: str = "") -> str:
     return f"sum{grouping} (rate({metric}{{{sel}}}[$__rate_interval]))"
 
 
+def _limit_line(ref: str, color: str) -> dict[str, Any]:
+    """Field override drawing target ``ref`` as a dashed line in ``color`` (an objective's limit)."""
+    return {
+        "matcher": {"id": "byFrameRefID", "options": ref},
+        "properties": [
+            {"id": "color", "value": {"mode": "fixed", "fixedColor": color}},
+            {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}},
+        ],
+    }
+
+
 def _sli_panels(config: Mapping[str, Any], lay: Layout) -> list[dict[str, Any]]:
+    """One panel per objective: its error ratios and, as dashed lines, the recorded budget and page line.
+
+    The limits are queried (``ragpulse:sli_error_budget``), not written into the dashboard, so a
+    deployment that sets other objectives (the helm chart's ``objectives`` values) draws its own.
+    """
     fast = next(bw for bw in config["burn_windows"] if bw["name"] == "page-fast")
-    out = [lay.row("Quality objectives (error ratio per SLI, thresholds: error budget and fast-burn page)")]
+    out = [lay.row("Quality objectives (error ratio per SLI; dashed: error budget and fast-burn page)")]
     for name, obj in config["objectives"].items():
-        budget = error_budget(obj)
         sel = f'{{objective="{name}", {_SEL}}}'
         targets = [
             prom_target(f"{error_ratio(fast['short'])}{sel}", f"{fast['short']} {{{{service}}}}", "A"),
             prom_target(f"{error_ratio(fast['long'])}{sel}", f"{fast['long']} {{{{service}}}}", "B"),
+            prom_target(f'{BUDGET}{{objective="{name}"}}', "error budget", "C"),
+            prom_target(burn_threshold(name, fast["factor"]), f"fast-burn page ({fast['factor']}x)", "D"),
         ]
         out.append(
             panel(lay, obj["title"], targets, w=6, unit="percentunit", description=obj["description"],
-                  thresholds=[("orange", budget), ("red", round(budget * float(fast["factor"]), 10))])
+                  overrides=[_limit_line("C", "orange"), _limit_line("D", "red")])
         )  # fmt: skip
-    burn = f"{error_ratio(fast['long'])}{{{_SEL}}}\n  / on (objective) group_left ragpulse:sli_error_budget"
+    burn = f"{error_ratio(fast['long'])}{{{_SEL}}}\n  / on (objective) group_left {BUDGET}"
     out.append(
         panel(lay, f"Burn rate over {fast['long']} (1 = spending the budget exactly)", [prom_target(burn, "{{objective}} {{service}}")],
               w=12, unit="x", thresholds=[("orange", 1), ("red", float(fast["factor"]))])
@@ -120,6 +137,7 @@ def quality_overview(config: Mapping[str, Any]) -> dict[str, Any]:
     panels = (
         _sli_panels(config, lay)
         + _verdict_panels(lay)
+        + variant_panels(lay)
         + _volume_panels(lay)
         + _feedback_panels(config, lay)
         + _pipeline_panels(config, lay)
@@ -128,11 +146,12 @@ def quality_overview(config: Mapping[str, Any]) -> dict[str, Any]:
         datasource_var("datasource", "prometheus", "Prometheus"),
         query_var("service", PROM, "label_values(ragpulse_traces_received_total, service)"),
         query_var("judge", PROM, 'label_values(ragpulse_traces_judged_total{service=~"$service"}, judge)'),
+        variant_var(),
     ]
     return dashboard(
         QUALITY_UID,
         "ragpulse quality overview",
-        "Answer-quality SLIs and their burn rates, judgments, volume, judge health and pipeline health.",
+        "Answer-quality SLIs and their burn rates, judgments, variants, volume, judge health and pipeline health.",
         variables,
         panels,
     )

@@ -2,9 +2,17 @@
 
 Recording rules turn counters into per-(service, judge) error ratios of every
 quality objective over every recorded window, the judged-trace volume the
-alerts guard on, and each objective's error budget (for dashboards). Alerting
-rules are the multi-window, multi-burn-rate alerts on those ratios, a
-week-over-week drop of every score, and pipeline health.
+alerts guard on, and each objective's error budget. Alerting rules are the
+multi-window, multi-burn-rate alerts on those ratios, a week-over-week drop of
+every score, pipeline health, and a variant whose unsupported-claim ratio is
+worse than the rest of its service.
+
+The objectives appear in exactly one place: the ``vector(<budget>)`` of each
+``ragpulse:sli_error_budget`` rule in the :data:`BUDGET_GROUP` group. The burn
+alerts compare the ratios against ``factor * ragpulse:sli_error_budget`` and
+their descriptions query the recorded budget, so a deployment changes an
+objective by replacing that one expression (the helm chart does this from its
+``objectives`` values) and everything else stays the file in rules/.
 """
 
 from __future__ import annotations
@@ -13,12 +21,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..contract import SCORE_NAMES
-from .common import QUALITY_BY, alert_annotations, num, pct
+from .common import QUALITY_BY, alert_annotations, budget_text, num, query_value
 from .config import error_budget
 from .pipeline_rules import pipeline_alerts
+from .variant_rules import variant_alerts
 from .yamlout import dump_yaml
 
-__all__ = ["RULE_FILES", "render_rules", "rule_documents", "error_ratio", "judged_volume"]
+__all__ = [
+    "RULE_FILES",
+    "BUDGET",
+    "BUDGET_GROUP",
+    "render_rules",
+    "rule_documents",
+    "error_ratio",
+    "judged_volume",
+    "burn_threshold",
+    "budget_queries",
+]
 
 #: Rendered rule files, in load order.
 RULE_FILES = (
@@ -26,7 +45,16 @@ RULE_FILES = (
     "ragpulse-slo-alerts.yaml",
     "ragpulse-drift-alerts.yaml",
     "ragpulse-pipeline-alerts.yaml",
+    "ragpulse-variant-alerts.yaml",
 )
+
+
+#: The recorded error budget (1 - objective) of every quality objective, label ``objective``.
+BUDGET = "ragpulse:sli_error_budget"
+
+#: The recording group holding one :data:`BUDGET` rule per objective, and nothing else that
+#: depends on the objectives.
+BUDGET_GROUP = "ragpulse-sli-budgets"
 
 
 def error_ratio(window: str) -> str:
@@ -37,6 +65,21 @@ def error_ratio(window: str) -> str:
 def judged_volume(window: str) -> str:
     """Name of the recorded count of successfully judged traces over ``window``."""
     return f"ragpulse:judged_traces:increase{window}"
+
+
+def burn_threshold(objective: str, factor: float) -> str:
+    """PromQL of the burn threshold ``factor`` x the recorded error budget of ``objective``."""
+    return f'{num(factor)} * {BUDGET}{{objective="{objective}"}}'
+
+
+def budget_queries(config: Mapping[str, Any]) -> dict[str, float]:
+    """Query -> value of every budget query the burn alerts' descriptions make, for ``config``."""
+    out = {}
+    for name, obj in config["objectives"].items():
+        out[f'{BUDGET}{{objective="{name}"}}'] = error_budget(obj)
+        for bw in config["burn_windows"]:
+            out[burn_threshold(name, bw["factor"])] = float(bw["factor"]) * error_budget(obj)
+    return out
 
 
 def _ranged(selector: str, window: str) -> str:
@@ -62,33 +105,33 @@ def _recording(config: Mapping[str, Any]) -> dict[str, Any]:
         groups.append({"name": f"ragpulse-sli-{w}", "rules": rules})
     budgets = [
         {
-            "record": "ragpulse:sli_error_budget",
-            "expr": f"vector({num(error_budget(obj))})",
+            "record": BUDGET,
+            "expr": f"vector({budget_text(error_budget(obj))})",
             "labels": {"objective": name},
         }
         for name, obj in config["objectives"].items()
     ]
-    groups.append({"name": "ragpulse-sli-budgets", "rules": budgets})
+    groups.append({"name": BUDGET_GROUP, "rules": budgets})
     return {"groups": groups}
 
 
 def _burn_rule(
     config: Mapping[str, Any], name: str, obj: Mapping[str, Any], bw: Mapping[str, Any]
 ) -> dict[str, Any]:
-    budget = error_budget(obj)
-    threshold = num(budget * float(bw["factor"]))
+    threshold = burn_threshold(name, bw["factor"])
     sel = f'{{objective="{name}"}}'
     expr = (
-        f"(\n  {error_ratio(bw['long'])}{sel} > {threshold}\n"
-        f"  and\n  {error_ratio(bw['short'])}{sel} > {threshold}\n)\n"
+        f"(\n  {error_ratio(bw['long'])}{sel}\n    > on (objective) group_left () ({threshold})\n"
+        f"  and\n  {error_ratio(bw['short'])}{sel}\n    > on (objective) group_left () ({threshold})\n)\n"
         f"and on ({QUALITY_BY})\n  {judged_volume(bw['long'])} >= {bw['min_judged']}\n"
     )
     title = obj["title"]
     summary = f"{title} of {{{{ $labels.service }}}} is burning its error budget {bw['factor']}x too fast"
     description = (
         f"{title} of service {{{{ $labels.service }}}} (judge {{{{ $labels.judge }}}}) is "
-        f"{{{{ $value | humanizePercentage }}}} over the last {bw['long']} and above {pct(budget * float(bw['factor']))} "
-        f"over the last {bw['short']}; the objective allows {pct(budget)}. Counted as bad: {obj['description']}."
+        f"{{{{ $value | humanizePercentage }}}} over the last {bw['long']} and above "
+        f"{query_value(threshold)} ({bw['factor']}x the error budget) over the last {bw['short']}; "
+        f"the objective allows {query_value(f'{BUDGET}{sel}')}. Counted as bad: {obj['description']}."
     )
     return {
         "alert": obj["alert"],
@@ -152,6 +195,7 @@ def rule_documents(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         "ragpulse-slo-alerts.yaml": _slo_alerts(config),
         "ragpulse-drift-alerts.yaml": _drift_alerts(config),
         "ragpulse-pipeline-alerts.yaml": pipeline_alerts(config),
+        "ragpulse-variant-alerts.yaml": variant_alerts(config),
     }
     return {name: docs[name] for name in RULE_FILES}
 

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 __all__ = ["expand", "humanize", "humanize_duration"]
 
 _WITH = re.compile(r"\{\{ with \$labels\.(\w+) \}\}(.*?)\{\{ end \}\}")
+_QUERY = re.compile(
+    r"\{\{ with query `([^`]*)` \}\}\{\{ \. \| first \| value \| humanizePercentage \}\}\{\{ end \}\}"
+)
 _ACTION = re.compile(r"\{\{ (.*?) \}\}")
 
 
@@ -58,7 +61,7 @@ def _action(action: str, labels: Mapping[str, str], value: float | None) -> str:
     if value is None:
         raise ValueError(f"template uses $value but no value was given: {action}")
     forms = {
-        "$value | humanizePercentage": lambda: f"{value * 100:.4g}%",
+        "$value | humanizePercentage": lambda: _percent(value),
         "$value | humanize": lambda: humanize(value),
         "$value | humanizeDuration": lambda: humanize_duration(value),
         '$value | printf "%.3f"': lambda: f"{value:.3f}",
@@ -68,12 +71,30 @@ def _action(action: str, labels: Mapping[str, str], value: float | None) -> str:
     return forms[action]()
 
 
-def expand(template: str, labels: Mapping[str, str], value: float | None = None) -> str:
-    """``template`` rendered for an alert with ``labels`` and ``value``."""
+def _percent(v: float) -> str:
+    return f"{v * 100:.4g}%"
+
+
+def expand(
+    template: str,
+    labels: Mapping[str, str],
+    value: float | None = None,
+    queries: Mapping[str, float] | None = None,
+) -> str:
+    """``template`` rendered for an alert with ``labels`` and ``value``.
+
+    ``queries`` maps the text of each ``{{ with query `...` }}`` the template makes to the
+    value that query returns (a query missing from it raises).
+    """
+
+    def query_block(m: re.Match[str]) -> str:
+        if queries is None or m.group(1) not in queries:
+            raise ValueError(f"template queries {m.group(1)!r} but no value was given for it")
+        return _percent(queries[m.group(1)])
 
     def with_block(m: re.Match[str]) -> str:
         bound = labels.get(m.group(1), "")
         return m.group(2).replace("{{ . }}", bound) if bound else ""
 
-    text = _WITH.sub(with_block, template)
+    text = _WITH.sub(with_block, _QUERY.sub(query_block, template))
     return _ACTION.sub(lambda m: _action(m.group(1), labels, value), text)

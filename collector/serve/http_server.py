@@ -11,9 +11,22 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TypeVar
 
-__all__ = ["BackgroundHTTPServer"]
+__all__ = ["BackgroundHTTPServer", "send"]
 
 _S = TypeVar("_S", bound="BackgroundHTTPServer")
+
+
+def send(
+    req: BaseHTTPRequestHandler, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None
+) -> None:
+    """Answer ``req``: the status, Content-Type and Content-Length, any other ``headers``, the body."""
+    req.send_response(code)
+    req.send_header("Content-Type", ctype)
+    req.send_header("Content-Length", str(len(body)))
+    for name, value in (headers or {}).items():
+        req.send_header(name, value)
+    req.end_headers()
+    req.wfile.write(body)
 
 
 class BackgroundHTTPServer:

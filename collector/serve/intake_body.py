@@ -36,11 +36,14 @@ _CHUNK = 1 << 16
 class IntakeRejected(Exception):
     """A request refused before decoding: ``status`` is the HTTP code, the message its reason."""
 
-    def __init__(self, status: int, message: str, close: bool = False, unread: int = 0) -> None:
+    def __init__(
+        self, status: int, message: str, close: bool = False, unread: int = 0, retry_after: int | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.close = close
         self.unread = unread  # bytes of body still on the wire (to drain before answering)
+        self.retry_after = retry_after  # seconds, sent as Retry-After (503: try again)
 
 
 def declared_length(content_length: str | None, transfer_encoding: str | None, limit: int) -> int:

@@ -5,8 +5,9 @@ Every metric lives in the :class:`Metrics` object's own ``CollectorRegistry``
 traces stored, judgments) are counters the loops increment; state (assembly
 buffer, consumer lag, late spans) is read at scrape time (:mod:`.state`).
 The HTTP endpoint is :mod:`.server`, health is :mod:`.health`. Names start with
-``ragpulse_``; quality metrics are labelled by ``service`` and ``judge`` only,
-never by trace or user id, so cardinality stays bounded. The full list is in
+``ragpulse_``; quality metrics are labelled by ``service``, ``judge`` and
+``variant`` (bounded by :class:`.variants.VariantLabels`), never by trace or
+user id, so cardinality stays bounded. The full list is in
 docs/collector.md.
 """
 
@@ -17,8 +18,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from ..contract import SCORE_NAMES
+from .batch_histogram import BatchHistogram
 from .health import PollWatch
 from .state import StateCollector, StateMetric
+from .variants import VariantLabels
 
 __all__ = ["Metrics"]
 
@@ -30,10 +33,13 @@ _LAG_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 class Metrics:
     """All ragpulse metrics in one registry."""
 
-    def __init__(self) -> None:
+    def __init__(self, variants: VariantLabels | None = None) -> None:
         r = self.registry = CollectorRegistry()
+        self.variants = variants or VariantLabels()  # rag.variant -> a bounded label value
         self._ingest_metrics(r)
+        self._state_metrics(r)
         self._judge_metrics(r)
+        self._variant_metrics(r)
         # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
         self.decoder = Gauge(
             "ragpulse_otlp_decoder_info", "1 for the OTLP protobuf decoder in use", ["decoder"], registry=r
@@ -63,14 +69,8 @@ class Metrics:
             ["reason"],
             registry=r,
         )
-        self.late_spans = StateMetric(
-            "ragpulse_late_spans_total", "Spans arriving after their trace was emitted", kind="counter"
-        )
         self.deadlettered = Counter(
             "ragpulse_deadlettered_total", "Records sent to the dead-letter topic", ["kind"], registry=r
-        )
-        self.consumer_lag = StateMetric(
-            "ragpulse_consumer_lag", "Records behind the end of the partition", ["topic", "partition"]
         )
         self.batch_latency = Histogram(
             "ragpulse_batch_seconds",
@@ -92,24 +92,6 @@ class Metrics:
         self.storage_up = Gauge(
             "ragpulse_storage_up", "1 when the last storage operation succeeded", registry=r
         )
-        self.assembly_buffer = StateMetric("ragpulse_assembly_buffer_traces", "Partial traces buffered")
-        self.assembly_evicted = StateMetric(
-            "ragpulse_assembly_evicted_total",
-            "Partial traces emitted early because the assembly buffer was full",
-            kind="counter",
-        )
-        self.reask_index_calls = StateMetric(
-            "ragpulse_reask_index_calls", "Calls held in memory for re-ask detection"
-        )
-        self.reask_index_evicted = StateMetric(
-            "ragpulse_reask_index_evicted_total",
-            "Calls dropped from the re-ask index before their window ended (its max_calls cap)",
-            kind="counter",
-        )
-        r.register(StateCollector([
-            self.late_spans, self.consumer_lag, self.assembly_buffer, self.assembly_evicted,
-            self.reask_index_calls, self.reask_index_evicted,
-        ]))  # fmt: skip
         self.judge_queue_sent = Counter(
             "ragpulse_judge_queued_total", "Traces queued for judging", registry=r
         )
@@ -126,67 +108,127 @@ class Metrics:
             registry=r,
         )
 
-    def _judge_metrics(self, r: CollectorRegistry) -> None:
-        self.traces_judged = Counter(
-            "ragpulse_traces_judged_total", "Traces judged", ["service", "judge"], registry=r
+    def _state_metrics(self, r: CollectorRegistry) -> None:
+        """The metrics read at scrape time (:mod:`.state`), by one custom collector."""
+        self.late_spans = StateMetric(
+            "ragpulse_late_spans_total", "Spans arriving after their trace was emitted", kind="counter"
         )
+        self.consumer_lag = StateMetric(
+            "ragpulse_consumer_lag", "Records behind the end of the partition", ["topic", "partition"]
+        )
+        self.assembly_buffer = StateMetric("ragpulse_assembly_buffer_traces", "Partial traces buffered")
+        self.assembly_evicted = StateMetric(
+            "ragpulse_assembly_evicted_total",
+            "Partial traces emitted early because the assembly buffer was full",
+            kind="counter",
+        )
+        self.reask_index_calls = StateMetric(
+            "ragpulse_reask_index_calls", "Calls held in memory for re-ask detection"
+        )
+        self.reask_index_evicted = StateMetric(
+            "ragpulse_reask_index_evicted_total",
+            "Calls dropped from the re-ask index before their window ended (its max_calls cap)",
+            kind="counter",
+        )
+        self.intake_inflight = StateMetric(
+            "ragpulse_intake_inflight_bytes", "Request body bytes the OTLP/HTTP intake holds now"
+        )
+        r.register(StateCollector([
+            self.late_spans, self.consumer_lag, self.assembly_buffer, self.assembly_evicted,
+            self.reask_index_calls, self.reask_index_evicted, self.intake_inflight,
+        ]))  # fmt: skip
+
+    def _judge_metrics(self, r: CollectorRegistry) -> None:
+        by = ("service", "judge")
+        self.traces_judged = Counter("ragpulse_traces_judged_total", "Traces judged", by, registry=r)
         self.judge_errors = Counter(
-            "ragpulse_judge_errors_total",
-            "Judgments that failed (recorded as errors)",
+            "ragpulse_judge_errors_total", "Judgments that failed (recorded as errors)", by, registry=r
+        )
+        self.escalation_errors = Counter(
+            "ragpulse_judge_escalation_errors_total",
+            "Tiered judgments whose LLM tier failed (the local verdict was stored instead)",
             ["service", "judge"],
             registry=r,
         )
+        # Quality metrics also carry the bounded variant label (serve/variants.py).
+        q = (*by, "variant")
         self.scores = {
-            name: Histogram(
-                f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", ["service", "judge"],
-                buckets=_SCORE_BUCKETS, registry=r,
-            )
+            name: Histogram(f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", q,
+                            buckets=_SCORE_BUCKETS, registry=r)
             for name in SCORE_NAMES
         }  # fmt: skip
         self.claims = Counter(
-            "ragpulse_claims_total", "Judged claims by verdict", ["service", "judge", "verdict"], registry=r
+            "ragpulse_claims_total", "Judged claims by verdict", (*q, "verdict"), registry=r
         )
+        citation = "Judged claims by citation: valid (its citations support it), invalid, none (uncited)"
         self.claim_citations = Counter(
-            "ragpulse_claim_citations_total",
-            "Judged claims by citation: valid (its citations support it), invalid, none (uncited)",
-            ["service", "judge", "citation"],
-            registry=r,
+            "ragpulse_claim_citations_total", citation, (*q, "citation"), registry=r
+        )
+        unsupported = (
+            "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)"
         )
         self.unsupported_claims = Counter(
-            "ragpulse_unsupported_claims_total",
-            "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)",
-            ["service", "judge", "source"],
-            registry=r,
+            "ragpulse_unsupported_claims_total", unsupported, (*q, "source"), registry=r
         )
+        paused = "Seconds the judge waited for its cost budget"
         self.judge_budget_paused = Counter(
-            "ragpulse_judge_budget_paused_seconds_total",
-            "Seconds the judge waited for its cost budget",
-            ["judge"],
-            registry=r,
+            "ragpulse_judge_budget_paused_seconds_total", paused, ["judge"], registry=r
         )
         self.abstentions = Counter(
-            "ragpulse_abstentions_total", "Abstentions by kind", ["service", "judge", "kind"], registry=r
+            "ragpulse_abstentions_total", "Abstentions by kind", (*q, "kind"), registry=r
         )
-        self.failure_modes = Counter(
-            "ragpulse_failure_modes_total",
-            "Judged traces by failure mode",
-            ["service", "judge", "mode"],
+        modes = "Judged traces by failure mode"
+        self.failure_modes = Counter("ragpulse_failure_modes_total", modes, (*q, "mode"), registry=r)
+        self.judge_latency = Histogram(
+            "ragpulse_judge_latency_seconds",
+            "Time to judge one trace",
+            by,
+            buckets=_LATENCY_BUCKETS,
             registry=r,
         )
-        self.judge_latency = Histogram(
-            "ragpulse_judge_latency_seconds", "Time to judge one trace", ["service", "judge"],
-            buckets=_LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.judge_cost = Counter(
-            "ragpulse_judge_cost_usd_total", "Judge cost in USD", ["service", "judge"], registry=r
-        )
+        self.judge_cost = Counter("ragpulse_judge_cost_usd_total", "Judge cost in USD", by, registry=r)
         self.pipeline_lag = Histogram(
             "ragpulse_pipeline_lag_seconds", "From span end to judgment stored", ["service"],
             buckets=_LAG_BUCKETS, registry=r,
         )  # fmt: skip
+        self.evaluation_events = Counter(
+            "ragpulse_evaluation_events_total",
+            "gen_ai.evaluation.result log records: exported, failed (export failed after retries), "
+            "dropped (export queue full or shut down)",
+            ["result"],
+            registry=r,
+        )
         self.judgments_stored = Counter(
             "ragpulse_judgments_stored_total", "Rows written to rag_judgments", registry=r
         )
+
+    def _variant_metrics(self, r: CollectorRegistry) -> None:
+        """Cost and latency of every stored trace, per variant (counted once, at its first decision)."""
+        self.generation_cost = Counter(
+            "ragpulse_generation_cost_usd_total",
+            "Generation cost in USD of the priced traces (model price x tokens)",
+            ["service", "variant"],
+            registry=r,
+        )
+        self.generation_priced = Counter(
+            "ragpulse_generation_priced_total",
+            "Traces with a generation cost",
+            ["service", "variant"],
+            registry=r,
+        )
+        self.generation_unpriced = Counter(
+            "ragpulse_generation_unpriced_total",
+            "Traces without a generation cost: no_model (no LLM span) or unknown_model (no price)",
+            ["service", "variant", "reason"],
+            registry=r,
+        )
+        self.stage_latency = BatchHistogram(
+            "ragpulse_stage_latency_seconds",
+            "Latency per stage (retrieval, rerank, generation, total) of each trace",
+            ["service", "variant", "stage"],
+            _LATENCY_BUCKETS,
+        )
+        r.register(self.stage_latency)
 
     def read_state_of(self, assembler: Any, index: Any) -> None:
         """Read the assembler's and the re-ask index's state at scrape time (None: stop reading)."""

@@ -5,9 +5,10 @@ or ``application/json``, optionally gzip-compressed), so any OTel SDK can send
 to the collector without Kafka. Decoded spans go to a callback (the embedded
 pipeline's queue, or a Kafka producer in service mode). Responses follow the
 OTLP/HTTP spec: 200 with an ``ExportTraceServiceResponse`` (with
-``partial_success`` when spans were rejected), 400 for undecodable bodies,
-503 with Retry-After when the pipeline's queue is full, 415 for other media
-types.
+``partial_success`` when spans were rejected; also for a request without any
+span, as the OTel Collector answers it), 400 for undecodable bodies, 503 with
+Retry-After when the pipeline's queue is full, 415 for other media types, 401
+without the configured bearer token (:mod:`.bearer`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ..ingest.model import Span
 from ..ingest.otlp import DecodeResult, Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
-from .http_server import BackgroundHTTPServer
+from .bearer import authorized
+from .empty_request import holds_no_span
+from .http_server import BackgroundHTTPServer, send
+from .inflight import Hold, InflightBytes
 from .intake_body import DRAIN_MAX_BYTES, IntakeRejected, declared_length, discard, inflate, read_body
 from .metrics import Metrics
 
@@ -39,18 +43,25 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         limits: Limits,
         metrics: Metrics,
         host: str = "127.0.0.1",
-        port: int = 4318,
+        port: int = 4320,
         raw_submit: Callable[[bytes, str], bool] | None = None,
         read_timeout_s: float = 10.0,
+        max_inflight_bytes: int = 256 << 20,
+        auth_token: str = "",
     ) -> None:
         """``raw_submit(body, kind)`` (kind ``proto`` or ``json``), when given, receives the
         validated body instead of decoded spans (the Kafka service forwards it to the spans topic).
-        ``read_timeout_s`` bounds the time to receive one request's headers or its whole body."""
+        ``read_timeout_s`` bounds the time to receive one request's headers or its whole body;
+        ``max_inflight_bytes`` the body bytes all requests together may hold (see inflight.py).
+        ``auth_token``, when set, is required as ``Authorization: Bearer <token>``."""
         self.submit = submit
+        self.auth_token = auth_token
         self.read_timeout_s = read_timeout_s
         self.raw_submit = raw_submit
         self.limits = limits
         self.metrics = metrics
+        self.inflight = InflightBytes(max_inflight_bytes)
+        metrics.intake_inflight.read_from(lambda: self.inflight.held)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -58,7 +69,8 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             timeout = read_timeout_s  # socket timeout: a silent client cannot hold its thread forever
 
             def do_POST(self) -> None:  # noqa: N802 - http.server API
-                outer._handle(self)
+                with outer.inflight.request() as hold:
+                    outer._handle(self, hold)
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -67,12 +79,18 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
 
     # -- request handling
 
-    def _handle(self, req: BaseHTTPRequestHandler) -> None:
+    def _handle(self, req: BaseHTTPRequestHandler, hold: Hold) -> None:
         path = req.path.split("?", 1)[0]
         ctype = (req.headers.get("Content-Type") or "application/x-protobuf").split(";")[0].strip().lower()
         is_json = ctype == "application/json"
+        if not authorized(req.headers.get("Authorization"), self.auth_token):
+            # Refused before the body is read: drained (bounded) so the client sees the 401.
+            unread = _declared_or_zero(req.headers.get("Content-Length"))
+            return self._refuse(
+                req, IntakeRejected(401, "missing or wrong bearer token", True, unread), is_json
+            )
         try:
-            body = self._read(req)
+            body = self._read(req, hold)
         except IntakeRejected as exc:
             return self._refuse(req, exc, is_json)
         if path != "/v1/traces":
@@ -83,6 +101,9 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             body = inflate(body, req.headers.get("Content-Encoding") or "", self.limits.max_record_bytes)
             result = _decode(body, is_json, self.limits)
         except IntakeRejected as exc:
+            if exc.status == 400 and holds_no_span(body, is_json):
+                self.metrics.records.labels("empty").inc()
+                return _reply(req, 200, *_success(is_json))
             return self._refuse(req, exc, is_json)
         if not result.spans:
             # Every span was rejected: nothing was accepted, and retrying cannot help.
@@ -110,12 +131,14 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             return _reply(req, 200, json.dumps(payload).encode(), "application/json")
         return _reply(req, 200, resp.SerializeToString(), "application/x-protobuf")
 
-    def _read(self, req: BaseHTTPRequestHandler) -> bytes:
+    def _read(self, req: BaseHTTPRequestHandler, hold: Hold) -> bytes:
         length = declared_length(
             req.headers.get("Content-Length"),
             req.headers.get("Transfer-Encoding"),
             self.limits.max_record_bytes,
         )
+        encoded = (req.headers.get("Content-Encoding") or "identity").strip().lower() != "identity"
+        hold.take(length + (self.limits.max_record_bytes if encoded else 0), unread=length)
         return read_body(req.rfile, req.connection, length, self.read_timeout_s) if length else b""
 
     def _refuse(self, req: BaseHTTPRequestHandler, exc: IntakeRejected, is_json: bool) -> None:
@@ -125,7 +148,7 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             req.close_connection = True
         if 0 < exc.unread <= DRAIN_MAX_BYTES:
             discard(req.rfile, req.connection, exc.unread, self.read_timeout_s)
-        _status_reply(req, exc.status, str(exc), is_json, close=exc.close)
+        _status_reply(req, exc.status, str(exc), is_json, retry_after=exc.retry_after, close=exc.close)
 
 
 def _decode(body: bytes, is_json: bool, limits: Limits) -> DecodeResult:
@@ -138,8 +161,23 @@ def _decode(body: bytes, is_json: bool, limits: Limits) -> DecodeResult:
         raise IntakeRejected(400, f"undecodable body: {type(exc).__name__}: {exc}"[:1000]) from None
 
 
+def _declared_or_zero(content_length: str | None) -> int:
+    """The declared body length of a refused request, for draining (0 when unusable)."""
+    try:
+        return max(0, int((content_length or "0").strip()))
+    except ValueError:
+        return 0
+
+
+def _success(is_json: bool) -> tuple[bytes, str]:
+    """The body and media type of a full success (an empty ``ExportTraceServiceResponse``)."""
+    if is_json:
+        return b"{}", "application/json"
+    return ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf"
+
+
 # HTTP status -> google.rpc.Code carried in the protobuf error body (UNAVAILABLE otherwise).
-_RPC_CODES = {400: 3, 411: 3, 415: 3, 408: 4, 413: 8}
+_RPC_CODES = {400: 3, 411: 3, 415: 3, 408: 4, 413: 8, 401: 16}
 
 
 def _status_reply(
@@ -183,15 +221,10 @@ def _reply(
     retry_after: int | None = None,
     close: bool = False,
 ) -> None:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    if close:
+        headers["Connection"] = "close"
     try:
-        req.send_response(code)
-        req.send_header("Content-Type", ctype)
-        req.send_header("Content-Length", str(len(body)))
-        if retry_after is not None:
-            req.send_header("Retry-After", str(retry_after))
-        if close:
-            req.send_header("Connection", "close")
-        req.end_headers()
-        req.wfile.write(body)
+        send(req, code, body, ctype, headers)
     except OSError:  # the client went away (or timed out) before the answer: nothing left to tell it
         req.close_connection = True

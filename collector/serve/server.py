@@ -9,7 +9,7 @@ from typing import Any
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .health import DEFAULT_STALL_S, Health
-from .http_server import BackgroundHTTPServer
+from .http_server import BackgroundHTTPServer, send
 from .metrics import Metrics
 
 __all__ = ["MetricsServer"]
@@ -42,12 +42,7 @@ class MetricsServer(BackgroundHTTPServer):
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server API
                 route = routes.get(self.path.split("?", 1)[0])
-                code, body, ctype = route() if route else (404, b"not found\n", _TEXT)
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send(self, *(route() if route else (404, b"not found\n", _TEXT)))
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -1,16 +1,19 @@
 """ClickHouse storage for ragpulse: one module for chDB (embedded) and a ClickHouse server.
 
 ``Storage(dsn)`` takes ``chdb:///abs/path`` (in-process chDB; one process may
-own a path at a time) or ``http(s)://user:password@host:port[/db]``. Both go
-through clickhouse-connect, so inserts, DDL and queries are the same code.
+own a path at a time; engine options in the query, e.g.
+``?config-file=/etc/ragpulse/chdb.xml`` for a storage configuration) or
+``http(s)://user:password@host:port[/db]``. Both go through clickhouse-connect,
+so inserts, DDL and queries are the same code.
 Inserts are batched; the schema (sql/schema.sql, documented in docs/schema.md)
 uses ReplacingMergeTree, so a replayed trace may sit in two parts until they
 merge. Reads that count rows use FINAL (:meth:`Storage.budget_spent`); the
 others aggregate so that a duplicate cannot change the answer (the highest
 offset, any of a trace's identical decisions).
 
-Connection problems raise :class:`StorageUnavailable`; the caller decides how
-to retry (the collector retries with backoff and pauses consumption).
+Connection problems, and a full disk, raise :class:`StorageUnavailable`; the
+caller decides how to retry (the collector retries with backoff and pauses
+consumption).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qsl, unquote, urlparse
 
 import orjson
 
@@ -51,7 +54,7 @@ __all__ = [
 ]
 
 JUDGMENT_COLUMNS = (
-    "trace_id", "judge_id", "service", "time", "judged_at",
+    "trace_id", "judge_id", "service", "variant", "time", "judged_at",
     *SCORE_NAMES, "abstained", "abstention_kind", "failure_mode",
     "claims_total", "claims_supported", "claims_unsupported", "claims_contradicted",
     "unsupported_hallucination", "unsupported_noise", "unsupported_claims", "tier",
@@ -59,7 +62,7 @@ JUDGMENT_COLUMNS = (
 )  # fmt: skip
 
 CLAIM_COLUMNS = (
-    "trace_id", "judge_id", "claim_index", "service", "time", "text", "verdict",
+    "trace_id", "judge_id", "claim_index", "service", "variant", "time", "text", "verdict",
     "supporting_chunk_ids", "cited_chunk_ids", "citation_valid", "unsupported_source", "support_probability",
     "version",
 )  # fmt: skip
@@ -93,7 +96,10 @@ def _client_for(dsn: str) -> Any:
     import clickhouse_connect
 
     if dsn.startswith("chdb://"):
-        return clickhouse_connect.get_client(dsn=dsn)
+        # chDB engine options ride in the DSN's query (chdb:///path?config-file=/etc/chdb.xml):
+        # clickhouse-connect would read them as client arguments and ignore them.
+        base, _, query = dsn.partition("?")
+        return clickhouse_connect.get_client(dsn=base, chdb_options=dict(parse_qsl(query)) or None)
     url = urlparse(dsn)
     secure = url.scheme in ("https", "clickhouses")
     return clickhouse_connect.get_client(
@@ -108,15 +114,17 @@ def _client_for(dsn: str) -> Any:
     )
 
 
+_TRANSIENT_CODES = ("TOO_MANY_PARTS", "TIMEOUT", "MEMORY_LIMIT", "NOT_ENOUGH_SPACE")
+
+
 def _is_transient(exc: BaseException) -> bool:
     from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
     if isinstance(exc, OperationalError | ConnectionError | TimeoutError | OSError):
         return True
     msg = str(exc)
-    if isinstance(exc, DatabaseError) and (
-        "TOO_MANY_PARTS" in msg or "TIMEOUT" in msg or "MEMORY_LIMIT" in msg
-    ):
+    # NOT_ENOUGH_SPACE: the disk (less its keep_free_space_bytes) is full; retried until space returns.
+    if isinstance(exc, DatabaseError) and any(code in msg for code in _TRANSIENT_CODES):
         return True
     return "Unable to open the chdb engine" in msg or "EmbeddedServer" in msg
 
@@ -332,6 +340,26 @@ class Storage:
         cols = [[r.get(c) for r in rows] for c in columns]
         self._insert(table, columns, cols)
         return len(rows)
+
+    def insert_json_rows(
+        self, table: str, columns: Sequence[str], rows: Iterable[dict[str, Any]], nanos: Sequence[str] = ()
+    ) -> int:
+        """Insert dict rows as JSON lines, ``nanos`` columns given as integer nanoseconds; returns
+        the count. For the ingest process: clickhouse-connect's own inserts (:meth:`insert_rows`)
+        import pandas on first use, ~40 MB of private memory a collector has no other use for."""
+        lines = []
+        for r in rows:
+            values = [r.get(c) for c in columns]
+            for k, c in enumerate(columns):
+                if c in nanos:
+                    values[k] = _nanos_text(int(values[k]))
+            lines.append(json_bytes(values, line=True))
+        if lines:
+            self._call(
+                "raw_insert", f"{self.database}.{table}", list(columns), insert_block=b"".join(lines),
+                fmt="JSONCompactEachRow", settings=_IN_PROCESS_INSERT if self._in_process else None,
+            )  # fmt: skip
+        return len(lines)
 
     def insert_judgments(self, rows: Iterable[dict[str, Any]]) -> int:
         """Insert ``rag_judgments`` rows (dicts keyed by JUDGMENT_COLUMNS)."""

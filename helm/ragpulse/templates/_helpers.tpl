@@ -210,6 +210,39 @@ metrics and receiver listeners on all interfaces). storage.dsn comes from the en
 {{- $_ := set $kafka "security" (include "ragpulse.kafkaSecurity" . | fromYaml) }}
 {{- $_ := set $cfg "kafka" $kafka }}
 {{- $_ := set $cfg "metrics" (dict "host" "0.0.0.0" "port" .Values.metrics.port "stall_s" .Values.metrics.stallSeconds) }}
-{{- $_ := set $cfg "receiver" (dict "enabled" .Values.receiver.enabled "host" "0.0.0.0" "port" .Values.receiver.port "read_timeout_s" .Values.receiver.readTimeoutSeconds) }}
+{{- $receiver := default (dict) $cfg.receiver }}
+{{- $_ := set $cfg "receiver" (merge (dict "enabled" .Values.receiver.enabled "host" "0.0.0.0" "port" .Values.receiver.port "read_timeout_s" .Values.receiver.readTimeoutSeconds) $receiver) }}
+{{- $am := .Values.alertmanagerWebhook }}
+{{- $_ := set $cfg "alertmanager" (dict "enabled" $am.enabled "host" "0.0.0.0" "port" $am.port "lookback_s" $am.lookbackSeconds) }}
 {{- toYaml $cfg }}
+{{- end }}
+
+{{/*
+The error budget of an objective (1 - objective) rounded to 10 places, as text: Go's %v writes
+the shortest digits, as the mixin's renderer does (collector/monitoring/common.py budget_text).
+*/}}
+{{- define "ragpulse.errorBudget" -}}
+{{- round (subf 1.0 (float64 .)) 10 }}
+{{- end }}
+
+{{/* Environment of the ingest pods only: the intake's and the webhook's bearer tokens, from their Secrets. */}}
+{{- define "ragpulse.ingestEnv" -}}
+{{- with .Values.receiver }}
+{{- if and .enabled .existingSecret }}
+- name: RAGPULSE_RECEIVER__AUTH_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .tokenKey }}
+{{- end }}
+{{- end }}
+{{- with .Values.alertmanagerWebhook }}
+{{- if and .enabled .existingSecret }}
+- name: RAGPULSE_ALERTMANAGER__TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .tokenKey }}
+{{- end }}
+{{- end }}
 {{- end }}

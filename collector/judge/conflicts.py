@@ -1,0 +1,157 @@
+"""Rules that turn lexical support into a contradiction for the local judge.
+
+Word overlap cannot see that a sentence says the opposite of a claim built from
+its words. Three patterns it can check cheaply, each against the chunk sentence
+the claim rests on (the one sharing most of its content stems):
+
+- a number that differs ("retained for three years" against "five years");
+- a negation on one side only ("logs are not retained" against "logs are retained");
+- a condition stated as sufficient where the sentence makes it only necessary:
+  "legal-hold release alone is sufficient for deletion" against "deletion requires
+  release of all legal holds and the officer's authorization". A requirement is not a
+  sufficient condition, and a requirement listed beside others contradicts "alone".
+  A claim that merely says the condition *permits* the outcome ("legal-hold release
+  permits deletion") is not flagged: that reading leaves the other requirement out,
+  which is an omitted condition, not a contradiction.
+"""
+
+from __future__ import annotations
+
+from .evidence import ChunkEvidence
+from .text import TextProfile
+
+__all__ = [
+    "best_sentence",
+    "negation_conflicts",
+    "asserts_sufficiency",
+    "sufficiency_conflict",
+    "conflicts",
+    "contradicting",
+]
+
+# Words that state a condition as enough by itself ("X alone is sufficient", "X suffices").
+_SUFFICIENCY = frozenset("alone sufficient sufficiently suffice suffices sufficed enough".split())
+_SUFFICIENCY_PHRASES = (("by", "itself"), ("on", "its", "own"), ("in", "itself"))
+# Words that make a condition necessary ("Y requires X", "X must be obtained", "only after X").
+_NECESSITY = frozenset(
+    "require requires required requiring requirement requirements must need needs needed necessary "
+    "mandatory prerequisite conditional contingent".split()
+)
+_ONLY_BEFORE = frozenset("if after when with once upon".split())
+# Words that make the sentence itself grant sufficiency or permission ("X permits Y").
+_GRANTS = _SUFFICIENCY | frozenset("permits permit permitted allows allow allowed enables enable".split())
+_COORDINATION = frozenset("and plus as well".split())
+# Raw tokens that can start a sufficiency statement, in the cases a text writes them: a claim
+# without any of them is ruled out by one set operation (most claims, most chunks).
+_TRIGGERS = frozenset(v for w in (*_SUFFICIENCY, "itself", "own") for v in (w, w.capitalize(), w.upper()))
+
+
+def best_sentence(
+    cp: TextProfile, chunk: ChunkEvidence, skip: frozenset[str] = frozenset()
+) -> tuple[int, float]:
+    """The chunk sentence sharing most of the claim's content stems (less ``skip``) and the
+    share it covers."""
+    cs = cp.stem_set - skip if skip else cp.stem_set
+    best_i, best = 0, -1
+    for i, ss in enumerate(chunk.sentence_stems):
+        c = len(cs & ss)
+        if c > best:
+            best_i, best = i, c
+    return best_i, best / max(1, len(cs))
+
+
+def negation_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
+    """The chunk sentence the claim rests on says the same words with the opposite polarity
+    ("logs are not retained" against "logs are retained"): a contradiction, not support.
+    A negated sentence much longer than the claim usually negates something else ("... not
+    only ...", a second clause), so it counts only when it has at most half again as many
+    content words as the claim."""
+    if not (cp.negated or chunk.whole.negated):
+        return False
+    i, shared = best_sentence(cp, chunk)
+    if shared < 0.75:
+        return False
+    sp = chunk.sentence_profile(i)
+    if cp.negated == sp.negated:
+        return False
+    return cp.negated or len(chunk.sentence_stems[i]) <= 1.5 * len(cp.stem_set)
+
+
+def _lower(tokens: list[str]) -> list[str]:
+    return [t.lower() for t in tokens]
+
+
+def asserts_sufficiency(cp: TextProfile) -> bool:
+    """The claim states a condition as enough by itself ("alone", "sufficient", "suffices",
+    "by itself", "on its own")."""
+    if _TRIGGERS.isdisjoint(cp.tokens):
+        return False
+    toks = _lower(cp.tokens)
+    if not _SUFFICIENCY.isdisjoint(toks):
+        return True
+    return any(
+        tuple(toks[i : i + len(p)]) == p for p in _SUFFICIENCY_PHRASES for i in range(len(toks) - len(p) + 1)
+    )
+
+
+def _states_necessity(toks: list[str]) -> bool:
+    if not _NECESSITY.isdisjoint(toks):
+        return True
+    return any(a == "only" and b in _ONLY_BEFORE for a, b in zip(toks, toks[1:], strict=False))
+
+
+def sufficiency_conflict(cp: TextProfile, chunk: ChunkEvidence) -> str | None:
+    """``"contradicted"`` when the claim calls a condition sufficient and the sentence it rests on
+    makes it one requirement among others; ``"unsupported"`` when that sentence makes it only a
+    requirement; None when the rule does not apply (no sufficiency in the claim, the sentence
+    shares under 60% of the claim's other words, or the sentence itself grants sufficiency or
+    permission)."""
+    if not asserts_sufficiency(cp):
+        return None
+    skip = frozenset(s for t, s in zip(cp.tokens, cp.stems, strict=False) if t.lower() in _SUFFICIENCY)
+    i, shared = best_sentence(cp, chunk, skip)
+    if shared < 0.6:
+        return None
+    toks = _lower(chunk.sentence_profile(i).tokens)
+    if not _states_necessity(toks) or not _GRANTS.isdisjoint(toks):
+        return None
+    # Another requirement: a coordinated part with content words the claim does not have.
+    extra = chunk.sentence_stems[i] - cp.stem_set
+    others = sum(1 for t in toks if t in _NECESSITY)
+    if not _COORDINATION.isdisjoint(toks) and len(extra) - others >= 2:
+        return "contradicted"
+    return "unsupported"
+
+
+def conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
+    """The chunk's words support the claim but its sentence says otherwise (negation or a
+    necessary condition read as sufficient): the chunk cannot support the claim."""
+    return negation_conflicts(cp, chunk) or sufficiency_conflict(cp, chunk) is not None
+
+
+def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
+    """Ids of the chunks with a sentence that matches the claim's words but disagrees on a
+    number or a negation, or lists the condition the claim calls sufficient beside others."""
+    words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
+    if not words:
+        return []
+    return [
+        c.id for c in chunks if _contradicts(cp, words, c) or sufficiency_conflict(cp, c) == "contradicted"
+    ]
+
+
+def _contradicts(cp: TextProfile, words: frozenset[str], chunk: ChunkEvidence) -> bool:
+    """A sentence that matches the claim's ``words`` (its stems less numbers) but
+    disagrees on a number or a negation."""
+    if len(words & chunk.whole.stem_set) < 0.6 * len(words):
+        return False  # no sentence can share enough words with the claim
+    for i, ss in enumerate(chunk.sentence_stems):
+        shared = len(words & ss) / len(words)
+        if shared < 0.6:
+            continue  # both rules need this much; skip profiling the sentence
+        sp = chunk.sentence_profile(i)
+        if cp.numbers and sp.numbers and not cp.numbers <= sp.numbers:
+            return True
+        if shared >= 0.75 and sp.negated != cp.negated:
+            return True
+    return False
