@@ -135,7 +135,8 @@ class AppSpanEnder:
         try:
             existing = len(span.attributes) if hasattr(span, "attributes") else 0
             room = None if self.max_attributes is None else self.max_attributes - existing
-            attrs, events = self._materializer.expand(record, None, end_time, room, self.max_value_len)
+            own = getattr(span, "attributes", None)
+            attrs, events = self._materializer.expand(record, None, end_time, room, self.max_value_len, own)
             before = getattr(span, "dropped_attributes", 0)
             span.set_attributes(attrs)
             for event in events:

@@ -47,6 +47,7 @@ from ...agent.conventions import (
     RAG_QUERY_TYPE,
     RAG_RISK_LEVEL,
     RAG_ROOT,
+    RAG_VARIANT,
     RERANKER_OUTPUT_DOCUMENTS,
     RETRIEVAL_DOCUMENTS,
     RETRIEVAL_OPS,
@@ -293,6 +294,7 @@ def _read_root(t: RagTrace, ra: dict[str, Any], trace_root: Span | None) -> None
     t.corpus_version = str(ra.get(RAG_CORPUS_VERSION, "") or "")
     t.risk_level = str(ra.get(RAG_RISK_LEVEL, "") or "")
     t.query_type = str(ra.get(RAG_QUERY_TYPE, "") or "")
+    t.variant = str(ra.get(RAG_VARIANT, "") or "")
     t.session_id = str(ra.get(SESSION_ID, "") or "")
     t.user_id = str(ra.get(USER_ID, "") or "")
     route = ra.get(HTTP_ROUTE)
