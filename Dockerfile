@@ -45,6 +45,6 @@ ENV PATH=/opt/ragpulse/bin:$PATH \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
     HOME=/tmp
 USER 10001:10001
-EXPOSE 9464 4318
+EXPOSE 9466 4320
 ENTRYPOINT ["ragpulse"]
 CMD ["--help"]

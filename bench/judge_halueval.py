@@ -9,7 +9,7 @@ checks plumbing and direction, not fine quality.
 - ``lexical``: hallucinated when a claim has under half its content stems in the chunk;
 - ``v1``: hallucinated when a claim has no chunk with v1 pair probability >= 0.5 (the
   previous judge's verdict rule, on the same extracted claims);
-- ``v2``: the local judge's ``response_verdict`` is ``hallucinated`` (``unsure`` counted apart).
+- ``v3``: the packaged local judge's ``response_verdict`` is ``hallucinated`` (``unsure`` counted apart).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def halueval_report(data: Path) -> dict[str, Any]:
         print(f"halueval-qa: {path} not found, skipped")
         return {}
     judge, v1 = LocalJudge(), load_model()
-    gold, pred = [], {"lexical": [], "v1": [], "v2": []}
+    gold, pred = [], {"lexical": [], "v1": [], "v3": []}
     unsure = 0
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh):
@@ -60,13 +60,13 @@ def halueval_report(data: Path) -> dict[str, Any]:
             verdict = judge.judge(rec).get("response_verdict")
             v1_bad, lex_bad = _v1_and_lexical(rec, v1)
             gold.append(int(bool(r["hallucinated"])))
-            pred["v2"].append(int(verdict == "hallucinated"))
+            pred["v3"].append(int(verdict == "hallucinated"))
             pred["v1"].append(int(v1_bad))
             pred["lexical"].append(int(lex_bad))
             unsure += verdict == "unsure"
     g = np.array(gold)
     print(
-        f"halueval-qa (sanity; judged whole)  responses={len(g)}  hallucinated={g.mean():.2f}  v2 unsure={unsure}"
+        f"halueval-qa (sanity; judged whole)  responses={len(g)}  hallucinated={g.mean():.2f}  v3 unsure={unsure}"
     )
     print(f"  {'judge':<8}{'F1':>8}{'bal.acc':>10}")
     out: dict[str, Any] = {}

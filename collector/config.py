@@ -130,14 +130,19 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "seed": str,
         "budget_per_minute": (int, type(None)),
         "budget_includes_rules": bool,
+        "per_variant_per_minute": (int, type(None)),
         "rules": list,
     },
+    "variants": {"labels": dict},
+    "cost": {"prices": dict, "litellm": bool},
     "metrics": {"host": str, "port": int, "stall_s": (int, float)},
     "receiver": {
         "enabled": bool,
         "host": str,
         "port": int,
         "read_timeout_s": (int, float),
+        "auth_token": str,
+        "auth_token_file": str,
         "max_inflight_bytes": int,
     },
     "judge": {
@@ -149,6 +154,15 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "settings": dict,
     },
     "shutdown": {"grace_s": (int, float)},
+    "evaluations": {
+        "otlp_endpoint": str,
+        "headers": dict,
+        "timeout_s": (int, float),
+        "schedule_delay_s": (int, float),
+        "max_export_batch_size": int,
+        "max_queue_size": int,
+        "thresholds": dict,
+    },
     "feedback": {"judge_on_negative": bool, "reask": dict},
     "alertmanager": {"enabled": bool, "host": str, "port": int, "token": str, "lookback_s": (int, float)},
 }
@@ -178,6 +192,9 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"sampling.rate must be between 0 and 1, got {s['rate']}")
     if s.get("budget_per_minute") is not None and s["budget_per_minute"] < 0:
         raise ConfigError("sampling.budget_per_minute must be >= 0 or null")
+    if s.get("per_variant_per_minute") is not None and s["per_variant_per_minute"] < 1:
+        raise ConfigError("sampling.per_variant_per_minute must be >= 1 or null")
+    _check_variants_and_cost(cfg)
     from .ingest.sampling import SamplingPolicy
 
     try:
@@ -195,6 +212,10 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ("metrics", "stall_s"),
         ("judge", "max_poll_interval_s"),
         ("receiver", "read_timeout_s"),
+        ("evaluations", "timeout_s"),
+        ("evaluations", "schedule_delay_s"),
+        ("evaluations", "max_export_batch_size"),
+        ("evaluations", "max_queue_size"),
         ("receiver", "max_inflight_bytes"),
     ):
         if cfg[section][key] <= 0:
@@ -210,7 +231,46 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
     for section in ("metrics", "receiver"):
         if not 0 <= cfg[section]["port"] <= 65535:
             raise ConfigError(f"{section}.port out of range: {cfg[section]['port']}")
+    _check_evaluations(cfg["evaluations"])
+    from .serve.bearer import token_from_config
+
+    try:
+        token_from_config(cfg["receiver"])
+    except ValueError as exc:
+        raise ConfigError(f"receiver.{exc}") from None
     return dict(cfg)
+
+
+def _check_variants_and_cost(cfg: Mapping[str, Any]) -> None:
+    """variants.labels and cost.prices build (the errors name the key)."""
+    from .ingest.cost import Pricing
+    from .serve.variants import VariantLabels
+
+    try:
+        VariantLabels.from_config(cfg.get("variants"))
+        Pricing.from_config(cfg.get("cost"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _check_evaluations(section: Mapping[str, Any]) -> None:
+    """The endpoint is an http(s) URL; thresholds name scores and lie in [0, 1]."""
+    from .contract import SCORE_NAMES
+
+    if section["otlp_endpoint"]:
+        from .judge.evaluation_events import logs_url
+
+        try:
+            logs_url(section["otlp_endpoint"])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    for name, value in section["thresholds"].items():
+        if name not in SCORE_NAMES:
+            raise ConfigError(
+                f"evaluations.thresholds: unknown score {name!r} (known: {', '.join(SCORE_NAMES)})"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ConfigError(f"evaluations.thresholds.{name} must be a number in [0, 1], got {value!r}")
 
 
 def load_config(

@@ -1,6 +1,6 @@
 """A real alert queues its cases: demo traffic -> Prometheus rules -> Alertmanager -> POST /alertmanager -> export.
 
-The monitoring mixin's end-to-end stack (tests/test_mixin_e2e.py: a live demo
+The monitoring mixin's end-to-end stack (tests/alert_stack.py: a live demo
 into an embedded collector, a real Prometheus evaluating the rendered rules
 with test-sized windows, a real Alertmanager), with Alertmanager's webhook
 pointed at the collector's receiver behind a bearer token. When the
@@ -18,52 +18,28 @@ from pathlib import Path
 
 import pytest
 from ragpulse.collector.export.run import ExportOptions, run_export
-from ragpulse.collector.monitoring.config import load_objectives
-from ragpulse.collector.monitoring.rules import render_rules
 from ragpulse.collector.serve.alertmanager import AlertmanagerReceiver
 
+from tests.alert_stack import ALERT, alert_stack, poll
 from tests.live_demo import SERVICE, LiveDemo
-from tests.services import Alertmanager, Prometheus
-from tests.test_mixin_e2e import ALERT, TEST_SIZED, _poll
 
 TOKEN = "am-secret"
 
 
 @pytest.fixture()
 def stack(tmp_path: Path) -> Iterator[tuple[LiveDemo, AlertmanagerReceiver]]:
-    demo = LiveDemo(tmp_path / "db", rate=40.0).start()
-    receiver = AlertmanagerReceiver(demo.collector.storage, token=TOKEN, lookback_s=60).start()
-    am = Alertmanager(
-        "route:\n  receiver: ragpulse\n  group_by: [alertname, service]\n  group_wait: 1s\n"
-        "  group_interval: 1s\n  repeat_interval: 2s\nreceivers:\n  - name: ragpulse\n    webhook_configs:\n"
-        f"      - url: {receiver.url}/alertmanager\n        send_resolved: true\n"
-        f"        http_config:\n          authorization:\n            credentials: {TOKEN}\n",
-        workdir=tmp_path / "am",
-    )
-    rules_dir = tmp_path / "rules"
-    rules_dir.mkdir()
-    rendered = render_rules(load_objectives(overrides=TEST_SIZED))
-    for name in ("ragpulse-recording.yaml", "ragpulse-slo-alerts.yaml"):
-        (rules_dir / name).write_text(rendered[name])
-    prom = None
+    receivers: list[AlertmanagerReceiver] = []
+
+    def receiver_url(demo: LiveDemo) -> str:
+        receivers.append(AlertmanagerReceiver(demo.collector.storage, token=TOKEN, lookback_s=60).start())
+        return f"{receivers[0].url}/alertmanager"
+
     try:
-        am.start()
-        prom = Prometheus(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            f"rule_files: ['{rules_dir}/*.yaml']\n"
-            f"alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am.port}']\n"
-            "scrape_configs:\n  - job_name: ragpulse\n    static_configs:\n"
-            f"      - targets: ['{demo.metrics_url.removeprefix('http://')}']\n",
-            workdir=tmp_path / "prom",
-            extra_args=["--rules.alert.resend-delay=1s"],
-        ).start()
-        yield demo, receiver
+        with alert_stack(tmp_path, receiver_url, token=TOKEN, repeat_interval="2s") as st:
+            yield st.demo, receivers[0]
     finally:
-        demo.stop()
-        receiver.stop()
-        if prom:
-            prom.cleanup()
-        am.cleanup()
+        for r in receivers:
+            r.stop()
 
 
 def _queued(demo: LiveDemo) -> list[tuple]:
@@ -80,7 +56,7 @@ def test_a_delivered_alert_puts_its_failing_traces_first(stack, tmp_path: Path) 
     demo.set_rates()
     demo.run_in_background()
     demo.set_rates(hallucinated_number=1.0)
-    _poll(
+    poll(
         "Alertmanager delivering the alert",
         lambda: any(q[0] == [f"alert:{ALERT}"] for q in _queued(demo)),
         150,

@@ -8,6 +8,8 @@ arguments that never raise into the application.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ragpulse.agent import configure, current_trace_id, feedback, flush, shutdown, stats, trace_rag
@@ -86,6 +88,57 @@ def test_feedback_in_the_same_batch_and_long_after(embedded):
         )
         == 1.0
     )
+
+
+def test_imported_negative_feedback_is_judged_like_live_feedback(tmp_path, capsys):
+    """``ragpulse feedback import`` on an embedded database: negative tickets on stored, unjudged
+    traces are judged (rule:feedback) exactly as live feedback on the same content is; positive,
+    already judged and unknown traces are not; a second import of the file judges nothing."""
+    from ragpulse.collector.cli.main import main
+    from ragpulse.collector.storage.clickhouse import Storage
+
+    db = tmp_path / "db"
+    collector = EmbeddedCollector(db, config=UNSAMPLED, metrics_port=None).start()
+    configure(exporter="embedded", service_name="fb-svc", schedule_delay_ms=20)
+    try:
+        ids = [answer("How long are logs kept?") for _ in range(4)]  # the same call four times
+        _settle(collector)
+        assert feedback(ids[0], -1.0)  # live: judged by the collector
+        _settle(collector)
+        assert _reasons(collector) == {ids[0]: "rule:feedback"}
+    finally:
+        shutdown()
+        collector.stop()
+    unknown = "ab" * 16
+    tickets = tmp_path / "tickets.jsonl"
+    tickets.write_text("".join(json.dumps(t) + "\n" for t in [
+        {"trace_id": ids[1], "value": -1, "kind": "ticket", "id": "T-1"},
+        {"trace_id": ids[2], "label": "Escalated", "id": "T-2"},
+        {"trace_id": ids[3], "value": 1, "id": "T-3"},
+        {"trace_id": ids[0], "value": -1, "id": "T-4"},  # judged already
+        {"trace_id": unknown, "value": -1, "id": "T-5"},
+    ]))  # fmt: skip
+    assert main(["feedback", "import", str(tickets), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "imported 5 feedback row(s) (4 negative)" in out
+    assert "queued 2 unjudged trace(s) for judging (rule:feedback): judged here by local-" in out
+    assert "1 trace(s) with negative feedback are not stored (yet)" in out
+    assert main(["feedback", "import", str(tickets), "--db", str(db)]) == 0
+    assert "queued" not in capsys.readouterr().out
+    storage = Storage(f"chdb://{db}")
+    try:
+        judged = storage.query(
+            "SELECT trace_id, sampled_reason, judge_id, faithfulness, failure_mode, claims_total "
+            "FROM {db}.rag_judgments FINAL ORDER BY trace_id"
+        )
+        (n,) = storage.query("SELECT count() FROM {db}.rag_feedback FINAL")[0]
+    finally:
+        storage.close()
+    by_id = {r[0]: r[1:] for r in judged}
+    assert set(by_id) == {ids[0], ids[1], ids[2]} and n == 6
+    assert {r[0] for r in by_id.values()} == {"rule:feedback"}
+    live = by_id[ids[0]]
+    assert by_id[ids[1]] == by_id[ids[2]] == live  # same answer, same chunks: the same judgment
 
 
 def test_feedback_before_its_trace(embedded):

@@ -393,7 +393,7 @@ def test_roles_toggle_their_own_objects() -> None:
     intake = by_name(docs, "Service", "r-ragpulse-intake")
     assert intake["spec"]["selector"]["app.kubernetes.io/component"] == "ingest"
     ports = _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))["ports"]
-    assert {"name": "otlp-http", "containerPort": 4318, "protocol": "TCP"} in ports
+    assert {"name": "otlp-http", "containerPort": 4320, "protocol": "TCP"} in ports
     docs = render_set("minimal", *VARIANTS["judge-only"])
     assert [d["metadata"]["name"] for d in of_kind(docs, "Deployment")] == ["r-ragpulse-judge"]
     assert not [s for s in of_kind(docs, "Service") if s["metadata"]["name"].endswith("intake")]

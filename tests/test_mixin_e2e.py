@@ -2,8 +2,8 @@
 
 A real Prometheus scrapes a real (embedded) collector serving the demo app's
 traffic and evaluates the mixin's rules, rendered by the same renderer from the
-same config with test-sized windows (seconds instead of minutes and hours; see
-docs/alerts.md). When the generator is switched to hallucinate numbers, the
+same config with test-sized windows (tests/alert_stack.py, shared with the
+alert-to-export test). When the generator is switched to hallucinate numbers, the
 faithfulness burn alert must reach ``firing`` in ``/api/v1/alerts``, a real
 Alertmanager must deliver it to the webhook receiver this test runs, and after
 the traffic recovers the resolved notification must arrive. Everything is
@@ -21,22 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ragpulse.collector.monitoring.config import load_objectives
-from ragpulse.collector.monitoring.rules import render_rules
 
+from tests.alert_stack import ALERT, alert_stack, poll
 from tests.http_thread import BackgroundServer, QuietHandler
 from tests.live_demo import SERVICE, LiveDemo
 from tests.services import Alertmanager, Prometheus
-
-ALERT = "RagpulseFaithfulnessBudgetBurn"
-
-#: Test-sized windows: the production page is 1h/5m x 14.4 with 20 judged traces; here 20s/6s x 14.4 with 10.
-TEST_SIZED = {
-    "record_windows": ["6s", "20s"],
-    "burn_windows": [
-        {"name": "page-fast", "severity": "critical", "long": "20s", "short": "6s", "factor": 14.4, "for": "2s", "min_judged": 10}
-    ],
-}  # fmt: skip
 
 
 class Webhook:
@@ -76,16 +65,6 @@ def _get_json(url: str) -> dict[str, Any]:
         return json.loads(resp.read())
 
 
-def _poll(what: str, check: Callable[[], Any], timeout: float, interval: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError(f"{what}: not reached within {timeout:.0f}s")
-
-
 def _faithfulness_alerts(prom: Prometheus, state: str) -> list[dict[str, Any]]:
     alerts = _get_json(f"{prom.url}/api/v1/alerts")["data"]["alerts"]
     return [a for a in alerts if a["labels"]["alertname"] == ALERT and a["state"] == state]
@@ -105,37 +84,11 @@ def _notified(status: str) -> Callable[[dict[str, Any]], bool]:
 
 @pytest.fixture()
 def stack(tmp_path: Path) -> Iterator[tuple[LiveDemo, Prometheus, Alertmanager, Webhook]]:
-    demo = LiveDemo(tmp_path / "db", rate=40.0).start()
     hook = Webhook()
-    am = Alertmanager(
-        "route:\n  receiver: test\n  group_by: [alertname, service]\n  group_wait: 1s\n  group_interval: 1s\n"
-        "  repeat_interval: 1h\nreceivers:\n  - name: test\n    webhook_configs:\n"
-        f"      - url: {hook.url}\n        send_resolved: true\n",
-        workdir=tmp_path / "am",
-    )
-    rules_dir = tmp_path / "rules"
-    rules_dir.mkdir()
-    rendered = render_rules(load_objectives(overrides=TEST_SIZED))
-    for name in ("ragpulse-recording.yaml", "ragpulse-slo-alerts.yaml"):
-        (rules_dir / name).write_text(rendered[name])
-    target = demo.metrics_url.removeprefix("http://")
-    prom = None
     try:
-        am.start()
-        prom = Prometheus(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            f"rule_files: ['{rules_dir}/*.yaml']\n"
-            f"alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am.port}']\n"
-            f"scrape_configs:\n  - job_name: ragpulse\n    static_configs:\n      - targets: ['{target}']\n",
-            workdir=tmp_path / "prom",
-            extra_args=["--rules.alert.resend-delay=1s"],
-        ).start()
-        yield demo, prom, am, hook
+        with alert_stack(tmp_path, lambda _demo: hook.url) as st:
+            yield st.demo, st.prom, st.am, hook
     finally:
-        demo.stop()
-        if prom:
-            prom.cleanup()
-        am.cleanup()
         hook.close()
 
 
@@ -149,11 +102,11 @@ def test_faithfulness_burn_fires_in_prometheus_is_delivered_and_resolves(stack) 
         q = _get_json(f"{prom.url}/api/v1/query?query=ragpulse:judged_traces:increase20s")["data"]["result"]
         return bool(q) and float(q[0]["value"][1]) >= 10
 
-    _poll("judged traces visible in Prometheus", scraped_judgments, 60)
+    poll("judged traces visible in Prometheus", scraped_judgments, 60)
     assert not _faithfulness_alerts(prom, "firing") and not _faithfulness_alerts(prom, "pending")
 
     demo.set_rates(hallucinated_number=1.0)  # every answer gets a number no chunk supports
-    firing = _poll("the faithfulness burn alert firing", lambda: _faithfulness_alerts(prom, "firing"), 90)
+    firing = poll("the faithfulness burn alert firing", lambda: _faithfulness_alerts(prom, "firing"), 90)
     alert = firing[0]
     assert alert["labels"]["severity"] == "critical" and alert["labels"]["service"] == SERVICE
     assert alert["labels"]["objective"] == "faithfulness" and alert["labels"]["window"] == "20s"
@@ -163,10 +116,10 @@ def test_faithfulness_burn_fires_in_prometheus_is_delivered_and_resolves(stack) 
     assert f"var-service={SERVICE}" in notes["dashboard_url"] and SERVICE in notes["summary"]
 
     delivered = hook.wait_for(_notified("firing"), 60)
-    assert delivered["status"] == "firing" and delivered["receiver"] == "test"
+    assert delivered["status"] == "firing" and delivered["receiver"] == "hook"
 
     demo.set_rates()  # recovery
-    _poll("the alert resolved in Prometheus", lambda: not _faithfulness_alerts(prom, "firing"), 90)
+    poll("the alert resolved in Prometheus", lambda: not _faithfulness_alerts(prom, "firing"), 90)
     resolved = hook.wait_for(_notified("resolved"), 60)
     resolved_alert = next(a for a in resolved["alerts"] if a["labels"]["alertname"] == ALERT)
     assert resolved_alert["endsAt"] > resolved_alert["startsAt"]

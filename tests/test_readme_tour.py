@@ -4,7 +4,7 @@ The README's shell commands and ``.venv/bin/...`` mentions are extracted and
 must all be listed in :data:`EXERCISED`, which names the test that runs each.
 The tests run the commands verbatim except for documented substitutions that
 keep them from touching shared state on this machine: a temporary database and
-report instead of ``ragpulse-data/``, free ports instead of 9464, the
+report instead of ``ragpulse-data/``, free ports instead of 9466, the
 session's Kafka broker instead of ``localhost:9092``, a ClickHouse-compatible
 ``chdb://`` DSN instead of a ClickHouse server, and unique topic and
 consumer-group names on the shared broker. ``make`` runs with
@@ -45,7 +45,7 @@ EXERCISED = {
     ),
     "RAGPULSE_KAFKA__BOOTSTRAP_SERVERS=localhost:9092 RAGPULSE_STORAGE__DSN=http://default:@localhost:8123/ragpulse "
     ".venv/bin/ragpulse collect": "test_instrument_collect_and_read_metrics",
-    "curl -s localhost:9464/metrics | grep -E '^ragpulse_(traces_judged_total|faithfulness_count|failure_modes_total)'": (
+    "curl -s localhost:9466/metrics | grep -E '^ragpulse_(traces_judged_total|faithfulness_count|failure_modes_total)'": (
         "test_instrument_collect_and_read_metrics"
     ),
     ".venv/bin/ragpulse judge examples/worked_example.jsonl -o judged.jsonl": "test_judge_jsonl_offline",
@@ -286,7 +286,7 @@ def test_instrument_collect_and_read_metrics(kafka_broker: KafkaBroker, tmp_path
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             res = subprocess.run(
-                ["bash", "-c", curl_cmd.replace("localhost:9464", f"127.0.0.1:{port}")],
+                ["bash", "-c", curl_cmd.replace("localhost:9466", f"127.0.0.1:{port}")],
                 capture_output=True,
                 text=True,
                 timeout=30,

@@ -72,25 +72,33 @@ def _judge(cfg: dict[str, Any]) -> Any:
 
 
 def _run_kafka(cfg: dict[str, Any], role: str) -> int:
+    from ..judge.evaluation_events import EvaluationEvents
     from ..judge.service import KafkaJudgeService
     from ..kafka.collector import KafkaCollector
+    from ..kafka.topics import ensure_topics, quiet_missing_topics
     from ..serve.alertmanager import start_from_config
     from ..serve.metrics import Metrics
     from ..serve.server import MetricsServer
+    from ..serve.variants import VariantLabels
     from ..storage.clickhouse import Storage
 
+    quiet_missing_topics(cfg)
+    ensure_topics(cfg)
     st = cfg["storage"]
-    metrics = Metrics()
+    metrics = Metrics(VariantLabels.from_config(cfg.get("variants")))
     # One Storage (one client, serialized by its lock) for everything in this process:
     # a chDB path can only be owned once.
     storage = Storage(st["dsn"], st["database"], st["ttl_days"])
     judges: list[KafkaJudgeService] = []
+    events = None
     if (role == "all" and cfg["judge"]["enabled"]) or role == "judge":
         judge = _judge(cfg)
         if role == "judge":
             storage.apply_schema()
+        events = EvaluationEvents.from_config(cfg, metrics)
         judges = [
-            KafkaJudgeService(cfg, judge, storage, metrics).start() for _ in range(cfg["judge"]["workers"])
+            KafkaJudgeService(cfg, judge, storage, metrics, events).start()
+            for _ in range(cfg["judge"]["workers"])
         ]
     if role == "judge":
         stop = threading.Event()
@@ -109,6 +117,8 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
                 return 1
         for j in judges:
             j.stop()
+        if events is not None:
+            events.shutdown()
         server.stop()
         return 0
     collector = KafkaCollector(cfg, storage=storage, metrics=metrics)
@@ -124,6 +134,8 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
             alerts.stop()
         for j in judges:
             j.stop()
+        if events is not None:
+            events.shutdown()
     logging.getLogger("ragpulse.collect").info("collector stopped (exit status %d)", rc)
     return rc
 
@@ -134,6 +146,7 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
 
     from ..ingest.otlp import Limits, split_by_trace
     from ..kafka.clients import kafka_client_settings
+    from ..serve.bearer import token_from_config
     from ..serve.otlp_http import OtlpHttpReceiver
 
     producer = KafkaProducer(**kafka_client_settings(cfg), acks="all", linger_ms=5, max_request_size=8 << 20)
@@ -161,6 +174,7 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
         r["port"],
         forward,
         read_timeout_s=float(r["read_timeout_s"]),
+        auth_token=token_from_config(r),
         max_inflight_bytes=int(r["max_inflight_bytes"]),
     )
     receiver.start()

@@ -12,7 +12,7 @@ from typing import Any
 
 from .errors import CliError
 
-__all__ = ["register", "parse_time", "open_storage"]
+__all__ = ["register", "parse_time", "cli_config", "open_storage"]
 
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -51,20 +51,26 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run)
 
 
-def open_storage(args: argparse.Namespace, must_exist: bool = True) -> Any:
-    """The Storage of ``--db``/``--config``; a CliError in one line when an embedded database is
-    missing or owned by another process."""
+def cli_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The collector config of ``--config`` with ``--db`` as its storage DSN (a directory becomes
+    ``chdb://``); a CliError in one line when it is invalid."""
     from ..config import ConfigError, load_config
-    from ..storage.clickhouse import Storage
 
     dsn = args.db
     if dsn and "://" not in dsn:
         dsn = f"chdb://{Path(dsn).resolve()}"
     try:
-        cfg = load_config(args.config, overrides={"storage": {"dsn": dsn}} if dsn else None)
+        return load_config(args.config, overrides={"storage": {"dsn": dsn}} if dsn else None)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
-    st = cfg["storage"]
+
+
+def open_storage(args: argparse.Namespace, must_exist: bool = True) -> Any:
+    """The Storage of ``--db``/``--config``; a CliError in one line when an embedded database is
+    missing or owned by another process."""
+    from ..storage.clickhouse import Storage
+
+    st = cli_config(args)["storage"]
     if st["dsn"].startswith("chdb://"):
         from ..demo.runner import _check_database  # one check for every command opening chDB
 

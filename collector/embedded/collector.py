@@ -29,14 +29,17 @@ from ..contract import Judge
 from ..feedback.sink import FeedbackSink
 from ..ingest.assemble import Assembler
 from ..ingest.batcher import Batcher
+from ..ingest.cost import Pricing
 from ..ingest.model import Span
 from ..ingest.otlp import Limits
 from ..ingest.pipeline import Ingestor
 from ..ingest.readable import spans_from_readable
 from ..ingest.sampling import SamplingPolicy
+from ..judge.evaluation_events import EvaluationEvents
 from ..judge.worker import JudgeWorker, load_judge
 from ..serve.metrics import Metrics
 from ..serve.server import MetricsServer
+from ..serve.variants import VariantLabels
 from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
 
@@ -81,7 +84,7 @@ class EmbeddedCollector:
             self.config = load_config(None, overrides=merge(dict(config or {}), overrides))
         st = self.config["storage"]
         self.storage = Storage(st["dsn"], st["database"], st["ttl_days"])
-        self.metrics = Metrics()
+        self.metrics = Metrics(VariantLabels.from_config(self.config.get("variants")))
         self.retry = StorageRetry.from_config(st, self.metrics, self._wait)
         self.limits = Limits(**self.config["limits"])
         self._judge_spec = judge
@@ -95,6 +98,7 @@ class EmbeddedCollector:
         self._server: MetricsServer | None = None
         self.receiver: Any = None
         self.judge: Judge | None = None
+        self.evaluation_events: EvaluationEvents | None = None
         self.dropped_batches = 0
         self._started = False
         self._stopping = threading.Event()
@@ -113,7 +117,9 @@ class EmbeddedCollector:
                 else self._judge_spec
             )
         policy = SamplingPolicy.from_config(self.config["sampling"])
-        self._ingestor = Ingestor(self.storage, policy, self.metrics, self.retry)
+        self._ingestor = Ingestor(
+            self.storage, policy, self.metrics, self.retry, Pricing.from_config(self.config.get("cost"))
+        )
         self._assembler = Assembler(
             self.config["assembly"]["timeout_s"], self.config["assembly"]["max_traces"]
         )
@@ -121,7 +127,12 @@ class EmbeddedCollector:
             self.storage, self.metrics, self._ingestor.sampler, self.config.get("feedback"), self._wait
         )
         self.metrics.read_state_of(self._assembler, self._feedback.reask.index)
-        self._worker = JudgeWorker(self.judge, self.storage, self.metrics) if self.judge is not None else None
+        self.evaluation_events = EvaluationEvents.from_config(self.config, self.metrics)
+        self._worker = (
+            JudgeWorker(self.judge, self.storage, self.metrics, events=self.evaluation_events)
+            if self.judge is not None
+            else None
+        )
         self._threads = [
             threading.Thread(target=self._ingest_loop, name="ragpulse-ingest", daemon=True),
             threading.Thread(target=self._judge_loop, name="ragpulse-judge", daemon=True),
@@ -133,14 +144,17 @@ class EmbeddedCollector:
                 self.metrics, self._metrics_host, self._metrics_port, ready=self._ready
             ).start()
         if self._receiver_port is not None:
+            from ..serve.bearer import token_from_config
             from ..serve.otlp_http import OtlpHttpReceiver
 
             self.receiver = OtlpHttpReceiver(
                 self.submit_decoded,
                 self.limits,
                 self.metrics,
+                host=self.config["receiver"]["host"],
                 port=self._receiver_port,
                 read_timeout_s=float(self.config["receiver"]["read_timeout_s"]),
+                auth_token=token_from_config(self.config["receiver"]),
                 max_inflight_bytes=int(self.config["receiver"]["max_inflight_bytes"]),
             )
             self.receiver.start()
@@ -190,6 +204,8 @@ class EmbeddedCollector:
             t.join(timeout)
         if self._server is not None:
             self._server.stop()
+        if self.evaluation_events is not None:
+            self.evaluation_events.shutdown()
         self.storage.close()
         self._started = False
 

@@ -97,6 +97,18 @@ class FeedbackSink:
             return None
         return lambda: self._after_store(rows, calls)
 
+    def store_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Store feedback that did not arrive as spans (``ragpulse feedback import``) through the
+        same step as span feedback: the rows, the metric, and the judge messages of stored traces
+        that negative feedback now queues. Negative feedback on a trace not stored (yet) stays in
+        :attr:`pending`."""
+        return self._after_store(rows, [])
+
+    @property
+    def pending(self) -> list[str]:
+        """Trace ids with negative feedback whose trace this sink has not seen stored."""
+        return list(self._pending)
+
     def _after_store(self, rows: list[dict[str, Any]], calls: list[Call]) -> list[dict[str, Any]]:
         if calls:
             rows = rows + self._retry(lambda: self.reask.detect(calls))

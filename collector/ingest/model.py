@@ -140,7 +140,9 @@ class RagTrace:
         """The ``ragpulse.judge`` message (docs/contracts.md): a superset of the judge input record."""
         return {
             "trace_id": self.trace_id,
+            "root_span_id": self.root_span_id,
             "service": self.service,
+            "variant": self.variant,
             "time_unix_nano": self.time,
             "end_time_unix_nano": self.end_time,
             "query": self.query,

@@ -41,6 +41,9 @@ _ONLY_BEFORE = frozenset("if after when with once upon".split())
 # Words that make the sentence itself grant sufficiency or permission ("X permits Y").
 _GRANTS = _SUFFICIENCY | frozenset("permits permit permitted allows allow allowed enables enable".split())
 _COORDINATION = frozenset("and plus as well".split())
+# Raw tokens that can start a sufficiency statement, in the cases a text writes them: a claim
+# without any of them is ruled out by one set operation (most claims, most chunks).
+_TRIGGERS = frozenset(v for w in (*_SUFFICIENCY, "itself", "own") for v in (w, w.capitalize(), w.upper()))
 
 
 def best_sentence(
@@ -81,6 +84,8 @@ def _lower(tokens: list[str]) -> list[str]:
 def asserts_sufficiency(cp: TextProfile) -> bool:
     """The claim states a condition as enough by itself ("alone", "sufficient", "suffices",
     "by itself", "on its own")."""
+    if _TRIGGERS.isdisjoint(cp.tokens):
+        return False
     toks = _lower(cp.tokens)
     if not _SUFFICIENCY.isdisjoint(toks):
         return True

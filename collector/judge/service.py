@@ -38,9 +38,11 @@ class KafkaJudgeService:
 
     _instances = itertools.count()
 
-    def __init__(self, config: dict[str, Any], judge: Judge, storage: Storage, metrics: Metrics) -> None:
+    def __init__(
+        self, config: dict[str, Any], judge: Judge, storage: Storage, metrics: Metrics, events: Any = None
+    ) -> None:
         self.config = config
-        self.worker = JudgeWorker(judge, storage, metrics)
+        self.worker = JudgeWorker(judge, storage, metrics, events=events)
         self.metrics = metrics
         self._stop = threading.Event()
         self.retry = StorageRetry.from_config(config["storage"], metrics, self._wait)

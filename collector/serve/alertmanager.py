@@ -18,7 +18,6 @@ An optional bearer token (``alertmanager.token``; Alertmanager's
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 import re
@@ -30,6 +29,7 @@ from typing import Any
 
 from ..export.ledger import queue_alert
 from ..storage.clickhouse import Storage
+from .bearer import authorized
 from .http_server import BackgroundHTTPServer, send
 
 __all__ = ["AlertmanagerReceiver", "alert_windows_from_payload", "PATH"]
@@ -124,16 +124,10 @@ class AlertmanagerReceiver(BackgroundHTTPServer):
 
         self._bind(host, port, Handler)
 
-    def _authorized(self, req: BaseHTTPRequestHandler) -> bool:
-        if not self.token:
-            return True
-        given = req.headers.get("Authorization", "")
-        return hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode())
-
     def _handle(self, req: BaseHTTPRequestHandler) -> tuple[int, str]:
         if req.path.split("?", 1)[0] != PATH:
             return 404, "not found"
-        if not self._authorized(req):
+        if not authorized(req.headers.get("Authorization"), self.token):
             return 401, "missing or wrong bearer token"
         try:
             length = int(req.headers.get("Content-Length") or 0)

@@ -5,9 +5,10 @@ or ``application/json``, optionally gzip-compressed), so any OTel SDK can send
 to the collector without Kafka. Decoded spans go to a callback (the embedded
 pipeline's queue, or a Kafka producer in service mode). Responses follow the
 OTLP/HTTP spec: 200 with an ``ExportTraceServiceResponse`` (with
-``partial_success`` when spans were rejected), 400 for undecodable bodies,
-503 with Retry-After when the pipeline's queue is full, 415 for other media
-types.
+``partial_success`` when spans were rejected; also for a request without any
+span, as the OTel Collector answers it), 400 for undecodable bodies, 503 with
+Retry-After when the pipeline's queue is full, 415 for other media types, 401
+without the configured bearer token (:mod:`.bearer`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ..ingest.model import Span
 from ..ingest.otlp import DecodeResult, Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
+from .bearer import authorized
+from .empty_request import holds_no_span
 from .http_server import BackgroundHTTPServer, send
 from .inflight import Hold, InflightBytes
 from .intake_body import DRAIN_MAX_BYTES, IntakeRejected, declared_length, discard, inflate, read_body
@@ -40,16 +43,19 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         limits: Limits,
         metrics: Metrics,
         host: str = "127.0.0.1",
-        port: int = 4318,
+        port: int = 4320,
         raw_submit: Callable[[bytes, str], bool] | None = None,
         read_timeout_s: float = 10.0,
         max_inflight_bytes: int = 256 << 20,
+        auth_token: str = "",
     ) -> None:
         """``raw_submit(body, kind)`` (kind ``proto`` or ``json``), when given, receives the
         validated body instead of decoded spans (the Kafka service forwards it to the spans topic).
         ``read_timeout_s`` bounds the time to receive one request's headers or its whole body;
-        ``max_inflight_bytes`` the body bytes all requests together may hold (see inflight.py)."""
+        ``max_inflight_bytes`` the body bytes all requests together may hold (see inflight.py).
+        ``auth_token``, when set, is required as ``Authorization: Bearer <token>``."""
         self.submit = submit
+        self.auth_token = auth_token
         self.read_timeout_s = read_timeout_s
         self.raw_submit = raw_submit
         self.limits = limits
@@ -77,6 +83,12 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         path = req.path.split("?", 1)[0]
         ctype = (req.headers.get("Content-Type") or "application/x-protobuf").split(";")[0].strip().lower()
         is_json = ctype == "application/json"
+        if not authorized(req.headers.get("Authorization"), self.auth_token):
+            # Refused before the body is read: drained (bounded) so the client sees the 401.
+            unread = _declared_or_zero(req.headers.get("Content-Length"))
+            return self._refuse(
+                req, IntakeRejected(401, "missing or wrong bearer token", True, unread), is_json
+            )
         try:
             body = self._read(req, hold)
         except IntakeRejected as exc:
@@ -89,6 +101,9 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             body = inflate(body, req.headers.get("Content-Encoding") or "", self.limits.max_record_bytes)
             result = _decode(body, is_json, self.limits)
         except IntakeRejected as exc:
+            if exc.status == 400 and holds_no_span(body, is_json):
+                self.metrics.records.labels("empty").inc()
+                return _reply(req, 200, *_success(is_json))
             return self._refuse(req, exc, is_json)
         if not result.spans:
             # Every span was rejected: nothing was accepted, and retrying cannot help.
@@ -146,8 +161,23 @@ def _decode(body: bytes, is_json: bool, limits: Limits) -> DecodeResult:
         raise IntakeRejected(400, f"undecodable body: {type(exc).__name__}: {exc}"[:1000]) from None
 
 
+def _declared_or_zero(content_length: str | None) -> int:
+    """The declared body length of a refused request, for draining (0 when unusable)."""
+    try:
+        return max(0, int((content_length or "0").strip()))
+    except ValueError:
+        return 0
+
+
+def _success(is_json: bool) -> tuple[bytes, str]:
+    """The body and media type of a full success (an empty ``ExportTraceServiceResponse``)."""
+    if is_json:
+        return b"{}", "application/json"
+    return ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf"
+
+
 # HTTP status -> google.rpc.Code carried in the protobuf error body (UNAVAILABLE otherwise).
-_RPC_CODES = {400: 3, 411: 3, 415: 3, 408: 4, 413: 8}
+_RPC_CODES = {400: 3, 411: 3, 415: 3, 408: 4, 413: 8, 401: 16}
 
 
 def _status_reply(
