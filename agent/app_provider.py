@@ -135,7 +135,8 @@ class AppSpanEnder:
         try:
             existing = len(span.attributes) if hasattr(span, "attributes") else 0
             room = None if self.max_attributes is None else self.max_attributes - existing
-            attrs, events = self._materializer.expand(record, None, end_time, room, self.max_value_len)
+            own = getattr(span, "attributes", None)
+            attrs, events = self._materializer.expand(record, None, end_time, room, self.max_value_len, own)
             before = getattr(span, "dropped_attributes", 0)
             span.set_attributes(attrs)
             for event in events:
@@ -195,7 +196,12 @@ class AppSpanEnder:
         """End everything queued now (in the caller's thread), then flush the application's provider."""
         deadline = time.monotonic() + timeout_s
         self._drain(limit=len(self._queue))
-        flush = getattr(self._provider, "force_flush", None)
+        provider = self._provider
+        if provider is None:  # the global provider, which the application may have set after configure()
+            from opentelemetry import trace as trace_api
+
+            provider = trace_api.get_tracer_provider()
+        flush = getattr(provider, "force_flush", None)
         if not callable(flush):
             return True
         remaining = max(0, int((deadline - time.monotonic()) * 1000))

@@ -55,6 +55,8 @@ class Settings:
     tracer_provider: Any = None  # exporter "none": the provider to use (default: the global one)
     resource_attributes: Mapping[str, Any] = field(default_factory=dict)
     corpus_version: str | None = None
+    variant: str | None = None  # default rag.variant of every RAG call (online comparison)
+    config: Mapping[str, Any] = field(default_factory=dict)  # default rag.config.<part> attributes
     enabled: bool = True
 
     def validated(self) -> Settings:
@@ -97,6 +99,7 @@ _ENV_FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "EXPORT_BATCH_SPANS": ("export_batch_spans", int),
     "SCHEDULE_DELAY_MS": ("schedule_delay_ms", int),
     "CORPUS_VERSION": ("corpus_version", str),
+    "VARIANT": ("variant", str),
     "ENABLED": ("enabled", _bool),
 }
 

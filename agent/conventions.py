@@ -37,6 +37,7 @@ __all__ = [
     "OP_RETRIEVAL", "OP_CHAT", "OP_RERANK", "RETRIEVAL_OPS", "LLM_OPS", "CHAIN_OPS",
     "TRACELOOP_SPAN_KIND", "TRACELOOP_WORKFLOW", "TRACELOOP_ENTITY_INPUT", "TRACELOOP_ENTITY_OUTPUT",
     "RAG_ROOT", "RAG_CORPUS_VERSION", "RAG_RISK_LEVEL", "RAG_QUERY_TYPE", "RAG_FEEDBACK",
+    "RAG_VARIANT", "RAG_CONFIG", "CONFIG_FIELDS", "config_key", "RAG_REQUEST_ID",
     "FEEDBACK_SPAN", "FEEDBACK_KIND", "FEEDBACK_VALUE", "FEEDBACK_LABEL", "FEEDBACK_COMMENT", "FEEDBACK_SOURCE",
     "RAG_DOCUMENTS_COUNT", "RAG_CITATION_COUNT", "RAG_STREAM", "RAG_STREAM_CLOSED_EARLY",
     "RAG_TRUNCATED", "RAG_TRUNCATED_FIELDS",
@@ -127,6 +128,14 @@ RAG_ROOT = "rag.root"  # True on the span of one answered question: the trace's 
 RAG_CORPUS_VERSION = "rag.corpus.version"
 RAG_RISK_LEVEL = "rag.risk_level"
 RAG_QUERY_TYPE = "rag.query_type"
+# The configuration that served the call (online comparison; a bounded label downstream), and the
+# versions of its parts as f"{RAG_CONFIG}{part}" (free-form; CONFIG_FIELDS are the documented parts).
+RAG_VARIANT = "rag.variant"
+RAG_CONFIG = "rag.config."
+CONFIG_FIELDS = ("corpus", "chunker", "embedding_model", "index", "reranker", "prompt", "generator")
+# The application's id of the user request: a shadow call made for the same request carries the
+# same id, which is how `ragpulse compare` pairs the two variants' answers.
+RAG_REQUEST_ID = "rag.request.id"
 RAG_FEEDBACK = "rag.feedback"
 # A feedback span (name FEEDBACK_SPAN, its trace the answer's) and its attributes.
 FEEDBACK_SPAN = RAG_FEEDBACK
@@ -155,6 +164,11 @@ USER_ID = "user.id"
 HTTP_ROUTE = "http.route"
 SERVICE_NAME = "service.name"  # a resource attribute
 EXCEPTION_MESSAGE = "exception.message"
+
+
+def config_key(part: str) -> str:
+    """The root-span attribute key of one configuration part (``rag.config.reranker``)."""
+    return f"{RAG_CONFIG}{part}"
 
 
 def document_key(prefix: str, index: int, field: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 from opentelemetry.context import get_current
 from opentelemetry.trace import get_current_span
 
-from .conventions import RAG_CORPUS_VERSION, RAG_QUERY_TYPE, RAG_RISK_LEVEL
+from .conventions import RAG_CORPUS_VERSION, RAG_QUERY_TYPE, RAG_RISK_LEVEL, RAG_VARIANT, config_key
 from .handles import GenerationHandle, RagHandle, RetrievalHandle, add_citation
 from .records import RagRecord
 from .spans import RAG_KEY, internal_error
@@ -50,12 +50,17 @@ def _rag_attrs(
     corpus_version: str | None,
     risk_level: str | None,
     query_type: str | None,
+    variant: str | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     attrs = dict(attributes or {})
+    for part, value in (config or {}).items():
+        attrs[config_key(part)] = value
     for key, value in (
         (RAG_CORPUS_VERSION, corpus_version),
         (RAG_RISK_LEVEL, risk_level),
         (RAG_QUERY_TYPE, query_type),
+        (RAG_VARIANT, variant),
     ):
         if value is not None:
             attrs[key] = value
@@ -72,6 +77,8 @@ def trace_rag(
     corpus_version: str | None = None,
     risk_level: str | None = None,
     query_type: str | None = None,
+    variant: str | None = None,
+    config: Mapping[str, Any] | None = None,
     attributes: Mapping[str, Any] | None = None,
 ) -> Any:
     """Mark a RAG call: the root span (query from the arguments, answer from the return value).
@@ -81,8 +88,11 @@ def trace_rag(
     The query is the argument named ``query_arg``, else the first of
     query/question/q/prompt/input/..., else the first positional argument.
     Arguments named ``session_id``/``user_id`` become ``session.id``/``user.id``.
+    ``variant`` (``rag.variant``) names the configuration that serves the call, for
+    ``ragpulse compare``; ``config`` maps parts (``reranker``, ``prompt``, ...) to their
+    versions (``rag.config.<part>``). Both override ``configure(variant=, config=)``.
     """
-    attrs = _rag_attrs(attributes, corpus_version, risk_level, query_type)
+    attrs = _rag_attrs(attributes, corpus_version, risk_level, query_type, variant, config)
     if callable(fn_or_name) and not isinstance(fn_or_name, str):
         return RagSpec(name, attrs, None, query_arg, False)(fn_or_name)
     spec_name = fn_or_name if isinstance(fn_or_name, str) else name

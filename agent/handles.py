@@ -11,6 +11,7 @@ from typing import Any
 
 from opentelemetry.trace import format_trace_id
 
+from .conventions import RAG_REQUEST_ID, RAG_VARIANT, config_key
 from .records import GenerationRecord, RagRecord, Record, RetrievalRecord
 from .spans import emit
 
@@ -72,6 +73,18 @@ class RagHandle(_Handle):
     def set_query(self, query: Any) -> None:
         if self._record is not None:
             self._record.input = query
+
+    def set_variant(self, variant: str, **config: Any) -> None:
+        """The configuration serving this call (``rag.variant``), e.g. chosen by an A/B split
+        inside the call; keyword arguments are its parts' versions (``rag.config.<part>``)."""
+        self.set_attribute(RAG_VARIANT, str(variant))
+        for part, version in config.items():
+            self.set_attribute(config_key(part), version)
+
+    def set_request_id(self, request_id: str) -> None:
+        """The user request this call answers (``rag.request.id``): give a shadow call the
+        primary's id, and ``ragpulse compare`` pairs the two answers."""
+        self.set_attribute(RAG_REQUEST_ID, str(request_id))
 
     def set_answer(self, answer: Any) -> None:
         """The answer: a string, or a structured object/dict with ``answer`` and ``citations``."""

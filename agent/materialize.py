@@ -55,9 +55,11 @@ from .conventions import (
     RAG_STREAM_CLOSED_EARLY,
     RAG_TRUNCATED,
     RAG_TRUNCATED_FIELDS,
+    RAG_VARIANT,
     RERANKER_OUTPUT_DOCUMENTS,
     RETRIEVAL_DOCUMENTS,
     SPAN_KIND,
+    config_key,
     document_key,
 )
 from .records import GenerationRecord, RagRecord, Record, RetrievalRecord
@@ -167,7 +169,13 @@ class Materializer:
     def __init__(self, settings: Settings):
         self.limits: Limits = settings.limits
         self.capture = settings.capture_content
-        self.corpus_version = settings.corpus_version
+        # What configure(corpus_version=, variant=, config=) puts on every root span that does
+        # not carry its own value (from the decorator, a handle or the application).
+        self.root_defaults: dict[str, Any] = {config_key(k): v for k, v in dict(settings.config).items()}
+        if settings.variant:
+            self.root_defaults[RAG_VARIANT] = settings.variant
+        if settings.corpus_version:
+            self.root_defaults[RAG_CORPUS_VERSION] = settings.corpus_version
         self.redactor: Redactor | None = None
         if settings.redact or settings.redactor is not None:
             self.redactor = Redactor(builtin=settings.redact, custom=settings.redactor)
@@ -272,8 +280,6 @@ class Materializer:
         attrs = ctx.attrs
         attrs[SPAN_KIND] = KIND_CHAIN
         attrs[RAG_ROOT] = True
-        if self.corpus_version and RAG_CORPUS_VERSION not in attrs:
-            attrs[RAG_CORPUS_VERSION] = self.corpus_version
         self._input(ctx, rec.input)
         chunk_ids = rec.chunk_ids_cache
         if chunk_ids is None and rec.chunks is not None:
@@ -380,17 +386,22 @@ class Materializer:
         end_time: int | None,
         room: int | None = None,
         max_len: int | None = None,
+        own: Mapping[str, Any] | None = None,
     ) -> tuple[dict, list[Event]]:
         """Attributes and new events for ``record`` (``base``: attributes already on the span).
 
         ``room`` / ``max_len``: the attributes the span can still take and the longest value the
         provider keeps (spans under the application's provider; None for the agent's own).
+        ``own``: attributes on the span that the configured root defaults leave alone.
         """
         attrs: dict[str, Any] = dict(base) if base else {}
         ctx = _Ctx(attrs, room, max_len)
         events: list[Event] = []
         if isinstance(record, RagRecord):
             self._rag(ctx, record, end_time, events)
+            for key, value in self.root_defaults.items():
+                if key not in attrs and not (own and key in own):
+                    attrs[key] = value
         elif isinstance(record, RetrievalRecord):
             self._retrieval(ctx, record)
         elif isinstance(record, GenerationRecord):
@@ -434,7 +445,7 @@ class Materializer:
         ctx = _Ctx({})
         merged = self._scrub(ctx, span.attributes)
         if record is not None:
-            attrs, new_events = self.expand(record, None, span.end_time)
+            attrs, new_events = self.expand(record, None, span.end_time, own=span.attributes)
             if ctx.truncated and attrs.get(RAG_TRUNCATED):
                 ctx.truncated.extend(f for f in attrs[RAG_TRUNCATED_FIELDS] if f not in ctx.truncated)
             merged.update(attrs)

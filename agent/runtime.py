@@ -65,7 +65,7 @@ class Runtime:
                 self.ender = AppSpanEnder(
                     self.materializer,
                     stats_,
-                    provider,
+                    settings.tracer_provider,  # None: the global one, looked up again at flush time
                     max_queue_spans=settings.max_queue_spans,
                     batch_spans=settings.export_batch_spans,
                     schedule_delay_ms=settings.schedule_delay_ms,

@@ -282,6 +282,25 @@ def build_variants():
 
     otel_manual = _otel_manual(tracer)
 
+    def bsp_flush():
+        bsp.force_flush()
+
+    return {
+        "floor": (floor, bsp_flush, None),
+        "floor-direct": (floor_direct, bsp_flush, None),
+        "otel-manual": (otel_manual, bsp_flush, None),
+        **_ragpulse_variants(NoopExporter, deferred),
+    }
+
+
+def _ragpulse_variants(noop_exporter: type, deferred: int) -> dict:
+    """The agent's two variants: its own provider, and exporter="none" under an application provider.
+
+    name -> (one call, flush after the round, set-up before the round): the agent has one
+    configuration at a time, so each variant configures it before its rounds.
+    """
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from ragpulse.agent import configure, flush
 
     deferred_agent = {
@@ -291,7 +310,7 @@ def build_variants():
     }
     app_provider = TracerProvider()
     app_bsp = BatchSpanProcessor(
-        NoopExporter(),
+        noop_exporter(),
         max_queue_size=deferred,
         max_export_batch_size=deferred,
         schedule_delay_millis=3_600_000,
@@ -299,7 +318,7 @@ def build_variants():
     app_provider.add_span_processor(app_bsp)
 
     def own_setup():
-        configure(exporter=NoopExporter(), **deferred_agent)
+        configure(exporter=noop_exporter(), **deferred_agent)
 
     def app_setup():
         configure(exporter="none", tracer_provider=app_provider, **deferred_agent)
@@ -309,18 +328,7 @@ def build_variants():
     def ragpulse_call():
         rag(QUERY)
 
-    def bsp_flush():
-        bsp.force_flush()
-
-    # name -> (one call, flush after the round, set-up before the round: the agent has one
-    # configuration at a time, so its two variants configure it before each of their rounds)
-    return {
-        "floor": (floor, bsp_flush, None),
-        "floor-direct": (floor_direct, bsp_flush, None),
-        "otel-manual": (otel_manual, bsp_flush, None),
-        "ragpulse": (ragpulse_call, flush, own_setup),
-        "ragpulse-app": (ragpulse_call, flush, app_setup),
-    }
+    return {"ragpulse": (ragpulse_call, flush, own_setup), "ragpulse-app": (ragpulse_call, flush, app_setup)}
 
 
 def run_round(fn, flush_fn, n: int, setup=None) -> tuple[float, float]:

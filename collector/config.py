@@ -130,8 +130,11 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "seed": str,
         "budget_per_minute": (int, type(None)),
         "budget_includes_rules": bool,
+        "per_variant_per_minute": (int, type(None)),
         "rules": list,
     },
+    "variants": {"labels": dict},
+    "cost": {"prices": dict, "litellm": bool},
     "metrics": {"host": str, "port": int, "stall_s": (int, float)},
     "receiver": {
         "enabled": bool,
@@ -189,6 +192,9 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"sampling.rate must be between 0 and 1, got {s['rate']}")
     if s.get("budget_per_minute") is not None and s["budget_per_minute"] < 0:
         raise ConfigError("sampling.budget_per_minute must be >= 0 or null")
+    if s.get("per_variant_per_minute") is not None and s["per_variant_per_minute"] < 1:
+        raise ConfigError("sampling.per_variant_per_minute must be >= 1 or null")
+    _check_variants_and_cost(cfg)
     from .ingest.sampling import SamplingPolicy
 
     try:
@@ -233,6 +239,18 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
     except ValueError as exc:
         raise ConfigError(f"receiver.{exc}") from None
     return dict(cfg)
+
+
+def _check_variants_and_cost(cfg: Mapping[str, Any]) -> None:
+    """variants.labels and cost.prices build (the errors name the key)."""
+    from .ingest.cost import Pricing
+    from .serve.variants import VariantLabels
+
+    try:
+        VariantLabels.from_config(cfg.get("variants"))
+        Pricing.from_config(cfg.get("cost"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _check_evaluations(section: Mapping[str, Any]) -> None:

@@ -85,8 +85,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("generation_ms", "Float64", FLOAT, 0.0),
     Column("input_tokens", "UInt32", INT, 0),
     Column("output_tokens", "UInt32", INT, 0),
+    # The model's price x its tokens (ingest/cost.py); NULL when the model has no price.
+    Column("generation_cost_usd", "Nullable(Float64)", FLOAT, None),
     Column("risk_level", _LC, TEXT, ""),
     Column("query_type", _LC, TEXT, ""),
+    Column("variant", _LC, TEXT, ""),  # rag.variant: the configuration that served the call
     Column("session_id", _STR, TEXT, ""),
     Column("user_id", _STR, TEXT, ""),
     Column("status", _LC, TEXT, "ok"),

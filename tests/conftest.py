@@ -19,6 +19,13 @@ from tests.services import KafkaBroker, helm_binary, promtool_binary
 # litellm otherwise tries the network at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+# A suite started in the background by a non-interactive shell (`.ci/run &`, nohup) inherits
+# SIGINT ignored, and so would every child it starts; the tests that press Ctrl-C on a child
+# (demo, collect) need the default disposition there. A Python handler is reset to the default
+# across exec, an ignored signal is not.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def _descendants(root: int) -> list[tuple[int, str]]:
     """(pid, command) of every live process below ``root``, read from /proc."""

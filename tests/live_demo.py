@@ -23,14 +23,16 @@ class LiveDemo:
 
     def __init__(self, db_path: Path, *, rate: float = 40.0, seed: int = 7, judge: Any = "local") -> None:
         """``judge``: the collector's judge (a spec or a judge object, see EmbeddedCollector)."""
+        from ragpulse.collector.demo.variants import PRICES, VARIANTS
         from ragpulse.collector.embedded.collector import EmbeddedCollector
         from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus
 
-        self.collector = EmbeddedCollector(
-            db_path, config={"sampling": {"rate": 1.0}}, metrics_port=0, judge=judge
-        )
+        config = {"sampling": {"rate": 1.0}, "cost": {"prices": PRICES}}
+        self.collector = EmbeddedCollector(db_path, config=config, metrics_port=0, judge=judge)
         corpus = load_corpus()
-        self.assistant = PolicyAssistant(corpus, seed=seed)
+        # One variant (priced, as the demo's): the variant panels and the cost series have data.
+        name, model, _ = VARIANTS[0]
+        self.assistant = PolicyAssistant(corpus, seed=seed, model=model, variant=name)
         self.traffic = TrafficModel(corpus, seed=seed + 4)
         self.rate = rate
         self.served = 0

@@ -669,6 +669,31 @@ def test_exporter_none_nests_under_application_span():
         shutdown()
 
 
+def test_exporter_none_full_queue_completes_spans_on_the_request_path():
+    """With the agent's queue full a span is completed and ended at once, never dropped."""
+    app_exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(app_exporter))
+    configure(exporter="none", tracer_provider=provider, max_queue_spans=1, schedule_delay_ms=3_600_000)
+    try:
+        before = stats()
+        assert answer("queued?") == ANSWER
+        # search took the one place in the queue; complete and answer were ended on the request path.
+        ended = {s.name: s for s in app_exporter.get_finished_spans()}
+        assert set(ended) == {"complete", "answer"}
+        assert ended["answer"].attributes["output.value"] == ANSWER
+        assert flush()
+        spans = {s.name: s for s in app_exporter.get_finished_spans()}
+        assert spans["search"].attributes["retrieval.documents.0.document.id"] == "C1"
+        after = stats()
+        assert (
+            after["spans_exported"] - before["spans_exported"] == 3
+            and after["spans_dropped"] == before["spans_dropped"]
+        )
+    finally:
+        shutdown()
+
+
 def test_own_provider_nests_under_application_trace(mem):
     provider = TracerProvider()
     with provider.get_tracer("app").start_as_current_span("http.request") as http:

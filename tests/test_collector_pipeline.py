@@ -426,7 +426,10 @@ def test_embedded_collector_with_the_agent_and_the_local_judge(tmp_path: Path) -
         status, body = _get(collector.metrics_url + "/metrics")
         assert status == 200
         judge_id = judged[0][1]
-        assert f'ragpulse_faithfulness_count{{judge="{judge_id}",service="policy-bot"}} 2.0' in body
+        # No rag.variant on these calls: the empty label value, which Prometheus stores as no label.
+        assert (
+            f'ragpulse_faithfulness_count{{judge="{judge_id}",service="policy-bot",variant=""}} 2.0' in body
+        )
         assert "ragpulse_traces_stored_total 2.0" in body
         assert (
             _get(collector.metrics_url + "/healthz")[0] == 200

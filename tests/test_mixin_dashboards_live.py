@@ -76,7 +76,12 @@ def _sql_queries() -> list[str]:
 
 def _promql(expr: str) -> str:
     """Grafana's variables substituted as an all-values selection."""
-    return expr.replace("$__rate_interval", "1m").replace("$service", ".+").replace("$judge", ".+")
+    return (
+        expr.replace("$__rate_interval", "1m")
+        .replace("$service", ".+")
+        .replace("$judge", ".+")
+        .replace("$variant", ".*")
+    )
 
 
 class _Unreachable:
@@ -104,7 +109,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveDemo, d
         demo.rejudge(get_judge("local", threshold=0.8), limit=60)
         demo.rejudge(_Unreachable(), limit=3)  # judge failures, recorded as errors by the worker
         # Series the embedded demo has no occasion to create (Kafka lag, dead letters, the cost and
-        # budget pauses of an LLM judge; the local judge is free) are set through the collector's
+        # budget pauses of an LLM judge; the local judge is free; unpriced traces: the demo prices
+        # its models) are set through the collector's
         # own metric objects, whose .labels() raises on a wrong label name; the consumer lag is
         # read at scrape time, from a reader the Kafka loop attaches (here: one partition, lag 0).
         m = demo.collector.metrics
@@ -112,6 +118,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveDemo, d
         m.deadlettered.labels(kind="bad_record").inc(0)
         m.judge_budget_paused.labels(judge="local").inc(0)
         m.judge_cost.labels(service=SERVICE, judge="local").inc(0)
+        m.generation_unpriced.labels(service=SERVICE, variant="generator-a", reason="unknown_model").inc(0)
         with urllib.request.urlopen(demo.metrics_url + "/metrics", timeout=5) as resp:
             text = resp.read().decode()
         labels: dict[str, set[str]] = {}

@@ -188,8 +188,7 @@ def test_kafka_exporter_into_ragpulse_collect(kafka_broker: KafkaBroker, workdir
         rows = _wait_rows(workdir / "chdb", proc, len(sent))
     finally:
         otelcol.stop()
-        proc.terminate()
-        proc.cleanup()
+        proc.cleanup()  # _wait_rows stopped it; this reaps it if anything failed before
     _check_stored(rows, sent)
     consumer = KafkaConsumer("ragpulse.spans", bootstrap_servers=kafka_broker.bootstrap,
                              auto_offset_reset="earliest", consumer_timeout_ms=3000)  # fmt: skip

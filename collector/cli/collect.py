@@ -79,12 +79,13 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
     from ..serve.alertmanager import start_from_config
     from ..serve.metrics import Metrics
     from ..serve.server import MetricsServer
+    from ..serve.variants import VariantLabels
     from ..storage.clickhouse import Storage
 
     quiet_missing_topics(cfg)
     ensure_topics(cfg)
     st = cfg["storage"]
-    metrics = Metrics()
+    metrics = Metrics(VariantLabels.from_config(cfg.get("variants")))
     # One Storage (one client, serialized by its lock) for everything in this process:
     # a chDB path can only be owned once.
     storage = Storage(st["dsn"], st["database"], st["ttl_days"])

@@ -48,7 +48,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=0.5,
         help="base sampling rate for judging (default 0.5, plus the rules)",
     )
+    p.add_argument(
+        "--budget-per-minute",
+        type=int,
+        default=600,
+        help="judging budget per minute of trace time (default 600, the collector's; 0 = unlimited)",
+    )
     p.add_argument("--judge", default="local", help="judge: local (default) or a litellm model name")
+    p.add_argument(
+        "--variants",
+        action="store_true",
+        help="serve two generator variants split 50/50 (generator-b: cheaper, hallucinates numbers more "
+        "often) and print their comparison (ragpulse compare) after the report",
+    )
     p.add_argument("--no-color", action="store_true", help="plain text even on a terminal")
     p.add_argument(
         "--no-eval",

@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import calibrate, collect, dashboards, demo, evaluate, export, feedback, judge, schema
+from . import calibrate, collect, compare, dashboards, demo, evaluate, export, feedback, judge, schema
 from .errors import CliError
 
 __all__ = ["CliError", "COMMAND_MODULES", "build_parser", "main"]
@@ -25,7 +25,7 @@ __all__ = ["CliError", "COMMAND_MODULES", "build_parser", "main"]
 # litellm (imported by some commands) otherwise fetches its cost map at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-COMMAND_MODULES = (judge, calibrate, collect, schema, demo, evaluate, dashboards, export, feedback)
+COMMAND_MODULES = (judge, calibrate, collect, schema, demo, evaluate, compare, dashboards, export, feedback)
 
 
 def build_parser() -> argparse.ArgumentParser:

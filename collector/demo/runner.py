@@ -123,14 +123,24 @@ def _open_collector(args: argparse.Namespace, db: Path) -> tuple[Any, str | None
     if port and not _port_free(port):
         note = f"port {port} is taken; serving metrics on a free port instead"
         port = 0
+    from .variants import PRICES
+
     collector = EmbeddedCollector(
         db,
-        config={"sampling": {"rate": args.sample_rate}},
+        config={
+            "sampling": {"rate": args.sample_rate, "budget_per_minute": _budget(args)},
+            "cost": {"prices": PRICES},
+        },
         metrics_port=port,
         judge=args.judge,
     )
     collector.start()
     return collector, note
+
+
+def _budget(args: argparse.Namespace) -> int | None:
+    """The sampler's budget per minute: the flag's, None (unlimited) for 0."""
+    return args.budget_per_minute or None
 
 
 def _show(progress: _Progress, registry: Any, served: int, **final: Any) -> None:
@@ -175,7 +185,12 @@ def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, 
         )
 
     corpus = load_corpus()
-    assistant = PolicyAssistant(corpus, seed=args.seed, on_answer=record)
+    if args.variants:
+        from .variants import VariantRouter
+
+        assistant: Any = VariantRouter(corpus, args.seed, record)
+    else:
+        assistant = PolicyAssistant(corpus, seed=args.seed, on_answer=record)
     traffic = TrafficModel(corpus, seed=args.seed + 4)
     progress = _Progress(args.queries, sys.stderr)
     registry = collector.metrics.registry
@@ -220,6 +235,8 @@ def run_demo(args: argparse.Namespace) -> int:
         raise CliError("--sample-rate must be within [0, 1]")
     if args.rate < 0:
         raise CliError("--rate must be 0 (unpaced) or more")
+    if args.budget_per_minute < 0:
+        raise CliError("--budget-per-minute must be 0 (unlimited) or more")
     if not 0 <= args.metrics_port <= 65535:
         raise CliError("--metrics-port must be within 0..65535")
     db = Path(args.db).expanduser().resolve()
@@ -245,6 +262,8 @@ def run_demo(args: argparse.Namespace) -> int:
             from .loop import LoopFiles, close_the_loop
 
             code = close_the_loop(collector.storage, started_ns, LoopFiles.beside(db, report_path), out)
+        if args.variants:
+            _compare(collector, report_path.with_name("compare.html"), out)
         if args.serve and not interrupted:
             _serve_metrics(collector, out)
         return 130 if interrupted else code
@@ -281,6 +300,25 @@ def _report(
     print(f"Metrics endpoint: {metrics}", file=out)
     print(f"HTML report:      {report_path}", file=out)
     return 0
+
+
+def _compare(collector: Any, html_path: Path, out: TextIO) -> None:
+    """The variants' comparison (``ragpulse compare`` on this database), printed and written as HTML."""
+    from ..compare.report_html import render_html
+    from ..compare.report_text import render_text
+    from ..compare.run import CompareError, build_comparison
+    from .variants import VARIANTS
+
+    names = [name for name, _, _ in VARIANTS]  # generator-a, the usual generator, is the baseline
+    try:
+        cmp = build_comparison(collector.storage.query, SERVICE, time.time() - 86400, "24h", variants=names)
+    except CompareError as exc:
+        print(f"No variant comparison: {exc}", file=out)
+        return
+    print("", file=out)
+    print(render_text(cmp), file=out)
+    html_path.write_text(render_html(cmp), encoding="utf-8")
+    print(f"Comparison:       {html_path}", file=out)
 
 
 def _serve_metrics(collector: Any, out: TextIO) -> None:

@@ -102,6 +102,8 @@ def make_trace(
     feedback: str = "",
     start_ns: int | None = None,
     rng: random.Random | None = None,
+    variant: str = "",
+    model: str = "gpt-x",
 ) -> SynthTrace:
     """One RAG call's spans (root, retrieval, optional rerank, generation) with citations."""
     rng = rng or random.Random(i)
@@ -146,7 +148,7 @@ def make_trace(
                start_time_unix_nano=base + 31_000_000, end_time_unix_nano=base + 331_000_000)  # fmt: skip
     gen.attributes.extend([
         _kv(sc.SPAN_KIND, sc.KIND_LLM), _kv(sc.GEN_AI_OPERATION, sc.OP_CHAT),
-        _kv(sc.GEN_AI_REQUEST_MODEL, "gpt-x"), _kv(sc.GEN_AI_PROVIDER, "openai"),
+        _kv(sc.GEN_AI_REQUEST_MODEL, model), _kv(sc.GEN_AI_PROVIDER, "openai"),
         _kv(sc.GEN_AI_INPUT_TOKENS, 800 + n_chunks * 60), _kv(sc.GEN_AI_OUTPUT_TOKENS, 60),
         _kv(sc.OUTPUT_VALUE, t.answer),
     ])  # fmt: skip
@@ -163,6 +165,8 @@ def make_trace(
     ])  # fmt: skip
     if feedback:
         root.attributes.append(_kv(sc.RAG_FEEDBACK, feedback))
+    if variant:
+        root.attributes.append(_kv(sc.RAG_VARIANT, variant))
     if error:
         root.status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message="generation failed"))
     if not refusal:

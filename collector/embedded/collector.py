@@ -29,6 +29,7 @@ from ..contract import Judge
 from ..feedback.sink import FeedbackSink
 from ..ingest.assemble import Assembler
 from ..ingest.batcher import Batcher
+from ..ingest.cost import Pricing
 from ..ingest.model import Span
 from ..ingest.otlp import Limits
 from ..ingest.pipeline import Ingestor
@@ -38,6 +39,7 @@ from ..judge.evaluation_events import EvaluationEvents
 from ..judge.worker import JudgeWorker, load_judge
 from ..serve.metrics import Metrics
 from ..serve.server import MetricsServer
+from ..serve.variants import VariantLabels
 from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
 
@@ -82,7 +84,7 @@ class EmbeddedCollector:
             self.config = load_config(None, overrides=merge(dict(config or {}), overrides))
         st = self.config["storage"]
         self.storage = Storage(st["dsn"], st["database"], st["ttl_days"])
-        self.metrics = Metrics()
+        self.metrics = Metrics(VariantLabels.from_config(self.config.get("variants")))
         self.retry = StorageRetry.from_config(st, self.metrics, self._wait)
         self.limits = Limits(**self.config["limits"])
         self._judge_spec = judge
@@ -115,7 +117,9 @@ class EmbeddedCollector:
                 else self._judge_spec
             )
         policy = SamplingPolicy.from_config(self.config["sampling"])
-        self._ingestor = Ingestor(self.storage, policy, self.metrics, self.retry)
+        self._ingestor = Ingestor(
+            self.storage, policy, self.metrics, self.retry, Pricing.from_config(self.config.get("cost"))
+        )
         self._assembler = Assembler(
             self.config["assembly"]["timeout_s"], self.config["assembly"]["max_traces"]
         )

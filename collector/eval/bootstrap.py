@@ -1,4 +1,4 @@
-"""Paired bootstrap of the difference between two runs on the same cases.
+"""Bootstrap intervals of a mean and of a difference: paired (same cases) and unpaired.
 
 For a metric s and the cases where both runs have a value,
 ``Delta_i = s_i(candidate) - s_i(baseline)`` and ``mean(Delta)`` is the
@@ -7,7 +7,9 @@ estimated change. Its 95% interval is the percentile bootstrap over cases
 same inputs give the same interval. The verdict reads the interval in the
 metric's own direction: entirely on the good side of 0 is ``better``, entirely
 on the bad side ``worse``, and an interval that contains 0 is ``not
-established``: the data do not show a change.
+established``: the data do not show a change. Two samples of different cases
+(``ragpulse compare``'s variants, which serve different queries) have no
+pairs: :func:`difference_interval` resamples each side independently.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from scipy import stats
 
 from .metrics import METRICS, MetricSpec
 
-__all__ = ["BETTER", "WORSE", "NOT_ESTABLISHED", "mean_interval", "verdict", "compare"]
+__all__ = ["BETTER", "WORSE", "NOT_ESTABLISHED", "mean_interval", "difference_interval", "verdict", "compare"]
 
 BETTER, WORSE, NOT_ESTABLISHED = "better", "worse", "not established"
 
@@ -43,6 +45,43 @@ def mean_interval(
             confidence_level=confidence,
             method="percentile",
             vectorized=True,
+            rng=np.random.default_rng(seed),
+        )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def difference_interval(
+    candidate: np.ndarray,
+    baseline: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of mean(candidate) - mean(baseline) for independent samples
+    (different cases on each side: every resample draws each side from itself); None when a side
+    has fewer than two values. Resamples are taken in batches so memory stays bounded for tens of
+    thousands of cases."""
+    if len(candidate) < 2 or len(baseline) < 2:
+        return None
+    if np.all(candidate == candidate[0]) and np.all(baseline == baseline[0]):
+        d = float(candidate[0] - baseline[0])
+        return d, d
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        res = stats.bootstrap(
+            (candidate, baseline),
+            _mean_difference,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            batch=max(1, min(n_resamples, 4_000_000 // max(len(candidate), len(baseline)))),
             rng=np.random.default_rng(seed),
         )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)

@@ -47,6 +47,7 @@ from ...agent.conventions import (
     RAG_QUERY_TYPE,
     RAG_RISK_LEVEL,
     RAG_ROOT,
+    RAG_VARIANT,
     RERANKER_OUTPUT_DOCUMENTS,
     RETRIEVAL_DOCUMENTS,
     RETRIEVAL_OPS,
@@ -149,15 +150,15 @@ class _Parts:
 
     def __init__(self, spans: list[Span]) -> None:
         rag_root = trace_root = chain = None
-        self.retrievers: list[Span] = []
-        self.rerankers: list[Span] = []
-        self.llms: list[Span] = []
-        self.error = False
+        retrievers: list[Span] = []
+        rerankers: list[Span] = []
+        llms: list[Span] = []
+        error = False
         first = spans[0]
         end = first.end
         for s in spans:
             if s.status == STATUS_ERROR:
-                self.error = True
+                error = True
             if s.attrs.get(RAG_ROOT):
                 rag_root = s
             if not s.parent_id:
@@ -166,19 +167,25 @@ class _Parts:
                 first = s
             if s.end > end:
                 end = s.end
-            role = span_role(s)
+            role = s.role
+            if role is None:
+                role = span_role(s)
             if role == "retriever":
-                self.retrievers.append(s)
+                retrievers.append(s)
             elif role == "reranker":
-                self.rerankers.append(s)
+                rerankers.append(s)
             elif role == "llm":
-                self.llms.append(s)
+                llms.append(s)
             elif role == "chain" and (chain is None or s.start < chain.start):
                 chain = s
         # The RAG call's root: ragpulse's, else the outermost chain (OpenInference CHAIN,
         # OpenLLMetry workflow), else the trace's own root.
         self.root: Span | None = rag_root or chain or trace_root
         self.trace_root = trace_root
+        self.retrievers = retrievers
+        self.rerankers = rerankers
+        self.llms = llms
+        self.error = error
         self.first = first
         self.end = end
 
@@ -293,6 +300,7 @@ def _read_root(t: RagTrace, ra: dict[str, Any], trace_root: Span | None) -> None
     t.corpus_version = str(ra.get(RAG_CORPUS_VERSION, "") or "")
     t.risk_level = str(ra.get(RAG_RISK_LEVEL, "") or "")
     t.query_type = str(ra.get(RAG_QUERY_TYPE, "") or "")
+    t.variant = str(ra.get(RAG_VARIANT, "") or "")
     t.session_id = str(ra.get(SESSION_ID, "") or "")
     t.user_id = str(ra.get(USER_ID, "") or "")
     route = ra.get(HTTP_ROUTE)

@@ -68,14 +68,19 @@ def _flattened(attrs: dict[str, Any], prefix: str) -> list[Chunk]:
         if cid is None and content is None:
             break
         i += 1
-        cid = str(i) if cid is None else str(cid)
+        score = get(k_score)
+        if score is not None and type(score) is not float:  # the common case skips the call
+            score = optional_float(score)
+        meta = get(k_meta, "")
+        if type(meta) is not str:
+            meta = _meta_text(meta)
         source = get(k_source)
         chunks.append(
             Chunk(
-                cid,
-                "" if content is None else str(content),
-                optional_float(get(k_score)),
-                _meta_text(get(k_meta)),
+                str(i) if cid is None else cid if type(cid) is str else str(cid),
+                "" if content is None else content if type(content) is str else str(content),
+                score,
+                meta,
                 None if source is None else str(source),
             )
         )
@@ -126,8 +131,8 @@ def span_documents(attrs: dict[str, Any], prefix: str = RETRIEVAL_DOCUMENTS) -> 
             if isinstance(output, dict):
                 chunks = _from_objects(output.get("documents"))
     if len(chunks) > 1:
-        ids = unique_ids([c.id for c in chunks], [c.content for c in chunks])
-        if ids is not None:
-            for chunk, cid in zip(chunks, ids, strict=True):
+        ids = [c.id for c in chunks]
+        if len(set(ids)) < len(ids):
+            for chunk, cid in zip(chunks, unique_ids(ids, [c.content for c in chunks]) or ids, strict=True):
                 chunk.id = cid
     return chunks

@@ -142,6 +142,7 @@ class RagTrace:
             "trace_id": self.trace_id,
             "root_span_id": self.root_span_id,
             "service": self.service,
+            "variant": self.variant,
             "time_unix_nano": self.time,
             "end_time_unix_nano": self.end_time,
             "query": self.query,

@@ -20,8 +20,10 @@ from ..storage.clickhouse import Storage, encode_traces
 from ..storage.retry import StorageRetry
 from .assemble import Assembled
 from .build import build_trace
+from .cost import Pricing
 from .model import RagTrace
 from .sampling import Sampler, SamplingPolicy
+from .served import observe_served
 
 __all__ = ["Ingestor"]
 
@@ -30,13 +32,24 @@ class Ingestor:
     """Assembled traces -> sampled RagTrace rows -> rag_traces."""
 
     def __init__(
-        self, storage: Storage, policy: SamplingPolicy, metrics: Metrics, retry: StorageRetry
+        self,
+        storage: Storage,
+        policy: SamplingPolicy,
+        metrics: Metrics,
+        retry: StorageRetry,
+        pricing: Pricing | None = None,
     ) -> None:
         self.storage = storage
         self.metrics = metrics
         self.retry = retry
+        self.pricing = pricing or Pricing()
         reasons = policy.budgeted_reasons()
-        self.sampler = Sampler(policy, budget_loader=lambda minute_ns: self._budget_spent(minute_ns, reasons))
+        self.sampler = Sampler(
+            policy,
+            budget_loader=lambda minute_ns: self._budget_spent(minute_ns, reasons),
+            variant_label=metrics.variants.label,
+            stratum_loader=lambda minute_ns, label: self._budget_spent(minute_ns, [f"variant:{label}"]),
+        )
         self.replay_marks: dict[Any, int] = {}
 
     def _budget_spent(self, minute_ns: int, reasons: Sequence[str]) -> int:
@@ -74,10 +87,14 @@ class Ingestor:
         decided: dict[tuple[str, str], int] = {}
         received: dict[tuple[str, str], int] = {}
         decide = self.sampler.decide
+        cost = self.pricing.cost
+        fresh: list[RagTrace] = []
         for t in traces:
+            t.generation_cost_usd, _ = cost(t.model, t.provider, t.input_tokens, t.output_tokens)
             decision = stored.get(t.trace_id)
             if decision is None:
                 decision = decide(t)
+                fresh.append(t)
             t.sampled, t.sampled_reason = decision
             key = (t.sampled_reason, "1" if t.sampled else "0")
             decided[key] = decided.get(key, 0) + 1
@@ -87,6 +104,7 @@ class Ingestor:
             m.traces_sampled.labels(*key).inc(n)
         for key, n in received.items():
             m.traces_received.labels(*key).inc(n)
+        observe_served(m, fresh)
         return traces
 
     def store(self, traces: Sequence[RagTrace], src_topic: str = "") -> None:

@@ -12,8 +12,18 @@ Decisions are deterministic so a replay makes the same ones:
   traces it replays, so a crash and replay neither re-spends nor changes the
   budget.
 
+Sampling can be stratified by variant (``per_variant_per_minute``): a trace
+that carries a ``rag.variant`` and matches no rule is judged while its
+variant's quota for that minute of trace time lasts (reason
+``variant:<label>``, the bounded label of :mod:`..serve.variants`), else not
+(``variant_full``); the base rate does not apply to it. So a 5% arm is judged
+as often as the 95% arm, as long as its traffic fills the quota. The quota
+counters start from storage and replays re-use stored decisions, like the
+budget's.
+
 The reason is stored with the trace: ``rule:<name>``, ``rate``, ``budget``
-(rate-sampled but over budget), ``never:<name>`` or ``unsampled``.
+(rate-sampled but over budget), ``variant:<label>``, ``variant_full``,
+``never:<name>`` or ``unsampled``.
 """
 
 from __future__ import annotations
@@ -162,8 +172,10 @@ class SamplingPolicy:
         rules: list[Rule] | None = None,
         budget_per_minute: int | None = None,
         budget_includes_rules: bool = False,
+        per_variant_per_minute: int | None = None,
     ) -> None:
         self.rate = float(rate)
+        self.per_variant_per_minute = per_variant_per_minute
         self.seed = seed
         self.rules = rules or []
         self.budget_per_minute = budget_per_minute
@@ -184,6 +196,7 @@ class SamplingPolicy:
             rules=rules,
             budget_per_minute=section.get("budget_per_minute"),
             budget_includes_rules=bool(section.get("budget_includes_rules", False)),
+            per_variant_per_minute=section.get("per_variant_per_minute"),
         )
 
     def budgeted_reasons(self) -> list[str]:
@@ -199,10 +212,21 @@ class Sampler:
 
     MINUTE_NS = 60_000_000_000
 
-    def __init__(self, policy: SamplingPolicy, budget_loader: Callable[[int], int] | None = None) -> None:
+    def __init__(
+        self,
+        policy: SamplingPolicy,
+        budget_loader: Callable[[int], int] | None = None,
+        variant_label: Callable[[str], str] = str,
+        stratum_loader: Callable[[int, str], int] | None = None,
+    ) -> None:
+        """``variant_label`` maps a variant to its bounded stratum; ``stratum_loader(minute_ns,
+        label)`` says how many stored traces of that minute the stratum already sampled."""
         self.policy = policy
         self.budget_loader = budget_loader
-        self._spent: OrderedDict[int, int] = OrderedDict()
+        self.variant_label = variant_label
+        self.stratum_loader = stratum_loader
+        self._spent: OrderedDict[tuple[int, str], int] = OrderedDict()
+        self._strata: OrderedDict[tuple[int, str], int] = OrderedDict()
         self._hash_prefix = f"{policy.seed}:".encode()  # trace_hash's input is this + the trace id
 
     def _hash(self, trace_id: str) -> float:
@@ -217,17 +241,17 @@ class Sampler:
         limit = self.policy.budget_per_minute
         if limit is None:
             return True
-        minute = time_ns // self.MINUTE_NS
-        spent = self._spent.get(minute)
-        if spent is None:
-            spent = self.budget_loader(minute * self.MINUTE_NS) if self.budget_loader else 0
-            self._spent[minute] = spent
-            while len(self._spent) > 10_000:
-                self._spent.popitem(last=False)
-        if spent >= limit:
-            return False
-        self._spent[minute] = spent + 1
-        return True
+        return _spend(self._spent, (time_ns // self.MINUTE_NS, ""), limit, self._load_budget)
+
+    def _load_budget(self, key: tuple[int, str]) -> int:
+        return self.budget_loader(key[0] * self.MINUTE_NS) if self.budget_loader else 0
+
+    def _stratum_allows(self, time_ns: int, label: str, limit: int) -> bool:
+        """Spend one unit of ``label``'s quota of ``time_ns``'s minute; False when it is used up."""
+        return _spend(self._strata, (time_ns // self.MINUTE_NS, label), limit, self._load_stratum)
+
+    def _load_stratum(self, key: tuple[int, str]) -> int:
+        return self.stratum_loader(key[0] * self.MINUTE_NS, key[1]) if self.stratum_loader else 0
 
     def admit_rule(self, time_ns: int) -> bool:
         """Whether a rule-like decision taken outside :meth:`decide` (negative feedback) may sample
@@ -243,9 +267,35 @@ class Sampler:
                 if self.policy.budget_includes_rules and not self._budget_ok(trace):
                     return False, "budget"
                 return True, f"rule:{rule.name}"
+        quota = self.policy.per_variant_per_minute
+        if quota is not None and trace.variant:
+            label = self.variant_label(trace.variant)
+            if self._stratum_allows(trace.time, label, quota):
+                return True, f"variant:{label}"
+            return False, "variant_full"
         rate = self.policy.rate
         if rate > 0 and self._hash(trace.trace_id) < rate:
             if not self._budget_ok(trace):
                 return False, "budget"
             return True, "rate"
         return False, "unsampled"
+
+
+def _spend(
+    counters: OrderedDict[tuple[int, str], int],
+    key: tuple[int, str],
+    limit: int,
+    loader: Callable[[tuple[int, str]], int],
+) -> bool:
+    """Spend one unit of the (minute, stratum) counter ``key`` (loaded from storage on first use,
+    the oldest 10,000 kept); False when it has reached ``limit``."""
+    spent = counters.get(key)
+    if spent is None:
+        spent = loader(key)
+        counters[key] = spent
+        while len(counters) > 10_000:
+            counters.popitem(last=False)
+    if spent >= limit:
+        return False
+    counters[key] = spent + 1
+    return True

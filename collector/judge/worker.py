@@ -58,6 +58,7 @@ def judgment_rows(
     tid = str(message.get("trace_id") or output.get("trace_id"))
     jid = str(output.get("judge_id") or judge_id)
     service = str(message.get("service", ""))
+    variant = str(message.get("variant") or "")
     t = int(message.get("time_unix_nano") or 0)
     version = int(message.get("span_count") or 0)
     error = output.get("error")
@@ -65,6 +66,7 @@ def judgment_rows(
         "trace_id": tid,
         "judge_id": jid,
         "service": service,
+        "variant": variant,
         "time": t,
         "judged_at": now_ms,
         "abstained": 1 if output.get("abstained") else 0,
@@ -98,6 +100,7 @@ def judgment_rows(
                 "judge_id": jid,
                 "claim_index": i,
                 "service": service,
+                "variant": variant,
                 "time": t,
                 "text": str(c.get("text", "")),
                 "verdict": str(c.get("verdict", "")),
@@ -202,22 +205,25 @@ class JudgeWorker:
             return
         if '"llm_error"' in row["extra"] and json.loads(row["extra"]).get("llm_error"):
             m.escalation_errors.labels(service, judge).inc()
+        variant = m.variants.label(row["variant"])
         for name in SCORE_NAMES:
             value = row.get(name)
             if value is not None:
-                m.scores[name].labels(service, judge).observe(value)
+                m.scores[name].labels(service, judge, variant).observe(value)
         for c in claims:
-            m.claims.labels(service, judge, c["verdict"] or "unknown").inc()
+            m.claims.labels(service, judge, variant, c["verdict"] or "unknown").inc()
             valid = c["citation_valid"]
             m.claim_citations.labels(
-                service, judge, "none" if valid is None else "valid" if valid else "invalid"
+                service, judge, variant, "none" if valid is None else "valid" if valid else "invalid"
             ).inc()
             if c["verdict"] != "supported":
-                m.unsupported_claims.labels(service, judge, c["unsupported_source"] or "unknown").inc()
+                m.unsupported_claims.labels(
+                    service, judge, variant, c["unsupported_source"] or "unknown"
+                ).inc()
         if row["abstained"]:
-            m.abstentions.labels(service, judge, row["abstention_kind"] or "unknown").inc()
+            m.abstentions.labels(service, judge, variant, row["abstention_kind"] or "unknown").inc()
         if row["failure_mode"]:
-            m.failure_modes.labels(service, judge, row["failure_mode"]).inc()
+            m.failure_modes.labels(service, judge, variant, row["failure_mode"]).inc()
 
 
 def _probability(value: Any) -> float | None:

@@ -37,12 +37,14 @@ from typing import Any
 from ..feedback.sink import FeedbackSink
 from ..ingest.assemble import Assembler
 from ..ingest.batcher import Batcher
+from ..ingest.cost import Pricing
 from ..ingest.otlp import Limits, MalformedRecord, decode_record, decoder_description
 from ..ingest.pipeline import Ingestor
 from ..ingest.sampling import SamplingPolicy
 from ..memory import release_free_memory
 from ..serve.metrics import Metrics
 from ..serve.server import MetricsServer
+from ..serve.variants import VariantLabels
 from ..storage.clickhouse import Storage, encode_traces, json_bytes
 from ..storage.retry import StorageRetry
 from .clients import Send, kafka_client_settings
@@ -81,13 +83,15 @@ class KafkaCollector:
         self.config = config
         st = config["storage"]
         self.storage = storage or Storage(st["dsn"], st["database"], st["ttl_days"])
-        self.metrics = metrics or Metrics()
+        self.metrics = metrics or Metrics(VariantLabels.from_config(config.get("variants")))
         self.limits = Limits(**config["limits"])
         self.topic = config["kafka"]["spans_topic"]
         self.retry = StorageRetry.from_config(st, self.metrics, self._wait_paused)
         self.assembler = Assembler(config["assembly"]["timeout_s"], config["assembly"]["max_traces"])
         policy = SamplingPolicy.from_config(config["sampling"])
-        self.ingestor = Ingestor(self.storage, policy, self.metrics, self.retry)
+        self.ingestor = Ingestor(
+            self.storage, policy, self.metrics, self.retry, Pricing.from_config(config.get("cost"))
+        )
         # Its storage step runs on the writer thread: no waiting there; a failure goes to the
         # batch's retry on the loop's thread (with consumption paused).
         self.feedback = FeedbackSink(

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .common import QUALITY_UID
+from .dashboard_variants import variant_panels, variant_var
 from .grafana import PROM, Layout, dashboard, datasource_var, panel, prom_target, query_var
 from .pipeline_rules import negative_feedback
 from .rules import BUDGET, burn_threshold, error_ratio
@@ -136,6 +137,7 @@ def quality_overview(config: Mapping[str, Any]) -> dict[str, Any]:
     panels = (
         _sli_panels(config, lay)
         + _verdict_panels(lay)
+        + variant_panels(lay)
         + _volume_panels(lay)
         + _feedback_panels(config, lay)
         + _pipeline_panels(config, lay)
@@ -144,11 +146,12 @@ def quality_overview(config: Mapping[str, Any]) -> dict[str, Any]:
         datasource_var("datasource", "prometheus", "Prometheus"),
         query_var("service", PROM, "label_values(ragpulse_traces_received_total, service)"),
         query_var("judge", PROM, 'label_values(ragpulse_traces_judged_total{service=~"$service"}, judge)'),
+        variant_var(),
     ]
     return dashboard(
         QUALITY_UID,
         "ragpulse quality overview",
-        "Answer-quality SLIs and their burn rates, judgments, volume, judge health and pipeline health.",
+        "Answer-quality SLIs and their burn rates, judgments, variants, volume, judge health and pipeline health.",
         variables,
         panels,
     )

@@ -317,18 +317,21 @@ TEST_FILES: dict[str, tuple[tuple[str, ...], str]] = {
     "slo-ticket_test.yaml": (("ragpulse-recording.yaml", "ragpulse-slo-alerts.yaml"), "4m"),
     "drift_test.yaml": (("ragpulse-drift-alerts.yaml",), "1h"),
     "pipeline_test.yaml": (("ragpulse-pipeline-alerts.yaml",), "1m"),
+    "variant_test.yaml": (("ragpulse-variant-alerts.yaml",), "1m"),
 }
 
 
 def render_rule_tests(config: Mapping[str, Any], docs: Mapping[str, Any]) -> dict[str, str]:
     """Test file name -> promtool test YAML, for the rule documents ``docs`` rendered from ``config``."""
     from .pipeline_rule_tests import pipeline_cases
+    from .variant_rule_tests import variant_cases
 
     cases = {
         "slo-page_test.yaml": _page_cases(config),
         "slo-ticket_test.yaml": _ticket_cases(config),
         "drift_test.yaml": _drift_cases(config),
         "pipeline_test.yaml": pipeline_cases(config),
+        "variant_test.yaml": variant_cases(config),
     }
     queries = budget_queries(config)
     return {

@@ -4,7 +4,8 @@ Recording rules turn counters into per-(service, judge) error ratios of every
 quality objective over every recorded window, the judged-trace volume the
 alerts guard on, and each objective's error budget. Alerting rules are the
 multi-window, multi-burn-rate alerts on those ratios, a week-over-week drop of
-every score, and pipeline health.
+every score, pipeline health, and a variant whose unsupported-claim ratio is
+worse than the rest of its service.
 
 The objectives appear in exactly one place: the ``vector(<budget>)`` of each
 ``ragpulse:sli_error_budget`` rule in the :data:`BUDGET_GROUP` group. The burn
@@ -23,6 +24,7 @@ from ..contract import SCORE_NAMES
 from .common import QUALITY_BY, alert_annotations, budget_text, num, query_value
 from .config import error_budget
 from .pipeline_rules import pipeline_alerts
+from .variant_rules import variant_alerts
 from .yamlout import dump_yaml
 
 __all__ = [
@@ -43,6 +45,7 @@ RULE_FILES = (
     "ragpulse-slo-alerts.yaml",
     "ragpulse-drift-alerts.yaml",
     "ragpulse-pipeline-alerts.yaml",
+    "ragpulse-variant-alerts.yaml",
 )
 
 
@@ -192,6 +195,7 @@ def rule_documents(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         "ragpulse-slo-alerts.yaml": _slo_alerts(config),
         "ragpulse-drift-alerts.yaml": _drift_alerts(config),
         "ragpulse-pipeline-alerts.yaml": pipeline_alerts(config),
+        "ragpulse-variant-alerts.yaml": variant_alerts(config),
     }
     return {name: docs[name] for name in RULE_FILES}
 

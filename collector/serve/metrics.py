@@ -5,8 +5,9 @@ Every metric lives in the :class:`Metrics` object's own ``CollectorRegistry``
 traces stored, judgments) are counters the loops increment; state (assembly
 buffer, consumer lag, late spans) is read at scrape time (:mod:`.state`).
 The HTTP endpoint is :mod:`.server`, health is :mod:`.health`. Names start with
-``ragpulse_``; quality metrics are labelled by ``service`` and ``judge`` only,
-never by trace or user id, so cardinality stays bounded. The full list is in
+``ragpulse_``; quality metrics are labelled by ``service``, ``judge`` and
+``variant`` (bounded by :class:`.variants.VariantLabels`), never by trace or
+user id, so cardinality stays bounded. The full list is in
 docs/collector.md.
 """
 
@@ -17,8 +18,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from ..contract import SCORE_NAMES
+from .batch_histogram import BatchHistogram
 from .health import PollWatch
 from .state import StateCollector, StateMetric
+from .variants import VariantLabels
 
 __all__ = ["Metrics"]
 
@@ -30,11 +33,13 @@ _LAG_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 class Metrics:
     """All ragpulse metrics in one registry."""
 
-    def __init__(self) -> None:
+    def __init__(self, variants: VariantLabels | None = None) -> None:
         r = self.registry = CollectorRegistry()
+        self.variants = variants or VariantLabels()  # rag.variant -> a bounded label value
         self._ingest_metrics(r)
         self._state_metrics(r)
         self._judge_metrics(r)
+        self._variant_metrics(r)
         # which OTLP protobuf decoder this process runs (native or python), as an info-style gauge
         self.decoder = Gauge(
             "ragpulse_otlp_decoder_info", "1 for the OTLP protobuf decoder in use", ["decoder"], registry=r
@@ -145,33 +150,35 @@ class Metrics:
             ["service", "judge"],
             registry=r,
         )
+        # Quality metrics also carry the bounded variant label (serve/variants.py).
+        q = (*by, "variant")
         self.scores = {
-            name: Histogram(f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", by,
+            name: Histogram(f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", q,
                             buckets=_SCORE_BUCKETS, registry=r)
             for name in SCORE_NAMES
         }  # fmt: skip
         self.claims = Counter(
-            "ragpulse_claims_total", "Judged claims by verdict", (*by, "verdict"), registry=r
+            "ragpulse_claims_total", "Judged claims by verdict", (*q, "verdict"), registry=r
         )
         citation = "Judged claims by citation: valid (its citations support it), invalid, none (uncited)"
         self.claim_citations = Counter(
-            "ragpulse_claim_citations_total", citation, (*by, "citation"), registry=r
+            "ragpulse_claim_citations_total", citation, (*q, "citation"), registry=r
         )
         unsupported = (
             "Judged claims not supported, by source: hallucination (in no chunk), noise (copied from a chunk)"
         )
         self.unsupported_claims = Counter(
-            "ragpulse_unsupported_claims_total", unsupported, (*by, "source"), registry=r
+            "ragpulse_unsupported_claims_total", unsupported, (*q, "source"), registry=r
         )
         paused = "Seconds the judge waited for its cost budget"
         self.judge_budget_paused = Counter(
             "ragpulse_judge_budget_paused_seconds_total", paused, ["judge"], registry=r
         )
         self.abstentions = Counter(
-            "ragpulse_abstentions_total", "Abstentions by kind", (*by, "kind"), registry=r
+            "ragpulse_abstentions_total", "Abstentions by kind", (*q, "kind"), registry=r
         )
         modes = "Judged traces by failure mode"
-        self.failure_modes = Counter("ragpulse_failure_modes_total", modes, (*by, "mode"), registry=r)
+        self.failure_modes = Counter("ragpulse_failure_modes_total", modes, (*q, "mode"), registry=r)
         self.judge_latency = Histogram(
             "ragpulse_judge_latency_seconds",
             "Time to judge one trace",
@@ -194,6 +201,34 @@ class Metrics:
         self.judgments_stored = Counter(
             "ragpulse_judgments_stored_total", "Rows written to rag_judgments", registry=r
         )
+
+    def _variant_metrics(self, r: CollectorRegistry) -> None:
+        """Cost and latency of every stored trace, per variant (counted once, at its first decision)."""
+        self.generation_cost = Counter(
+            "ragpulse_generation_cost_usd_total",
+            "Generation cost in USD of the priced traces (model price x tokens)",
+            ["service", "variant"],
+            registry=r,
+        )
+        self.generation_priced = Counter(
+            "ragpulse_generation_priced_total",
+            "Traces with a generation cost",
+            ["service", "variant"],
+            registry=r,
+        )
+        self.generation_unpriced = Counter(
+            "ragpulse_generation_unpriced_total",
+            "Traces without a generation cost: no_model (no LLM span) or unknown_model (no price)",
+            ["service", "variant", "reason"],
+            registry=r,
+        )
+        self.stage_latency = BatchHistogram(
+            "ragpulse_stage_latency_seconds",
+            "Latency per stage (retrieval, rerank, generation, total) of each trace",
+            ["service", "variant", "stage"],
+            _LATENCY_BUCKETS,
+        )
+        r.register(self.stage_latency)
 
     def read_state_of(self, assembler: Any, index: Any) -> None:
         """Read the assembler's and the re-ask index's state at scrape time (None: stop reading)."""

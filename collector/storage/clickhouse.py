@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 JUDGMENT_COLUMNS = (
-    "trace_id", "judge_id", "service", "time", "judged_at",
+    "trace_id", "judge_id", "service", "variant", "time", "judged_at",
     *SCORE_NAMES, "abstained", "abstention_kind", "failure_mode",
     "claims_total", "claims_supported", "claims_unsupported", "claims_contradicted",
     "unsupported_hallucination", "unsupported_noise", "unsupported_claims", "tier",
@@ -62,7 +62,7 @@ JUDGMENT_COLUMNS = (
 )  # fmt: skip
 
 CLAIM_COLUMNS = (
-    "trace_id", "judge_id", "claim_index", "service", "time", "text", "verdict",
+    "trace_id", "judge_id", "claim_index", "service", "variant", "time", "text", "verdict",
     "supporting_chunk_ids", "cited_chunk_ids", "citation_valid", "unsupported_source", "support_probability",
     "version",
 )  # fmt: skip

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ragpulse.agent import generation, retrieval, trace_rag
+from ragpulse.agent import current_rag, generation, retrieval, trace_rag
 
 from .corpus import Corpus, load_corpus
 from .generator import GeneratedAnswer, GenerationRates, ScriptedGenerator
@@ -38,26 +38,46 @@ class PolicyAssistant:
         seed: int = 7,
         rates: GenerationRates | None = None,
         on_answer: AnswerCallback | None = None,
+        model: str = ScriptedGenerator.model,
+        variant: str | None = None,
+        config: dict[str, str] | None = None,
     ) -> None:
+        """``model`` names the generator on its span (what the collector prices); ``variant`` and
+        ``config`` go on every answer's root span (``rag.variant``, ``rag.config.*``)."""
         self.corpus = corpus or load_corpus()
         self.retriever = PolicyRetriever(self.corpus, top_k=top_k)
         self.generator = ScriptedGenerator(self.corpus, seed=seed, rates=rates)
         self.on_answer = on_answer
+        self.model = model
+        self.variant = variant
+        self.config = dict(config or {})
 
     @retrieval
     def retrieve(self, question: str) -> list[RetrievedChunk]:
         """The top-k passages for the question (id, content, score, metadata each)."""
         return self.retriever.search(question)
 
-    @generation(model=ScriptedGenerator.model, provider="ragpulse-demo")
     def generate(self, question: str, chunks: list[RetrievedChunk]) -> str:
-        """The answer text with [n] citation markers (n = position in ``chunks``)."""
-        result = self.generator.generate(question, chunks)
-        if self.on_answer is not None:
-            self.on_answer(question, chunks, result)
+        """The answer text with [n] citation markers (n = position in ``chunks``), on an LLM span
+        with the model and token counts (estimated from words: the generator is scripted)."""
+        with generation("generate", model=self.model, provider="ragpulse-demo") as g:
+            prompt = question + "\n" + "\n".join(c.content for c in chunks)
+            g.set_prompt(prompt)
+            result = self.generator.generate(question, chunks)
+            if self.on_answer is not None:
+                self.on_answer(question, chunks, result)
+            g.set_output(result.text)
+            g.set_usage(_tokens(prompt), _tokens(result.text))
         return result.text
 
     @trace_rag
     def answer(self, question: str) -> str:
         """Answer one question: retrieve, then generate."""
+        if self.variant:
+            current_rag().set_variant(self.variant, **self.config)
         return self.generate(question, self.retrieve(question))
+
+
+def _tokens(text: str) -> int:
+    """A token count estimate: about four tokens for three English words."""
+    return (4 * len(text.split()) + 2) // 3

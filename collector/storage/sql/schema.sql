@@ -37,8 +37,10 @@ CREATE TABLE IF NOT EXISTS {db}.rag_traces
     generation_ms     Float64,
     input_tokens      UInt32,
     output_tokens     UInt32,
+    generation_cost_usd Nullable(Float64),
     risk_level        LowCardinality(String),
     query_type        LowCardinality(String),
+    variant           LowCardinality(String),
     session_id        String,
     user_id           String,
     status            LowCardinality(String),
@@ -69,6 +71,7 @@ CREATE TABLE IF NOT EXISTS {db}.rag_judgments
     trace_id                 String,
     judge_id                 LowCardinality(String),
     service                  LowCardinality(String),
+    variant                  LowCardinality(String),
     time                     DateTime64(9, 'UTC'),
     judged_at                DateTime64(3, 'UTC'),
     faithfulness             Nullable(Float64),
@@ -106,6 +109,7 @@ CREATE TABLE IF NOT EXISTS {db}.rag_claims
     judge_id              LowCardinality(String),
     claim_index           UInt32,
     service               LowCardinality(String),
+    variant               LowCardinality(String),
     time                  DateTime64(9, 'UTC'),
     text                  String,
     verdict               LowCardinality(String),
@@ -125,6 +129,10 @@ ORDER BY (trace_id, judge_id, claim_index)
 ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS root_span_id String AFTER trace_id;
 ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS chunk_sources Array(String) AFTER chunk_metadata;
 ALTER TABLE {db}.rag_claims ADD COLUMN IF NOT EXISTS support_probability Nullable(Float32) AFTER unsupported_source;
+ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS variant LowCardinality(String) AFTER query_type;
+ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS generation_cost_usd Nullable(Float64) AFTER output_tokens;
+ALTER TABLE {db}.rag_judgments ADD COLUMN IF NOT EXISTS variant LowCardinality(String) AFTER service;
+ALTER TABLE {db}.rag_claims ADD COLUMN IF NOT EXISTS variant LowCardinality(String) AFTER service;
 
 -- One row per feedback event. feedback_id is the feedback span's id (or an imported line's id,
 -- or the re-asking trace's id for an implicit re-ask), so replays and re-imports replace rows.

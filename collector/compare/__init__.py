@@ -1,0 +1,1 @@
+"""``ragpulse compare``: online comparison of a service's variants (load, stats, run, reports)."""

@@ -1,0 +1,108 @@
+"""Generation cost per trace: the model's prices (configured, else litellm's price map) x its tokens.
+
+``cost.prices`` in the collector config names USD prices per million input
+and output tokens for a model and wins over litellm's map (a negotiated
+price, a self-hosted model, a model litellm does not know). Otherwise the
+price comes from ``litellm.model_cost``, looked up by the model name, then
+``provider/model``, then the name after a ``provider/`` prefix. A trace
+whose model has no price, or that has no model, costs NULL, not 0, and is
+counted (``ragpulse_generation_unpriced_total``), so a cost per query is
+never an average that silently includes unpriced traces as free. litellm
+is imported on the first model not configured (it is the ``llm`` extra;
+without it only configured prices apply). Set
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` so litellm reads its bundled map
+instead of fetching one at import.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["Pricing", "NO_MODEL", "UNKNOWN_MODEL"]
+
+log = logging.getLogger("ragpulse.cost")
+
+#: Why a trace has no cost (the reason label of ragpulse_generation_unpriced_total).
+NO_MODEL, UNKNOWN_MODEL = "no_model", "unknown_model"
+
+_PER_MILLION = 1_000_000.0
+
+
+def _litellm_map() -> Mapping[str, Any]:
+    try:
+        import litellm
+    except ImportError:
+        log.warning("litellm is not installed: only cost.prices from the config price generation")
+        return {}
+    return litellm.model_cost
+
+
+class Pricing:
+    """Prices per token by model; :meth:`cost` of one call."""
+
+    def __init__(
+        self, prices: Mapping[str, Mapping[str, Any]] | None = None, use_litellm: bool = True
+    ) -> None:
+        self._prices: dict[str, tuple[float, float]] = {}
+        for model, p in (prices or {}).items():
+            try:
+                inp, out = float(p["input_per_million"]), float(p["output_per_million"])
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(
+                    f"cost.prices.{model} needs numeric input_per_million and output_per_million"
+                ) from None
+            if inp < 0 or out < 0:
+                raise ValueError(f"cost.prices.{model}: prices must be >= 0")
+            self._prices[str(model)] = (inp / _PER_MILLION, out / _PER_MILLION)
+        self._cache: dict[tuple[str, str], tuple[float, float] | None] = {}  # (model, provider) -> price
+        self._use_litellm = use_litellm
+        self._map: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any] | None) -> Pricing:
+        section = section or {}
+        return cls(section.get("prices") or {}, bool(section.get("litellm", True)))
+
+    def _lookup(self, model: str, provider: str) -> tuple[float, float] | None:
+        if not self._use_litellm:
+            return None
+        if self._map is None:
+            self._map = _litellm_map()
+        names = [
+            model,
+            f"{provider}/{model}" if provider else "",
+            model.split("/", 1)[1] if "/" in model else "",
+        ]
+        for name in names:
+            entry = self._map.get(name) if name else None
+            if isinstance(entry, Mapping):
+                inp, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+                if isinstance(inp, int | float) and isinstance(out, int | float):
+                    return float(inp), float(out)
+        return None
+
+    def price(self, model: str, provider: str = "") -> tuple[float, float] | None:
+        """USD per (input token, output token) of ``model``, or None when it has no price."""
+        key = (model, provider)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        if len(self._cache) > 10_000:  # model names come from spans: keep the cache bounded
+            self._cache.clear()
+        found = self._prices.get(model) or self._lookup(model, provider)
+        self._cache[key] = found
+        return found
+
+    def cost(
+        self, model: str, provider: str, input_tokens: int, output_tokens: int
+    ) -> tuple[float | None, str]:
+        """(USD, '') for a priced call, or (None, reason) with reason NO_MODEL or UNKNOWN_MODEL."""
+        if not model:
+            return None, NO_MODEL
+        p = self.price(model, provider)
+        if p is None:
+            return None, UNKNOWN_MODEL
+        return input_tokens * p[0] + output_tokens * p[1], ""
