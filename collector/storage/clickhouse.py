@@ -2,7 +2,8 @@
 
 ``Storage(dsn)`` takes ``chdb:///abs/path`` (in-process chDB; one process may
 own a path at a time; engine options in the query, e.g.
-``?config-file=/etc/ragpulse/chdb.xml`` for a storage configuration) or
+``?config-file=/etc/ragpulse/chdb.xml`` for a storage configuration; the
+collector adds its engine defaults, see :mod:`.chdb_engine`) or
 ``http(s)://user:password@host:port[/db]``. Both go through clickhouse-connect,
 so inserts, DDL and queries are the same code.
 Inserts are batched; the schema (sql/schema.sql, documented in docs/schema.md)
@@ -42,6 +43,7 @@ from ..contract import (
     TRACE_COLUMNS,
 )
 from ..ingest.model import RagTrace
+from .chdb_engine import engine_options
 
 __all__ = [
     "Storage",
@@ -99,7 +101,8 @@ def _client_for(dsn: str) -> Any:
         # chDB engine options ride in the DSN's query (chdb:///path?config-file=/etc/chdb.xml):
         # clickhouse-connect would read them as client arguments and ignore them.
         base, _, query = dsn.partition("?")
-        return clickhouse_connect.get_client(dsn=base, chdb_options=dict(parse_qsl(query)) or None)
+        options = engine_options(base.removeprefix("chdb://"), dict(parse_qsl(query)))
+        return clickhouse_connect.get_client(dsn=base, chdb_options=options)
     url = urlparse(dsn)
     secure = url.scheme in ("https", "clickhouses")
     return clickhouse_connect.get_client(
