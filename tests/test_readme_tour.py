@@ -38,6 +38,7 @@ MAKE_NO_INSTALL = ["make", "-o", ".venv/.installed"]
 EXERCISED = {
     "make demo": "test_make_demo",
     "make test": "test_make_test_runs_this_suite",
+    "make interop": "test_make_interop_builds_the_otel_collector_and_runs_its_tests",
     'make demo DEMO_ARGS="--serve"': "test_make_demo_serve",
     ".venv/bin/ragpulse demo --help": "test_demo_help",
     "RAGPULSE_EXPORTER=kafka RAGPULSE_KAFKA_BOOTSTRAP_SERVERS=localhost:9092 .venv/bin/python my_rag.py": (
@@ -151,6 +152,17 @@ def test_make_test_runs_this_suite() -> None:
     )
     assert res.returncode == 0, res.stderr
     assert "scripts/provision.sh all" in res.stdout and "-m pytest" in res.stdout
+
+
+def test_make_interop_builds_the_otel_collector_and_runs_its_tests() -> None:
+    """`make interop` provisions the OTel Collector and runs its tests (the build is minutes cold,
+    so it is checked without running it; with the binary cached the suite runs those tests)."""
+    res = subprocess.run(
+        [*MAKE_NO_INSTALL, "-n", "interop"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 0, res.stderr
+    assert "scripts/provision.sh otelcol" in res.stdout
+    assert "-m pytest" in res.stdout and "tests/test_otelcol_interop.py" in res.stdout
 
 
 def test_demo_help() -> None:
