@@ -7,17 +7,26 @@ price comes from ``litellm.model_cost``, looked up by the model name, then
 ``provider/model``, then the name after a ``provider/`` prefix. A trace
 whose model has no price, or that has no model, costs NULL, not 0, and is
 counted (``ragpulse_generation_unpriced_total``), so a cost per query is
-never an average that silently includes unpriced traces as free. litellm
-is imported on the first model not configured (it is the ``llm`` extra;
-without it only configured prices apply). Set
-``LITELLM_LOCAL_MODEL_COST_MAP=True`` so litellm reads its bundled map
-instead of fetching one at import.
+never an average that silently includes unpriced traces as free.
+
+litellm's map is the price file the installed litellm ships
+(``model_prices_and_context_window_backup.json``, what ``litellm.model_cost``
+holds with ``LITELLM_LOCAL_MODEL_COST_MAP=True``), read as JSON on the first
+model not configured. Importing litellm itself would cost the ingest loop
+about 150 MB of private memory and seconds of CPU for one dictionary; where
+litellm is already imported (the LLM judge in the same process) its
+``model_cost`` is used, and where the file is missing litellm is imported.
+Without litellm (the ``llm`` extra) only configured prices apply.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import logging
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 __all__ = ["Pricing", "NO_MODEL", "UNKNOWN_MODEL"]
@@ -30,12 +39,26 @@ NO_MODEL, UNKNOWN_MODEL = "no_model", "unknown_model"
 _PER_MILLION = 1_000_000.0
 
 
+_LITELLM_PRICE_FILE = "model_prices_and_context_window_backup.json"
+
+
 def _litellm_map() -> Mapping[str, Any]:
-    try:
-        import litellm
-    except ImportError:
+    """litellm's price map: its imported ``model_cost``, else the price file it ships, else an import."""
+    loaded = sys.modules.get("litellm")
+    if loaded is not None and isinstance(getattr(loaded, "model_cost", None), Mapping):
+        return loaded.model_cost
+    spec = importlib.util.find_spec("litellm")  # locates the package without importing it
+    if spec is None:
         log.warning("litellm is not installed: only cost.prices from the config price generation")
         return {}
+    for folder in spec.submodule_search_locations or ():
+        path = Path(folder) / _LITELLM_PRICE_FILE
+        if path.is_file():
+            prices = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(prices, Mapping):
+                return prices
+    import litellm
+
     return litellm.model_cost
 
 
@@ -77,6 +100,8 @@ class Pricing:
         ]
         for name in names:
             entry = self._map.get(name) if name else None
+            if isinstance(entry, Mapping) and "alias_of" in entry and "input_cost_per_token" not in entry:
+                entry = self._map.get(entry["alias_of"])  # the price file's aliases, as litellm resolves them
             if isinstance(entry, Mapping):
                 inp, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
                 if isinstance(inp, int | float) and isinstance(out, int | float):
