@@ -135,41 +135,37 @@ def _test_file(
     )
 
 
+_Series = list[tuple[str, dict[str, str], str]]
+
+
+def _split(metric: str, label: str, bad: str, good: str) -> _Series:
+    """The bad and the good events of one counter, told apart by ``label``."""
+    return [(metric, {label: bad}, "bad"), (metric, {label: good}, "good")]
+
+
+_UNSUPPORTED_CLAIMS = _split("ragpulse_claims_total", "verdict", "unsupported", "supported")
+_CITATIONS = "ragpulse_claim_citations_total"
+
 #: Per objective, the input series of its events: (metric, labels, role); "bad" series rise by the
 #: bad share, "good" by the rest, "outside" by all events (counted, but not part of this SLI).
 #: A bad claim is also a claim, a false refusal also an abstention.
-OBJECTIVE_SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
-    "faithfulness": [
-        ("ragpulse_claims_total", {"verdict": "unsupported"}, "bad"),
-        ("ragpulse_claims_total", {"verdict": "supported"}, "good"),
-    ],
+OBJECTIVE_SERIES: dict[str, _Series] = {
+    "faithfulness": _UNSUPPORTED_CLAIMS,
     "citation_correctness": [
-        ("ragpulse_claim_citations_total", {"citation": "invalid"}, "bad"),
-        ("ragpulse_claim_citations_total", {"citation": "valid"}, "good"),
-        ("ragpulse_claim_citations_total", {"citation": "none"}, "outside"),
+        *_split(_CITATIONS, "citation", "invalid", "valid"),
+        (_CITATIONS, {"citation": "none"}, "outside"),
     ],
-    "citation_completeness": [
-        ("ragpulse_claim_citations_total", {"citation": "none"}, "bad"),
-        ("ragpulse_claim_citations_total", {"citation": "valid"}, "good"),
-    ],
+    "citation_completeness": _split(_CITATIONS, "citation", "none", "valid"),
     "false_refusal": [
         ("ragpulse_abstentions_total", {"kind": "false_refusal"}, "bad"),
-        ("ragpulse_failure_modes_total", {"mode": "abstain"}, "bad"),
-        ("ragpulse_failure_modes_total", {"mode": "healthy"}, "good"),
+        *_split("ragpulse_failure_modes_total", "mode", "abstain", "healthy"),
     ],
     "hallucination": [
         ("ragpulse_unsupported_claims_total", {"source": "hallucination"}, "bad"),
-        ("ragpulse_claims_total", {"verdict": "unsupported"}, "bad"),
-        ("ragpulse_claims_total", {"verdict": "supported"}, "good"),
+        *_UNSUPPORTED_CLAIMS,
     ],
-    "retrieval_failure": [
-        ("ragpulse_failure_modes_total", {"mode": "retrieval"}, "bad"),
-        ("ragpulse_failure_modes_total", {"mode": "healthy"}, "good"),
-    ],
-    "generation_failure": [
-        ("ragpulse_failure_modes_total", {"mode": "generation"}, "bad"),
-        ("ragpulse_failure_modes_total", {"mode": "healthy"}, "good"),
-    ],
+    "retrieval_failure": _split("ragpulse_failure_modes_total", "mode", "retrieval", "healthy"),
+    "generation_failure": _split("ragpulse_failure_modes_total", "mode", "generation", "healthy"),
 }
 
 QUALITY = {"service": SERVICE, "judge": JUDGE}
