@@ -31,6 +31,7 @@ import weakref
 from typing import Any
 
 from .batching import BatchThread
+from .config import Settings
 from .conventions import GEN_AI_RETRIEVAL_DOCUMENTS, RAG_DOCUMENTS_COUNT, RAG_TRUNCATED, RETRIEVAL_DOCUMENTS
 from .conventions import document_key as _document_key
 from .materialize import Materializer
@@ -56,19 +57,11 @@ def _limits() -> tuple[int | None, int | None]:
 class AppSpanEnder(BatchThread):
     """Spans to end, queued on the request path and ended by one thread (see the module docstring)."""
 
-    def __init__(
-        self,
-        materializer: Materializer,
-        stats: Stats,
-        provider: Any,
-        max_queue_spans: int = 8192,
-        batch_spans: int = 512,
-        schedule_delay_ms: int = 200,
-    ):
+    def __init__(self, materializer: Materializer, settings: Settings, stats: Stats):
         self._materializer = materializer
-        self._provider = provider
+        self._provider = settings.tracer_provider  # None: the global one, looked up again at flush time
         self.max_attributes, self.max_value_len = _limits()
-        super().__init__(stats, "ragpulse-app-spans", max_queue_spans, batch_spans, schedule_delay_ms)
+        super().__init__("ragpulse-app-spans", settings, stats)
         stop = weakref.WeakMethod(self.shutdown)
         atexit.register(lambda: (method := stop()) is not None and method())
 

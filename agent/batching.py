@@ -24,6 +24,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .config import Settings
 from .once import Once
 from .stats import Stats
 
@@ -35,12 +36,12 @@ _log = logging.getLogger("ragpulse.agent")
 class BatchThread:
     """The queue, the thread and their lifecycle; subclasses say what a batch and a rejection do."""
 
-    def __init__(self, stats: Stats, name: str, max_queue: int, batch: int, schedule_delay_ms: int):
+    def __init__(self, name: str, settings: Settings, stats: Stats):
         self._stats = stats
         self._name = name
-        self._max = max_queue
-        self._batch = batch
-        self._delay = schedule_delay_ms / 1000.0
+        self._max = settings.max_queue_spans
+        self._batch = settings.export_batch_spans
+        self._delay = settings.schedule_delay_ms / 1000.0
         self._stopped = False
         self._first = Once()
         self._start_thread()

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .batching import BatchThread
+from .config import Settings
 from .conventions import RAG_TRUNCATED
 from .materialize import Materializer
 from .stats import Stats
@@ -28,20 +29,12 @@ __all__ = ["RagpulseSpanProcessor"]
 class RagpulseSpanProcessor(BatchThread, SpanProcessor):
     """Batching processor with counted drops and export-thread materialisation."""
 
-    def __init__(
-        self,
-        exporter: SpanExporter,
-        materializer: Materializer,
-        stats: Stats,
-        max_queue_spans: int = 8192,
-        export_batch_spans: int = 512,
-        schedule_delay_ms: int = 200,
-    ):
+    def __init__(self, exporter: SpanExporter, materializer: Materializer, settings: Settings, stats: Stats):
         self._exporter = exporter
         self._materializer = materializer
         # span_id -> side record, filled on the request path, consumed by the export thread.
         self.records: dict[int, Any] = {}
-        super().__init__(stats, "ragpulse-export", max_queue_spans, export_batch_spans, schedule_delay_ms)
+        super().__init__("ragpulse-export", settings, stats)
 
     def _forked(self) -> None:
         after_fork = getattr(self._exporter, "after_fork", None)
