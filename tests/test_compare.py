@@ -191,6 +191,24 @@ def test_shadow_traffic_is_paired_on_the_request_id() -> None:
     assert {x.name for x in METRICS} >= {"faithfulness", "failure_mode:generation", "unsupported_answer"}
 
 
+def test_shadow_traffic_pairs_each_metric_with_enough_pairs_within_one_family() -> None:
+    """200 requests answered by both variants on every metric but one, which has values on 20
+    requests only: that metric is unpaired (fewer than MIN_PAIRS pairs), the others paired, and
+    all 13 are one family; the paired effect on faithfulness is still established."""
+    rng = np.random.default_rng(4)
+    difficulty = rng.uniform(0.2, 1.0, 200)
+    base = {m.name: np.clip(difficulty + rng.normal(0, 0.01, 200), 0, 1) for m in METRICS}
+    cand = {m.name: np.clip(difficulty + rng.normal(0, 0.01, 200), 0, 1) for m in METRICS}
+    cand["faithfulness"] = np.clip(difficulty - 0.02 + rng.normal(0, 0.01, 200), 0, 1)
+    cand["answer_relevance"][20:] = np.nan
+    keys = [f"req-{i}" for i in range(200)]
+    diffs, family = differences(METRICS, cand, base, cand_keys=keys, base_keys=keys)
+    assert family.metrics == len(METRICS)
+    assert not diffs["answer_relevance"].paired and diffs["answer_relevance"].n == 220
+    assert all(d.paired and d.n == 200 for name, d in diffs.items() if name != "answer_relevance")
+    assert diffs["faithfulness"].verdict == "worse" and diffs["faithfulness"].ci[1] < 0
+
+
 def test_the_family_is_the_metrics_with_values_each_at_bonferronis_level() -> None:
     """A metric a variant has no value of leaves the family (13 - 1 = 12 intervals, each at
     1 - 0.05/12); each interval is wider than the metric's own 95% interval, and the verdicts read
