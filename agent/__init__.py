@@ -21,33 +21,9 @@ Importing this package is cheap (the OTel SDK loads on first use) and never
 pulls in the collector's dependencies. See docs/agent.md.
 """
 
-from .decorators import (
-    GenerationHandle,
-    RagHandle,
-    RetrievalHandle,
-    cite,
-    current_rag,
-    current_trace_id,
-    generation,
-    retrieval,
-    trace_rag,
-)
+from . import decorators as _decorators
+from .decorators import *  # noqa: F403 - its __all__: the decorators, cite, current_rag, the handles
 from .feedback import feedback
 from .runtime import configure, flush, shutdown, stats
 
-__all__ = [
-    "configure",
-    "trace_rag",
-    "retrieval",
-    "generation",
-    "cite",
-    "current_rag",
-    "current_trace_id",
-    "feedback",
-    "flush",
-    "shutdown",
-    "stats",
-    "RagHandle",
-    "RetrievalHandle",
-    "GenerationHandle",
-]
+__all__ = ["configure", *_decorators.__all__, "feedback", "flush", "shutdown", "stats"]

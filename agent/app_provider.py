@@ -25,14 +25,13 @@ When the queue is full a span is ended on the request path instead (never droppe
 from __future__ import annotations
 
 import atexit
-import collections
 import logging
-import os
-import threading
 import time
 import weakref
 from typing import Any
 
+from .batching import BatchThread
+from .config import Settings
 from .conventions import GEN_AI_RETRIEVAL_DOCUMENTS, RAG_DOCUMENTS_COUNT, RAG_TRUNCATED, RETRIEVAL_DOCUMENTS
 from .conventions import document_key as _document_key
 from .materialize import Materializer
@@ -55,80 +54,29 @@ def _limits() -> tuple[int | None, int | None]:
     return limits.max_span_attributes, limits.max_span_attribute_length
 
 
-class AppSpanEnder:
-    """A bounded queue of spans to end and one thread that ends them (see the module docstring)."""
+class AppSpanEnder(BatchThread):
+    """Spans to end, queued on the request path and ended by one thread (see the module docstring)."""
 
-    def __init__(
-        self,
-        materializer: Materializer,
-        stats: Stats,
-        provider: Any,
-        max_queue_spans: int = 8192,
-        batch_spans: int = 512,
-        schedule_delay_ms: int = 200,
-    ):
+    def __init__(self, materializer: Materializer, settings: Settings, stats: Stats):
         self._materializer = materializer
-        self._stats = stats
-        self._provider = provider
-        self._max = max_queue_spans
-        self._batch = batch_spans
-        self._delay = schedule_delay_ms / 1000.0
+        self._provider = settings.tracer_provider  # None: the global one, looked up again at flush time
         self.max_attributes, self.max_value_len = _limits()
-        self._warned: set[str] = set()
-        self._stopped = False
-        self._init_thread_state()
-        if hasattr(os, "register_at_fork"):
-            ref = weakref.WeakMethod(self._after_fork_in_child)
-
-            def _child() -> None:
-                method = ref()
-                if method is not None:
-                    method()
-
-            os.register_at_fork(after_in_child=_child)
+        super().__init__("ragpulse-app-spans", settings, stats)
         stop = weakref.WeakMethod(self.shutdown)
         atexit.register(lambda: (method := stop()) is not None and method())
-
-    def _init_thread_state(self) -> None:
-        self._queue: collections.deque[tuple[Any, Record, int]] = collections.deque()
-        self._wake = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._worker, name="ragpulse-app-spans", daemon=True)
-        self._thread.start()
-
-    def _after_fork_in_child(self) -> None:
-        """In a forked child the parent's thread is gone and its queued spans are the parent's."""
-        if not self._stopped:
-            self._init_thread_state()
 
     # -- request path ------------------------------------------------------------------------
     def end(self, span: Any, record: Record) -> None:
         """Queue ``span`` to be completed from ``record`` and ended at this moment's time."""
-        end_time = time.time_ns()
-        queue = self._queue
-        if len(queue) >= self._max or self._stopped:
-            self._finish(span, record, end_time)
-            return
-        queue.append((span, record, end_time))
-        if len(queue) >= self._batch:
-            self._wake.set()
+        self.put((span, record, time.time_ns()))
+
+    def _rejected(self, item: tuple[Any, Record, int]) -> None:
+        self._finish(*item)  # the queue is full: end it here, never drop it
 
     # -- the thread --------------------------------------------------------------------------
-    def _worker(self) -> None:
-        while not self._stopped:
-            self._wake.wait(self._delay)
-            self._wake.clear()
-            self._drain()
-        self._drain()
-
-    def _drain(self, limit: int | None = None) -> None:
-        with self._lock:
-            queue = self._queue
-            left = len(queue) if limit is None else min(limit, len(queue))
-            while left > 0 and queue:
-                span, record, end_time = queue.popleft()
-                left -= 1
-                self._finish(span, record, end_time)
+    def _process(self, batch: list[tuple[Any, Record, int]]) -> None:
+        for span, record, end_time in batch:
+            self._finish(span, record, end_time)
 
     def _finish(self, span: Any, record: Record, end_time: int) -> None:
         """Write the record's attributes and events on the span and end it; never raises."""
@@ -187,35 +135,21 @@ class AppSpanEnder:
             )
 
     def _warn_once(self, kind: str, message: str, *args: Any) -> None:
-        if kind not in self._warned:
-            self._warned.add(kind)
+        if self._first(kind):
             _log.warning(message, *args)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def flush(self, timeout_s: float) -> bool:
         """End everything queued now (in the caller's thread), then flush the application's provider."""
-        deadline = time.monotonic() + timeout_s
-        self._drain(limit=len(self._queue))
         provider = self._provider
         if provider is None:  # the global provider, which the application may have set after configure()
             from opentelemetry import trace as trace_api
 
             provider = trace_api.get_tracer_provider()
         flush = getattr(provider, "force_flush", None)
-        if not callable(flush):
-            return True
-        remaining = max(0, int((deadline - time.monotonic()) * 1000))
-        try:
-            return bool(flush(remaining))
-        except Exception:  # noqa: BLE001
-            _log.exception("ragpulse: the application's provider force_flush raised")
-            return False
+        return self._flush(timeout_s, flush, "the application's provider force_flush raised")
 
     def shutdown(self) -> None:
         """End everything queued and stop the thread (the application's provider stays up)."""
-        if self._stopped:
-            return
-        self._stopped = True
-        self._wake.set()
-        self._thread.join(timeout=10)
-        self._drain()
+        if self._stop():
+            self._drain()

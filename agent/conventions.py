@@ -76,9 +76,9 @@ LLM_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
 # Chat messages are flattened too: f"{LLM_INPUT_MESSAGES}{i}.{MESSAGE_ROLE}" and so on.
 LLM_INPUT_MESSAGES = "llm.input_messages."
 LLM_OUTPUT_MESSAGES = "llm.output_messages."
-LLM_OUTPUT_MESSAGE_CONTENT = "llm.output_messages.0.message.content"
 MESSAGE_ROLE = "message.role"
 MESSAGE_CONTENT = "message.content"
+LLM_OUTPUT_MESSAGE_CONTENT = f"{LLM_OUTPUT_MESSAGES}0.{MESSAGE_CONTENT}"  # the first output message
 
 # -- OpenTelemetry GenAI / OpenLLMetry -------------------------------------------------------
 GEN_AI_OPERATION = "gen_ai.operation.name"
@@ -104,16 +104,16 @@ GEN_AI_DATA_SOURCE_ID = "gen_ai.data_source.id"
 # f"{GEN_AI_PROMPT}{i}.{GEN_AI_ROLE}" / ".{GEN_AI_CONTENT}", likewise GEN_AI_COMPLETION.
 GEN_AI_PROMPT = "gen_ai.prompt."
 GEN_AI_COMPLETION = "gen_ai.completion."
-GEN_AI_COMPLETION_CONTENT = "gen_ai.completion.0.content"
 GEN_AI_ROLE = "role"
 GEN_AI_CONTENT = "content"
+GEN_AI_COMPLETION_CONTENT = f"{GEN_AI_COMPLETION}0.{GEN_AI_CONTENT}"  # the first completion
 
 OP_RETRIEVAL = "retrieval"
 OP_CHAT = "chat"
 OP_RERANK = "rerank"
 # gen_ai.operation.name of a retrieval span (OpenLLMetry names its retrievers vector_db_retrieve).
-RETRIEVAL_OPS = ("retrieval", "retrieve", "search", "vector_db_retrieve")
-LLM_OPS = ("chat", "text_completion", "generate_content", "completion")  # ... of an LLM span
+RETRIEVAL_OPS = (OP_RETRIEVAL, "retrieve", "search", "vector_db_retrieve")
+LLM_OPS = (OP_CHAT, "text_completion", "generate_content", "completion")  # ... of an LLM span
 CHAIN_OPS = ("invoke_agent", "invoke_workflow")  # ... of a span around a whole call
 
 # OpenLLMetry (Traceloop): workflow/task spans carry their input and output as JSON,

@@ -31,6 +31,7 @@ from .conventions import (
     FEEDBACK_SPAN,
     FEEDBACK_VALUE,
 )
+from .once import Once
 from .runtime import STATE, get_runtime
 
 __all__ = [
@@ -48,13 +49,12 @@ __all__ = [
 _log = logging.getLogger("ragpulse.agent")
 
 _MAX_NAME = 64
-_logged: set[str] = set()
+_first = Once()
 
 
 def _invalid(reason: str) -> None:
     STATE.stats.add("feedback_invalid")
-    if reason not in _logged:
-        _logged.add(reason)
+    if _first(reason):
         _log.warning("ragpulse: feedback dropped: %s (further drops of this kind are only counted)", reason)
 
 

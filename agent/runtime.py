@@ -62,14 +62,7 @@ class Runtime:
             provider = settings.tracer_provider or trace_api.get_tracer_provider()
             self.tracer = provider.get_tracer("ragpulse.agent", _VERSION)
             if settings.enabled:
-                self.ender = AppSpanEnder(
-                    self.materializer,
-                    stats_,
-                    settings.tracer_provider,  # None: the global one, looked up again at flush time
-                    max_queue_spans=settings.max_queue_spans,
-                    batch_spans=settings.export_batch_spans,
-                    schedule_delay_ms=settings.schedule_delay_ms,
-                )
+                self.ender = AppSpanEnder(self.materializer, settings, stats_)
             return
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
@@ -85,14 +78,7 @@ class Runtime:
         # ALWAYS_ON, not parent-based: ragpulse samples in its own layer (sample_rate) and in the
         # collector, independently of whether the application's tracing sampled this request.
         self.provider = TracerProvider(resource=resource, sampler=ALWAYS_ON)
-        self.processor = RagpulseSpanProcessor(
-            exporter,
-            self.materializer,
-            stats_,
-            max_queue_spans=settings.max_queue_spans,
-            export_batch_spans=settings.export_batch_spans,
-            schedule_delay_ms=settings.schedule_delay_ms,
-        )
+        self.processor = RagpulseSpanProcessor(exporter, self.materializer, settings, stats_)
         self.records = self.processor.records
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("ragpulse.agent", _VERSION)

@@ -23,6 +23,7 @@ from opentelemetry.trace import set_span_in_context
 from opentelemetry.trace.status import Status, StatusCode
 
 from .conventions import EXCEPTION_MESSAGE
+from .once import Once
 from .records import Record
 from .runtime import STATE, Runtime, get_runtime
 
@@ -35,14 +36,13 @@ RAG_KEY = create_key("ragpulse-rag")
 _UNSAMPLED = object()
 # Context key of the innermost with-statement block.
 BLOCK_KEY = create_key("ragpulse-block")
-_logged: set[str] = set()
+_first = Once()
 
 
 def internal_error(where: str) -> None:
     """Count (and log once per place) an error inside ragpulse; the application goes on."""
     STATE.stats.add("internal_errors")
-    if where not in _logged:
-        _logged.add(where)
+    if _first(where):
         _log.exception("ragpulse internal error in %s (the application is unaffected)", where)
 
 

@@ -43,20 +43,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.background import Background  # noqa: E402
 from tests.soak_run import DemoTraffic, SoakRun, scrape  # noqa: E402
 
 POLL_S = 0.1
 OBJECTIVE_S = {"embedded": 5.0, "kafka": 15.0}
 
 
-class Poller:
+class Poller(Background):
     """(wall time, ragpulse_traces_judged_total) every POLL_S seconds; the final histogram."""
 
+    join_s = 10.0
+
     def __init__(self, url: str) -> None:
+        super().__init__("freshness-poller")
         self.url = url
         self.points: list[tuple[float, float]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="freshness-poller", daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(POLL_S):
@@ -64,14 +66,6 @@ class Poller:
                 self.points.append((time.time(), scrape(self.url).get("ragpulse_traces_judged_total", 0.0)))
             except OSError:
                 pass
-
-    def start(self) -> Poller:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
 
 
 def cpu_by_thread(pid: int | str) -> dict[str, float]:

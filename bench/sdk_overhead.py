@@ -238,25 +238,33 @@ def _ragpulse_app():
     return rag
 
 
+def _deferred_provider(exporter, deferred: int):
+    """A TracerProvider whose BatchSpanProcessor holds ``deferred`` spans and exports only when flushed."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    bsp = BatchSpanProcessor(
+        exporter,
+        max_queue_size=deferred,
+        max_export_batch_size=deferred,
+        schedule_delay_millis=3_600_000,
+    )
+    provider.add_span_processor(bsp)
+    return provider, bsp
+
+
 def build_variants():
     from opentelemetry import context as context_api
     from opentelemetry import trace as trace_api
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
     class NoopExporter(SpanExporter):
         def export(self, spans):
             return SpanExportResult.SUCCESS
 
     deferred = 10 * CALLS_PER_ROUND * 3
-    provider = TracerProvider()
-    bsp = BatchSpanProcessor(
-        NoopExporter(),
-        max_queue_size=deferred,
-        max_export_batch_size=deferred,
-        schedule_delay_millis=3_600_000,
-    )
-    provider.add_span_processor(bsp)
+    provider, bsp = _deferred_provider(NoopExporter(), deferred)
     tracer = provider.get_tracer("bench")
 
     def floor():
@@ -299,8 +307,6 @@ def _ragpulse_variants(noop_exporter: type, deferred: int) -> dict:
     name -> (one call, flush after the round, set-up before the round): the agent has one
     configuration at a time, so each variant configures it before its rounds.
     """
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from ragpulse.agent import configure, flush
 
     deferred_agent = {
@@ -308,14 +314,7 @@ def _ragpulse_variants(noop_exporter: type, deferred: int) -> dict:
         "export_batch_spans": deferred,
         "schedule_delay_ms": 3_600_000,
     }
-    app_provider = TracerProvider()
-    app_bsp = BatchSpanProcessor(
-        noop_exporter(),
-        max_queue_size=deferred,
-        max_export_batch_size=deferred,
-        schedule_delay_millis=3_600_000,
-    )
-    app_provider.add_span_processor(app_bsp)
+    app_provider, _ = _deferred_provider(noop_exporter(), deferred)
 
     def own_setup():
         configure(exporter=noop_exporter(), **deferred_agent)

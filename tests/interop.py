@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,12 @@ class Pipeline:
         self.provider.shutdown()
         self.collector.stop()
 
+    def __enter__(self) -> Pipeline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def check_stored(
     pipe: Pipeline, trace_id: str, want: Expected, source: str, failure_mode: str
@@ -119,6 +126,18 @@ def check_stored(
         assert verdict["citation_correctness"] == 0.0, verdict
     else:
         assert verdict["citation_correctness"] == 1.0 and verdict["faithfulness"] == 1.0, verdict
+    return row
+
+
+def check_right_and_wrong(
+    pipe: Pipeline, answers: list[str], expected: Callable[[str], Expected], source: str
+) -> dict[str, Any]:
+    """The application's last two calls, once flushed: the first stored as produced and judged
+    healthy, the second a generation failure (it cites the wrong chunk). Returns the first's row."""
+    pipe.flush()
+    right, wrong = pipe.root_trace_ids()[-2:]
+    row = check_stored(pipe, right, expected(answers[0]), source, "healthy")
+    check_stored(pipe, wrong, expected(answers[1]), source, "generation")
     return row
 
 

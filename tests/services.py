@@ -118,6 +118,21 @@ def reaped(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
             proc.wait()
 
 
+def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
+    """Read the process's stdout until a line contains ``needle``; returns what was read."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if needle in line:
+            return "".join(seen)
+    raise AssertionError(f"{needle!r} not seen:\n{''.join(seen)}")
+
+
 def post_otlp(
     url: str,
     body: bytes,
@@ -497,8 +512,20 @@ class _LoopbackServer(_ManagedService):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    storage_flag = ""  # the flag naming its data directory ...
+    storage_dir = ""  # ... under workdir
+
     def _argv(self, binary: str, config: Path) -> list[str]:
-        raise NotImplementedError
+        return [
+            binary,
+            f"--config.file={config}",
+            f"{self.storage_flag}={self.workdir / self.storage_dir}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            *self._extra_argv(),
+        ]
+
+    def _extra_argv(self) -> list[str]:
+        return []
 
     def start(self, timeout: float = 30.0) -> Any:
         """Start and wait until ``/-/ready`` answers; returns self."""
@@ -521,6 +548,7 @@ class Prometheus(_LoopbackServer):
     """A real Prometheus server on loopback with a config the caller writes."""
 
     command, provision, config_name = "prometheus", "prometheus", "prometheus.yml"
+    storage_flag, storage_dir = "--storage.tsdb.path", "tsdb"
 
     def __init__(
         self,
@@ -533,30 +561,18 @@ class Prometheus(_LoopbackServer):
         self.rule_files = rule_files or []
         self.extra_args = extra_args or []
 
-    def _argv(self, binary: str, config: Path) -> list[str]:
-        return [
-            binary,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={self.workdir / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{self.port}",
-            "--web.enable-lifecycle",
-            *self.extra_args,
-        ]
+    def _extra_argv(self) -> list[str]:
+        return ["--web.enable-lifecycle", *self.extra_args]
 
 
 class Alertmanager(_LoopbackServer):
     """A real Alertmanager (Debian's prometheus-alertmanager) on loopback, clustering off."""
 
     command, provision, config_name = "prometheus-alertmanager", "alertmanager", "alertmanager.yml"
+    storage_flag, storage_dir = "--storage.path", "data"
 
-    def _argv(self, binary: str, config: Path) -> list[str]:
-        return [
-            binary,
-            f"--config.file={config}",
-            f"--storage.path={self.workdir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{self.port}",
-            "--cluster.listen-address=",
-        ]
+    def _extra_argv(self) -> list[str]:
+        return ["--cluster.listen-address="]
 
 
 def main() -> None:

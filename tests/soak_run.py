@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from tests.background import Background
 from tests.services import KafkaBroker
 from tests.test_collector_kafka import CollectorProcess
 
@@ -94,18 +95,17 @@ def grows_monotonically(values: list[float]) -> bool:
     return len(values) > 1 and values[-1] > values[0] and all(b >= a for a, b in itertools.pairwise(values))
 
 
-class DemoTraffic:
+class DemoTraffic(Background):
     """The demo policy assistant answering ``rate`` questions per second on a thread (the agent
     exports wherever it was configured to); ``served`` counts the answers."""
 
     def __init__(self, rate: float, seed: int = 7) -> None:
+        super().__init__("demo-traffic")
         self.rate = rate
         self.seed = seed
         self.served = 0
         self.errors: list[BaseException] = []
         self.t0 = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="demo-traffic", daemon=True)
 
     def _run(self) -> None:
         from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus
@@ -125,13 +125,7 @@ class DemoTraffic:
 
     def start(self) -> DemoTraffic:
         self.t0 = time.monotonic()
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(30)
+        return super().start()
 
 
 class SoakRun:

@@ -8,6 +8,7 @@ the export thread's work visible before asserting.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import threading
@@ -639,12 +640,21 @@ def test_sample_rate_zero_records_nothing_but_runs():
         shutdown()
 
 
-def test_exporter_none_nests_under_application_span():
+@contextlib.contextmanager
+def _under_app_provider(**options):
+    """The agent with ``exporter="none"`` under an application provider; yields (provider, its exporter)."""
     app_exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(app_exporter))
-    configure(exporter="none", tracer_provider=provider, schedule_delay_ms=3_600_000)
+    configure(exporter="none", tracer_provider=provider, schedule_delay_ms=3_600_000, **options)
     try:
+        yield provider, app_exporter
+    finally:
+        shutdown()
+
+
+def test_exporter_none_nests_under_application_span():
+    with _under_app_provider() as (provider, app_exporter):
         app_tracer = provider.get_tracer("app")
         with app_tracer.start_as_current_span("http.request") as http:
             assert answer("nested?") == ANSWER
@@ -665,17 +675,11 @@ def test_exporter_none_nests_under_application_span():
             "C3",
             "C2",
         ]
-    finally:
-        shutdown()
 
 
 def test_exporter_none_full_queue_completes_spans_on_the_request_path():
     """With the agent's queue full a span is completed and ended at once, never dropped."""
-    app_exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(app_exporter))
-    configure(exporter="none", tracer_provider=provider, max_queue_spans=1, schedule_delay_ms=3_600_000)
-    try:
+    with _under_app_provider(max_queue_spans=1) as (_provider, app_exporter):
         before = stats()
         assert answer("queued?") == ANSWER
         # search took the one place in the queue; complete and answer were ended on the request path.
@@ -690,8 +694,6 @@ def test_exporter_none_full_queue_completes_spans_on_the_request_path():
             after["spans_exported"] - before["spans_exported"] == 3
             and after["spans_dropped"] == before["spans_dropped"]
         )
-    finally:
-        shutdown()
 
 
 def test_own_provider_nests_under_application_trace(mem):

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from ragpulse.collector.contract import SCORE_NAMES
 
-from tests.services import free_port, reaped
+from tests.services import free_port, reaped, wait_for_line
 
 RAGPULSE = [str(Path(sys.executable).parent / "ragpulse")]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
@@ -296,21 +296,6 @@ def test_second_run_uses_the_existing_database(demo_db: dict) -> None:
     assert "Eval report:" in res.stdout
 
 
-def _wait_for(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
-    """Read the process's stdout until a line contains ``needle``."""
-    seen = []
-    deadline = time.monotonic() + timeout
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        if needle in line:
-            return "".join(seen)
-    raise AssertionError(f"{needle!r} not seen:\n{''.join(seen)}")
-
-
 def test_ctrl_c_stops_cleanly_and_reports(tmp_path: Path) -> None:
     db = tmp_path / "chdb"
     proc = subprocess.Popen(
@@ -321,7 +306,7 @@ def test_ctrl_c_stops_cleanly_and_reports(tmp_path: Path) -> None:
         env=ENV,
     )
     with reaped(proc):
-        _wait_for(proc, "Serving 100000 questions", 60)
+        wait_for_line(proc, "Serving 100000 questions", 60)
         time.sleep(2.0)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=90)
@@ -360,7 +345,7 @@ def test_serve_keeps_metrics_up_and_the_database_is_owned(tmp_path: Path) -> Non
         env=ENV,
     )
     with reaped(proc):
-        out = _wait_for(proc, "Serving metrics at", 90)
+        out = wait_for_line(proc, "Serving metrics at", 90)
         judged = int(_num(r"^\s+judged\s+(\d+)", out))
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         total = sum(

@@ -11,7 +11,6 @@ span the application made must be either exported or counted as dropped.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from ragpulse.agent import configure, flush, shutdown, stats
 
+from tests.background import Background
 from tests.services import KafkaBroker
 from tests.soak_run import scrape
 from tests.test_agent_kafka import rag_call, spans_of
@@ -32,14 +32,13 @@ SPANS_PER_CALL = 3  # answer -> search, complete
 RATE = 40.0  # calls per second
 
 
-class Traffic:
+class Traffic(Background):
     """RAG calls at ``RATE`` per second on a thread; every call must return its answer."""
 
     def __init__(self) -> None:
+        super().__init__("fault-traffic")
         self.served = 0
         self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="fault-traffic", daemon=True)
 
     def _run(self) -> None:
         t0 = time.monotonic()
@@ -50,13 +49,8 @@ class Traffic:
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             self.errors.append(exc)
 
-    def start(self) -> Traffic:
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
+        super().stop()
         assert not self.errors, self.errors
 
 

@@ -505,21 +505,27 @@ def test_export_cronjob_args_catch_up_missed_weeks(tmp_path: Path) -> None:
     assert json.loads(state_file.read_text())["last_until_ns"] == state["last_until_ns"] + 3 * week
 
 
+def _token_only_on_ingest(
+    docs: list[dict[str, Any]], variable: str, secret: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``variable`` is set on the ingest pods from key ``token`` of Secret ``secret`` and absent
+    from the judge pods; returns (ingest container, judge container)."""
+    ingest = _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))
+    token = [e for e in ingest["env"] if e["name"] == variable]
+    assert token == [{"name": variable, "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}]
+    judge = _container(by_name(docs, "Deployment", "r-ragpulse-judge"))
+    assert all(e["name"] != variable for e in judge["env"])
+    return ingest, judge
+
+
 def test_alertmanager_webhook_port_service_policy_and_token() -> None:
     """The webhook runs on the ingest pods: its port, Service, NetworkPolicy rule and token Secret."""
     docs = render_set("production")
     cfg = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])
     assert cfg["alertmanager"] == {"enabled": True, "host": "0.0.0.0", "port": 9465, "lookback_s": 3600}
-    ingest = _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))
+    ingest, judge = _token_only_on_ingest(docs, "RAGPULSE_ALERTMANAGER__TOKEN", "ragpulse-webhook-token")
     assert {"name": "alertmanager", "containerPort": 9465, "protocol": "TCP"} in ingest["ports"]
-    token = [e for e in ingest["env"] if e["name"] == "RAGPULSE_ALERTMANAGER__TOKEN"]
-    assert token == [
-        {"name": "RAGPULSE_ALERTMANAGER__TOKEN",
-         "valueFrom": {"secretKeyRef": {"name": "ragpulse-webhook-token", "key": "token"}}}
-    ]  # fmt: skip
-    judge = _container(by_name(docs, "Deployment", "r-ragpulse-judge"))
     assert all(p["name"] != "alertmanager" for p in judge["ports"])
-    assert all(e["name"] != "RAGPULSE_ALERTMANAGER__TOKEN" for e in judge["env"])
     service = by_name(docs, "Service", "r-ragpulse-alertmanager")
     assert service["spec"]["ports"] == [
         {"name": "alertmanager", "port": 9465, "targetPort": "alertmanager", "protocol": "TCP"}
@@ -545,14 +551,7 @@ def test_alertmanager_webhook_port_service_policy_and_token() -> None:
 def test_intake_token_only_from_a_secret_on_the_ingest_pods() -> None:
     args = ("--set", "receiver.enabled=true", "--set", "receiver.existingSecret=ragpulse-intake")
     docs = render_set("minimal", *args)
-    ingest = _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))
-    token = [e for e in ingest["env"] if e["name"] == "RAGPULSE_RECEIVER__AUTH_TOKEN"]
-    assert token == [
-        {"name": "RAGPULSE_RECEIVER__AUTH_TOKEN",
-         "valueFrom": {"secretKeyRef": {"name": "ragpulse-intake", "key": "token"}}}
-    ]  # fmt: skip
-    judge = _container(by_name(docs, "Deployment", "r-ragpulse-judge"))
-    assert all(e["name"] != "RAGPULSE_RECEIVER__AUTH_TOKEN" for e in judge["env"])
+    _token_only_on_ingest(docs, "RAGPULSE_RECEIVER__AUTH_TOKEN", "ragpulse-intake")
     cfg = yaml.safe_load(by_name(docs, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])
     assert "auth_token" not in cfg["receiver"]
     off = _container(by_name(render_set("minimal", args[2], args[3]), "Deployment", "r-ragpulse-ingest"))

@@ -30,12 +30,9 @@ from .interop import CORPUS, QUESTION, RIGHT, WRONG, Expected, Pipeline, check_s
 
 @pytest.fixture(scope="module")
 def pipe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
-    pipeline = Pipeline(Path(tmp_path_factory.mktemp("app-provider")) / "db")
-    try:
+    with Pipeline(Path(tmp_path_factory.mktemp("app-provider")) / "db") as pipeline:
         yield pipeline
-    finally:
         agent.shutdown()
-        pipeline.close()
 
 
 def _chunks(n: int) -> list[dict[str, Any]]:
@@ -48,6 +45,17 @@ def _chunks(n: int) -> list[dict[str, Any]]:
         out.append({"id": f"C{i}", "content": f"Filler policy clause number {i} about archive labels.",
                     "score": round(0.99 - i * 0.005, 4), "metadata": {"source": f"filler-{i}.md", "page": i}})  # fmt: skip
     return out
+
+
+def _expected(answer: str, chunks: list[dict[str, Any]]) -> Expected:
+    """What the application produced for one call that retrieved ``chunks``."""
+    return Expected(
+        QUESTION,
+        answer,
+        [c["id"] for c in chunks],
+        [c["content"] for c in chunks],
+        [c["score"] for c in chunks],
+    )
 
 
 def _app(chunks: list[Any]) -> Any:
@@ -90,19 +98,9 @@ def test_many_chunks_under_the_default_attribute_limit(
     with caplog.at_level(logging.WARNING, logger="ragpulse.agent"):
         answers, (right, wrong) = _run(pipe, chunks, max_chunks=100)
     after = agent.stats()
-    want = [
-        Expected(
-            QUESTION,
-            a,
-            [c["id"] for c in chunks],
-            [c["content"] for c in chunks],
-            [c["score"] for c in chunks],
-        )
-        for a in answers
-    ]
-    row = check_stored(pipe, right, want[0], "ragpulse", "healthy")
+    row = check_stored(pipe, right, _expected(answers[0], chunks), "ragpulse", "healthy")
     assert metadata_of(row) == [c["metadata"] for c in chunks]
-    check_stored(pipe, wrong, want[1], "ragpulse", "generation")
+    check_stored(pipe, wrong, _expected(answers[1], chunks), "ragpulse", "generation")
     assert after["compacted_spans"] - before["compacted_spans"] == 2  # one retrieval span per call
     assert after["attributes_dropped"] == before["attributes_dropped"]
     assert after["spans_exported"] - before["spans_exported"] == 6
@@ -114,15 +112,7 @@ def test_over_max_chunks_is_counted_as_truncated(pipe: Pipeline) -> None:
     chunks = _chunks(60)
     before = agent.stats()
     answers, (right, _wrong) = _run(pipe, chunks)  # max_chunks 50 by default
-    kept = chunks[:50]
-    want = Expected(
-        QUESTION,
-        answers[0],
-        [c["id"] for c in kept],
-        [c["content"] for c in kept],
-        [c["score"] for c in kept],
-    )
-    check_stored(pipe, right, want, "ragpulse", "healthy")
+    check_stored(pipe, right, _expected(answers[0], chunks[:50]), "ragpulse", "healthy")
     assert agent.stats()["truncated_spans"] - before["truncated_spans"] == 2
 
 
@@ -149,14 +139,7 @@ def test_a_lower_limit_set_in_code_keeps_the_kind_and_first_documents(pipe: Pipe
     assert 0 < kept < 10 and stored["chunk_ids"] == [c["id"] for c in chunks[:kept]]
     assert stored["citation_doc_ids"] == ["C1"]
     # Learned from the drop: the second call's documents fit, as one JSON attribute.
-    want = Expected(
-        QUESTION,
-        answers[1],
-        [c["id"] for c in chunks],
-        [c["content"] for c in chunks],
-        [c["score"] for c in chunks],
-    )
-    check_stored(pipe, second, want, "ragpulse", "generation")
+    check_stored(pipe, second, _expected(answers[1], chunks), "ragpulse", "generation")
     assert after["compacted_spans"] - before["compacted_spans"] == 1
     tight.shutdown()
 

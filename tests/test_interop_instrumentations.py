@@ -15,18 +15,26 @@ from typing import Any
 
 import pytest
 
-from .interop import CORPUS, QUESTION, RIGHT, SCORES, WRONG, Expected, Pipeline, check_stored, metadata_of
+from .interop import (
+    CORPUS,
+    QUESTION,
+    RIGHT,
+    SCORES,
+    WRONG,
+    Expected,
+    Pipeline,
+    check_right_and_wrong,
+    check_stored,
+    metadata_of,
+)
 
 pytest.importorskip("langchain_core")
 
 
 @pytest.fixture(scope="module")
 def pipe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
-    pipeline = Pipeline(Path(tmp_path_factory.mktemp("interop")) / "db")
-    try:
+    with Pipeline(Path(tmp_path_factory.mktemp("interop")) / "db") as pipeline:
         yield pipeline
-    finally:
-        pipeline.close()
 
 
 # -- LangChain ---------------------------------------------------------------------------------
@@ -99,21 +107,15 @@ def test_langchain_openinference_string_output(pipe: Pipeline, openinference_lan
     chain = _string_chain()
     answers = [chain.invoke(QUESTION), chain.invoke(QUESTION)]
     assert answers == [RIGHT, WRONG]
-    pipe.flush()
-    right, wrong = pipe.root_trace_ids()[-2:]
-    row = check_stored(pipe, right, _langchain_expected(answers[0]), "openinference", "healthy")
+    row = check_right_and_wrong(pipe, answers, _langchain_expected, "openinference")
     assert metadata_of(row) == [meta for _, meta in CORPUS]
-    check_stored(pipe, wrong, _langchain_expected(answers[1]), "openinference", "generation")
 
 
 def test_langchain_openinference_dict_output(pipe: Pipeline, openinference_langchain: None) -> None:
     chain = _dict_chain()
     outputs = [chain.invoke({"input": QUESTION}), chain.invoke({"input": QUESTION})]
     assert [o["answer"] for o in outputs] == [RIGHT, WRONG] and len(outputs[0]["context"]) == 3
-    pipe.flush()
-    right, wrong = pipe.root_trace_ids()[-2:]
-    check_stored(pipe, right, _langchain_expected(outputs[0]["answer"]), "openinference", "healthy")
-    check_stored(pipe, wrong, _langchain_expected(outputs[1]["answer"]), "openinference", "generation")
+    check_right_and_wrong(pipe, [o["answer"] for o in outputs], _langchain_expected, "openinference")
 
 
 @pytest.mark.parametrize("shape", ["string", "dict"])
@@ -134,11 +136,8 @@ def test_langchain_openllmetry(pipe: Pipeline, shape: str) -> None:
     finally:
         instrumentor.uninstrument()
     assert answers == [RIGHT, WRONG]
-    pipe.flush()
-    right, wrong = pipe.root_trace_ids()[-2:]
-    row = check_stored(pipe, right, _langchain_expected(answers[0]), "openllmetry", "healthy")
+    row = check_right_and_wrong(pipe, answers, _langchain_expected, "openllmetry")
     assert metadata_of(row) == [meta for _, meta in CORPUS]
-    check_stored(pipe, wrong, _langchain_expected(answers[1]), "openllmetry", "generation")
 
 
 # -- LlamaIndex --------------------------------------------------------------------------------

@@ -25,7 +25,10 @@ def judge() -> LocalJudge:
     return get_judge("local")  # type: ignore[return-value]
 
 
-def judged(judge: LocalJudge, query: str, answer: str, chunks: list[str]) -> dict:
+RETENTION = "How long are audit logs retained?"
+
+
+def judged(judge: LocalJudge, answer: str, chunks: list[str], query: str = RETENTION) -> dict:
     return judge.judge(
         {
             "trace_id": "t",
@@ -37,12 +40,8 @@ def judged(judge: LocalJudge, query: str, answer: str, chunks: list[str]) -> dic
 
 
 def test_every_claim_carries_a_probability_and_the_record_a_response_verdict(judge: LocalJudge) -> None:
-    out = judged(
-        judge,
-        "How long are audit logs retained?",
-        "Audit logs are retained for five years [1]. The office is in Paris.",
-        ["Audit logs are retained for five years.", "Backups run nightly."],
-    )
+    chunks = ["Audit logs are retained for five years.", "Backups run nightly."]
+    out = judged(judge, "Audit logs are retained for five years [1]. The office is in Paris.", chunks)
     probs = [c["support_probability"] for c in out["claims"]]
     assert all(0.0 <= p <= 1.0 for p in probs)
     assert probs[0] > probs[1]
@@ -52,12 +51,8 @@ def test_every_claim_carries_a_probability_and_the_record_a_response_verdict(jud
 
 
 def test_negation_of_the_cited_sentence_is_a_contradiction_not_a_valid_citation(judge: LocalJudge) -> None:
-    out = judged(
-        judge,
-        "How long are audit logs retained?",
-        "Audit logs are not retained for five years [1].",
-        ["Audit logs are retained for five years in the primary archive.", "Backups run nightly."],
-    )
+    chunks = ["Audit logs are retained for five years in the primary archive.", "Backups run nightly."]
+    out = judged(judge, "Audit logs are not retained for five years [1].", chunks)
     claim = out["claims"][0]
     assert claim["verdict"] == "contradicted"
     assert claim["contradicting_chunk_ids"] == ["C1"]
@@ -67,32 +62,29 @@ def test_negation_of_the_cited_sentence_is_a_contradiction_not_a_valid_citation(
 
 
 def test_a_claim_supported_jointly_by_two_chunks_cites_both_validly(judge: LocalJudge) -> None:
-    out = judged(
-        judge,
-        "Where are audit logs stored and for how long?",
-        "Audit logs are retained for five years in the Frankfurt archive [1][2].",
-        ["Audit logs are retained for five years.", "The archive for audit logs is located in Frankfurt."],
-    )
-    claim = out["claims"][0]
-    assert claim["verdict"] == "supported"
-    assert claim["supporting_chunk_ids"] == ["C1", "C2"]
+    chunks = [
+        "Audit logs are retained for five years.",
+        "The archive for audit logs is located in Frankfurt.",
+    ]
+    answer = "Audit logs are retained for five years in the Frankfurt archive [1][2]."
+    out = judged(judge, answer, chunks, query="Where are audit logs stored and for how long?")
+    assert out["claims"][0]["verdict"] == "supported"
+    assert out["claims"][0]["supporting_chunk_ids"] == ["C1", "C2"]
     assert out["citation_correctness"] == 1.0
 
 
 def test_an_off_topic_but_faithful_answer_is_not_relevant(judge: LocalJudge) -> None:
     chunks = ["Audit logs are retained for five years. Backups run nightly at midnight."]
-    out = judged(judge, "How long are audit logs retained?", "Backups run nightly at midnight [1].", chunks)
+    out = judged(judge, "Backups run nightly at midnight [1].", chunks)
     assert out["faithfulness"] == 1.0
     assert out["answer_relevance"] == 0.0
-    on_topic = judged(judge, "How long are audit logs retained?", "They are kept for five years [1].", chunks)
+    on_topic = judged(judge, "They are kept for five years [1].", chunks)
     assert on_topic["answer_relevance"] == 1.0
 
 
 def test_a_quantity_question_answered_without_a_quantity_is_not_relevant(judge: LocalJudge) -> None:
     chunks = ["Audit logs are retained in the primary archive for five years."]
-    out = judged(
-        judge, "How long are audit logs retained?", "Audit logs are retained in the primary archive.", chunks
-    )
+    out = judged(judge, "Audit logs are retained in the primary archive.", chunks)
     assert out["claims"][0]["verdict"] == "supported"
     assert out["answer_relevance"] == 0.0
 
@@ -135,13 +127,8 @@ def test_a_claim_number_missing_from_its_evidence_caps_the_probability(judge: Lo
         "Service account credentials are rotated every 180 days and after any suspected exposure.",
         "Lost laptops are reported to the service desk within 4 hours.",
     ]
-    out = judged(
-        judge,
-        "When are service account credentials rotated?",
-        "Service account credentials are rotated every 4 days and after any suspected exposure [1].",
-        chunks,
-    )
-    claim = out["claims"][0]
+    answer = "Service account credentials are rotated every 4 days and after any suspected exposure [1]."
+    claim = judged(judge, answer, chunks, query="When are service account credentials rotated?")["claims"][0]
     assert claim["verdict"] != "supported"
     assert claim["support_probability"] <= judge.claim_model.number_cap
 
@@ -161,12 +148,7 @@ def test_tiered_judge_escalates_by_the_configured_probability_band(judge: LocalJ
 
 
 def test_rag_claims_rows_store_the_support_probability(judge: LocalJudge) -> None:
-    out = judged(
-        judge,
-        "How long are audit logs retained?",
-        "Audit logs are kept for five years [1].",
-        ["Audit logs are kept for five years."],
-    )
+    out = judged(judge, "Audit logs are kept for five years [1].", ["Audit logs are kept for five years."])
     _, rows = judgment_rows({"trace_id": "t", "service": "s"}, out, out["judge_id"], 1.0, 0)
     assert rows[0]["support_probability"] == out["claims"][0]["support_probability"]
     llm_like = dict(out, claims=[dict(out["claims"][0], support_probability=None)])

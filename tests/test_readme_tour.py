@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.services import ROOT, KafkaBroker, free_port, reaped
+from tests.services import ROOT, KafkaBroker, free_port, reaped, wait_for_line
 
 README = ROOT / "README.md"
 VENV_BIN = Path(sys.executable).parent
@@ -122,18 +122,9 @@ def test_make_demo_serve(tmp_path: Path) -> None:
     argv = [*MAKE_NO_INSTALL, "demo", f"{argv[2]} {_demo_args(tmp_path, f'--metrics-port {port}')}"]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV,
                             start_new_session=True)  # fmt: skip
-    lines: list[str] = []
+    seen = ""
     try:
-        deadline = time.monotonic() + 120
-        assert proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "Serving metrics at" in line:
-                break
-        assert any("Serving metrics at" in x for x in lines), "".join(lines)
+        seen = wait_for_line(proc, "Serving metrics at", 120)
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         assert "ragpulse_traces_judged_total{" in body
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in the terminal reaches make and ragpulse
@@ -142,7 +133,7 @@ def test_make_demo_serve(tmp_path: Path) -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert "Stopped." in rest, "".join(lines) + rest
+    assert "Stopped." in rest, seen + rest
 
 
 def test_make_test_runs_this_suite() -> None:

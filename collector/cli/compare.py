@@ -20,7 +20,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Per variant (the rag.variant of each call): judged volume, every score and failure-mode "
             "share with a 95% bootstrap interval, latency p50/p95 per stage and cost per query; the "
-            "difference of each variant against the baseline with its interval and a verdict."
+            "difference of each variant against the baseline with its interval (95% simultaneous over the "
+            "metrics compared) and a verdict."
         ),
     )
     p.add_argument("--service", required=True, help="the service (service.name) whose variants to compare")

@@ -131,7 +131,7 @@ def render_html(cmp: Comparison) -> str:
         verdicts.append(
             f"<li><b>{_name(c)}</b> vs {_name(cmp.baseline)} on {escape(cmp.metric)}: "
             f"{fmt_interval(d.delta, d.ci, signed=True)} &rarr; <b>{escape(d.verdict or 'n/a')}</b>"
-            f'<br><span class="note">{escape(cmp.method(c))}</span></li>'
+            f'<br><span class="note">{escape(cmp.method(c))}; {escape(cmp.intervals(c))}</span></li>'
         )
     on = ", ".join(_name(v) for v in frontier(cmp)) or "none"
     return (
@@ -139,7 +139,8 @@ def render_html(cmp: Comparison) -> str:
         f"<title>ragpulse compare: {escape(cmp.service)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>Variants of {escape(cmp.service)}</h1>"
         f'<p class="note">Last {escape(cmp.since)}, judge {escape(cmp.judge_id)}, baseline '
-        f"{_name(cmp.baseline)}; means with 95% bootstrap intervals.</p>"
+        f"{_name(cmp.baseline)}; means with 95% bootstrap intervals; the differences of each variant "
+        "against the baseline with 95% simultaneous intervals over all the metrics compared.</p>"
         f"<ul>{''.join(verdicts)}</ul>"
         f"<h2>Cost-quality frontier</h2>{_frontier_svg(cmp)}"
         f'<p class="note">On the frontier (nothing else is as cheap and as good): {on}.</p>'

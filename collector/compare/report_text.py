@@ -64,7 +64,8 @@ def render_text(cmp: Comparison) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [
         f"ragpulse compare: service {cmp.service}, last {cmp.since}, judge {cmp.judge_id}, "
-        f"baseline {_name(cmp.baseline)}; 95% bootstrap intervals"
+        f"baseline {_name(cmp.baseline)}; per variant 95% bootstrap intervals, "
+        "differences 95% simultaneous over the metrics of each candidate"
     ]
     if any(v.judged_sampled for v in cmp.variants):
         lines.append("(variants with more judged traces than --max-rows are a trace-id hash sample of them)")
@@ -75,6 +76,7 @@ def render_text(cmp: Comparison) -> str:
     for c in cands:
         d = cmp.differences[c][cmp.metric]
         lines.append(f"{_name(c)} vs {_name(cmp.baseline)}: {cmp.method(c)}")
+        lines.append(f"  {cmp.intervals(c)}")
         lines.append(f"  verdict on {cmp.metric}: {_verdict_sentence(c, cmp.baseline, d)}")
     return "\n".join(lines)
 

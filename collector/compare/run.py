@@ -3,7 +3,8 @@
 :func:`build_comparison` reads a service's window (:mod:`.load`), estimates
 every metric of :data:`.stats.METRICS` per variant with its 95% bootstrap
 interval, and the difference of each other variant against the baseline with
-its interval and verdict (:mod:`.stats`). The renderers (:mod:`.report_text`,
+its interval and verdict (:mod:`.stats`); a candidate's intervals are 95%
+simultaneous over the metrics it is compared on. The renderers (:mod:`.report_text`,
 :mod:`.report_html`) only format the :class:`Comparison`.
 """
 
@@ -14,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .load import Judged, QueryFn, Served, load_judged, load_served, pick_judge
-from .stats import METRICS, MIN_PAIRS, Difference, Estimate, difference, estimate, metric_by_name
+from .simultaneous import RESAMPLES
+from .stats import METRICS, MIN_PAIRS, Difference, Estimate, Family, differences, estimate, metric_by_name
 
 __all__ = ["CompareError", "VariantSummary", "Comparison", "build_comparison", "frontier", "NO_VARIANT"]
 
@@ -48,6 +50,7 @@ class Comparison:
     baseline: str
     variants: list[VariantSummary]
     differences: dict[str, dict[str, Difference]] = field(default_factory=dict)  # candidate -> metric -> diff
+    families: dict[str, Family] = field(default_factory=dict)  # candidate -> its intervals' level
 
     def summary(self, variant: str) -> VariantSummary:
         return next(v for v in self.variants if v.variant == variant)
@@ -65,9 +68,19 @@ class Comparison:
             f"(paired needs at least {MIN_PAIRS} requests served by both, marked with rag.request.id)"
         )
 
+    def intervals(self, candidate: str) -> str:
+        """What the candidate's difference intervals are, in words."""
+        f = self.families[candidate]
+        return (
+            f"{f.confidence:.0%} simultaneous intervals over {f.metrics} metrics (each a "
+            f"{100 * f.level:.2f}% interval): with identical variants, any verdict other than "
+            f"'not established' has a probability of at most {1 - f.confidence:.0%}"
+        )
+
     def as_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["methods"] = {c: self.method(c) for c in self.differences}
+        out["intervals"] = {c: self.intervals(c) for c in self.differences}
         return out
 
 
@@ -86,10 +99,13 @@ def build_comparison(
     metric: str = "faithfulness",
     max_rows: int = 20_000,
     n_resamples: int = 2000,
+    family_resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> Comparison:
     """Compare the variants of ``service`` since ``since_s`` (epoch seconds); the first of
-    ``variants`` is the baseline (default: the variant with the most judged traces)."""
+    ``variants`` is the baseline (default: the variant with the most judged traces). Estimates are
+    resampled ``n_resamples`` times, each candidate's family of differences ``family_resamples``
+    times (its simultaneous intervals reach further into the tails)."""
     headline = metric_by_name(metric)
     judge_id = judge_id or pick_judge(query, service, since_s)
     if judge_id is None:
@@ -107,28 +123,16 @@ def build_comparison(
     cmp = Comparison(service, since_text, judge_id, headline.name, order[0], summaries)
     base = judged[order[0]]
     for cand in order[1:]:
-        cmp.differences[cand] = _differences(judged[cand], base, n_resamples, seed)
+        cmp.differences[cand], cmp.families[cand] = differences(
+            METRICS, judged[cand].values, base.values,
+            cand_keys=judged[cand].request_ids, base_keys=base.request_ids, n_resamples=family_resamples, seed=seed,
+        )  # fmt: skip
     return cmp
 
 
 def _summary(j: Judged, served: Served | None, n_resamples: int, seed: int) -> VariantSummary:
     estimates = {m.name: estimate(j.values[m.name], n_resamples=n_resamples, seed=seed) for m in METRICS}
     return VariantSummary(j.variant, j.n, j.sampled, estimates, served)
-
-
-def _differences(cand: Judged, base: Judged, n_resamples: int, seed: int) -> dict[str, Difference]:
-    return {
-        m.name: difference(
-            m,
-            cand.values[m.name],
-            base.values[m.name],
-            cand_keys=cand.request_ids,
-            base_keys=base.request_ids,
-            n_resamples=n_resamples,
-            seed=seed,
-        )
-        for m in METRICS
-    }
 
 
 def frontier(cmp: Comparison) -> list[str]:

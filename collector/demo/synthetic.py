@@ -125,25 +125,9 @@ def make_trace(
         t.answer = "The available sources do not establish the rule."
     else:
         t.answer = " ".join(f"{chunks[k % n_chunks][1][:80]} [{k % n_chunks + 1}]." for k in range(3))
-    ret = Span(trace_id=tid, span_id=next(sid), parent_span_id=root_id, name="retrieve",
-               start_time_unix_nano=base + 1_000_000, end_time_unix_nano=base + 21_000_000, kind=Span.SPAN_KIND_INTERNAL)  # fmt: skip
-    ret.attributes.extend([
-        _kv(sc.SPAN_KIND, sc.KIND_RETRIEVER), _kv(sc.GEN_AI_OPERATION, sc.OP_RETRIEVAL),
-        _kv(sc.INPUT_VALUE, t.query), _kv(sc.GEN_AI_REQUEST_TOP_K, n_chunks),
-    ])  # fmt: skip
-    for k, (cid, text, score) in enumerate(chunks):
-        meta = json.dumps({"status": "current", "authoritative": True})
-        ret.attributes.extend(_kv(sc.document_key(sc.RETRIEVAL_DOCUMENTS, k, field), value)
-                              for field, value in zip(sc.DOCUMENT_FIELDS, (cid, text, score, meta), strict=True))  # fmt: skip
-    t.spans.append(ret)
+    t.spans.append(_retrieval_span(tid, next(sid), root_id, base, t.query, chunks))
     if rerank:
-        rr = Span(trace_id=tid, span_id=next(sid), parent_span_id=root_id, name="rerank",
-                  start_time_unix_nano=base + 22_000_000, end_time_unix_nano=base + 30_000_000)  # fmt: skip
-        rr.attributes.append(_kv(sc.SPAN_KIND, sc.KIND_RERANKER))
-        for k, (cid, text, score) in enumerate(chunks[: max(1, n_chunks // 2)]):
-            rr.attributes.extend(_kv(sc.document_key(sc.RERANKER_OUTPUT_DOCUMENTS, k, field), value)
-                                 for field, value in zip(sc.DOCUMENT_FIELDS[:3], (cid, text, score), strict=True))  # fmt: skip
-        t.spans.append(rr)
+        t.spans.append(_rerank_span(tid, next(sid), root_id, base, chunks[: max(1, n_chunks // 2)]))
     gen = Span(trace_id=tid, span_id=next(sid), parent_span_id=root_id, name="generate",
                start_time_unix_nano=base + 31_000_000, end_time_unix_nano=base + 331_000_000)  # fmt: skip
     gen.attributes.extend([
@@ -173,6 +157,36 @@ def make_trace(
         _add_citations(root, t.answer, [c[0] for c in chunks], base + 335_000_000)
     t.spans.append(root)
     return t
+
+
+def _retrieval_span(
+    tid: bytes, span_id: bytes, root_id: bytes, base: int, query: str, chunks: list[tuple[str, str, float]]
+) -> Span:
+    """The retriever's span: the query and every chunk (id, content, score, metadata) as flattened documents."""
+    ret = Span(trace_id=tid, span_id=span_id, parent_span_id=root_id, name="retrieve",
+               start_time_unix_nano=base + 1_000_000, end_time_unix_nano=base + 21_000_000, kind=Span.SPAN_KIND_INTERNAL)  # fmt: skip
+    ret.attributes.extend([
+        _kv(sc.SPAN_KIND, sc.KIND_RETRIEVER), _kv(sc.GEN_AI_OPERATION, sc.OP_RETRIEVAL),
+        _kv(sc.INPUT_VALUE, query), _kv(sc.GEN_AI_REQUEST_TOP_K, len(chunks)),
+    ])  # fmt: skip
+    for k, (cid, text, score) in enumerate(chunks):
+        meta = json.dumps({"status": "current", "authoritative": True})
+        ret.attributes.extend(_kv(sc.document_key(sc.RETRIEVAL_DOCUMENTS, k, field), value)
+                              for field, value in zip(sc.DOCUMENT_FIELDS, (cid, text, score, meta), strict=True))  # fmt: skip
+    return ret
+
+
+def _rerank_span(
+    tid: bytes, span_id: bytes, root_id: bytes, base: int, kept: list[tuple[str, str, float]]
+) -> Span:
+    """The reranker's span: the chunks it kept (id, content, score) as its output documents."""
+    rr = Span(trace_id=tid, span_id=span_id, parent_span_id=root_id, name="rerank",
+              start_time_unix_nano=base + 22_000_000, end_time_unix_nano=base + 30_000_000)  # fmt: skip
+    rr.attributes.append(_kv(sc.SPAN_KIND, sc.KIND_RERANKER))
+    for k, (cid, text, score) in enumerate(kept):
+        rr.attributes.extend(_kv(sc.document_key(sc.RERANKER_OUTPUT_DOCUMENTS, k, field), value)
+                             for field, value in zip(sc.DOCUMENT_FIELDS[:3], (cid, text, score), strict=True))  # fmt: skip
+    return rr
 
 
 def _add_citations(root: Span, answer: str, chunk_ids: list[str], at_ns: int) -> None:

@@ -22,14 +22,12 @@ judge uses, all fit on the development data by ``bench/judge_quality.py
 from __future__ import annotations
 
 import bisect
-import hashlib
-import json
 import math
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from .claim_features import CLAIM_FEATURES
+from .support import read_weights
 
 _NUM_MISS = CLAIM_FEATURES.index("num_miss")
 
@@ -107,13 +105,7 @@ def response_verdict(probs: list[float], threshold: float, weak: float) -> str |
 
 def load_claim_model(path: str | Path | None = None) -> ClaimModel:
     """Load the weights file (the packaged ``weights/claim-v3.json`` by default)."""
-    if path is None:
-        raw = resources.files("ragpulse.collector.judge").joinpath("weights/claim-v3.json").read_bytes()
-    else:
-        raw = Path(path).read_bytes()
-    data = json.loads(raw)
-    if tuple(data["features"]) != CLAIM_FEATURES or len(data["coef"]) != len(CLAIM_FEATURES):
-        raise ValueError(f"claim weights features {data['features']} do not match {CLAIM_FEATURES}")
+    data, digest = read_weights("claim-v3.json", path, CLAIM_FEATURES)
     kx, ky = data.get("calibration", {}).get("x", []), data.get("calibration", {}).get("y", [])
     if len(kx) != len(ky) or any(b < a for a, b in zip(kx, kx[1:], strict=False)):
         raise ValueError("claim weights calibration knots must be paired and increasing")
@@ -126,5 +118,5 @@ def load_claim_model(path: str | Path | None = None) -> ClaimModel:
         threshold=float(data["threshold"]),
         weak=float(data["weak"]),
         number_cap=float(data["number_cap"]),
-        digest=hashlib.sha256(raw).hexdigest()[:8],
+        digest=digest,
     )

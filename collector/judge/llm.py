@@ -48,6 +48,32 @@ class JudgeResponseError(Exception):
     """The model's reply was not valid JSON for the schema (after the repair retry)."""
 
 
+def _request_args(
+    model: str,
+    api_base: str | None,
+    api_key: str | None,
+    sampling: dict[str, Any],
+    json_mode: bool,
+    prices: tuple[float | None, float | None],
+) -> dict[str, Any]:
+    """``litellm.acompletion``'s arguments but the messages; its and the client's own retries off
+    (the judge retries, so request counts are exact)."""
+    args: dict[str, Any] = {"model": model, **sampling, "max_retries": 0, "num_retries": 0}
+    if api_base:
+        args["api_base"] = api_base
+    if api_key:
+        args["api_key"] = api_key
+    elif api_base:
+        args["api_key"] = os.environ.get("OPENAI_API_KEY", "ragpulse-local")
+    if json_mode:
+        args["response_format"] = {"type": "json_object"}
+    if prices[0] is not None or prices[1] is not None:
+        # With explicit prices litellm need not search its model map (slow for unknown models).
+        args["input_cost_per_token"] = prices[0] or 0.0
+        args["output_cost_per_token"] = prices[1] or 0.0
+    return args
+
+
 class LLMJudge:
     """Judge traces with an LLM through litellm.
 
@@ -93,23 +119,26 @@ class LLMJudge:
         if not model:
             raise ValueError("an LLM judge needs a litellm model name")
         self.model = model
-        self.api_base = api_base
-        self.api_key = api_key
         self.prompt = load_prompt(prompt_version)
-        self.temperature = float(temperature)
-        self.max_tokens = int(max_tokens)
-        self.timeout = float(timeout)
+        self.input_cost_per_token = input_cost_per_token
+        self.output_cost_per_token = output_cost_per_token
+        # What every request sends besides its messages: fixed for the judge's life.
+        self._request = _request_args(
+            model,
+            api_base,
+            api_key,
+            {"temperature": float(temperature), "max_tokens": int(max_tokens), "timeout": float(timeout)},
+            bool(response_format),
+            (input_cost_per_token, output_cost_per_token),
+        )
         self.max_retries = int(max_retries)
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
         self.concurrency = max(1, int(concurrency))
-        self.input_cost_per_token = input_cost_per_token
-        self.output_cost_per_token = output_cost_per_token
         self.shuffle_chunks = bool(shuffle_chunks)
         self.shuffle_seed = int(shuffle_seed)
         self.max_chunk_chars = int(max_chunk_chars)
         self.require_citations = bool(require_citations)
-        self.response_format = bool(response_format)
         self.budget = CostBudget(
             budget_per_minute_usd,
             budget_per_hour_usd,
@@ -120,8 +149,8 @@ class LLMJudge:
         pinned = {
             "model": model,
             "prompt": f"{self.prompt.version}:{self.prompt.digest}",
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
+            "temperature": self._request["temperature"],
+            "max_tokens": self._request["max_tokens"],
             "shuffle_chunks": self.shuffle_chunks,
             "shuffle_seed": self.shuffle_seed if self.shuffle_chunks else None,
             "max_chunk_chars": self.max_chunk_chars,
@@ -129,16 +158,17 @@ class LLMJudge:
         }
         digest = hashlib.sha256(json.dumps(pinned, sort_keys=True).encode()).hexdigest()[:8]
         self.judge_id = f"llm-{self.prompt.version}:{model}:{digest}"
-        self.stats: dict[str, float] = {
-            "requests": 0,
-            "retries": 0,
-            "rate_limited": 0,
-            "timeouts": 0,
-            "repairs": 0,
-            "errors": 0,
-            "cache_hits": 0,
-            "judged": 0,
-        }
+        counters = (
+            "requests",
+            "retries",
+            "rate_limited",
+            "timeouts",
+            "repairs",
+            "errors",
+            "cache_hits",
+            "judged",
+        )
+        self.stats: dict[str, float] = dict.fromkeys(counters, 0)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._sem: asyncio.Semaphore | None = None
@@ -204,23 +234,16 @@ class LLMJudge:
             return cached
         try:
             out = await self._judge(rec, key)
-        except JudgeResponseError as exc:
+        except Exception as exc:
+            # An invalid reply; a transport failure after retries, a provider error, a judge bug.
             self.stats["errors"] += 1
+            if isinstance(exc, JudgeResponseError):
+                why = f"invalid judge response: {exc}"
+            else:
+                why = f"{type(exc).__name__}: {str(exc)[:300]}"
+            latency = round((time.perf_counter() - t0) * 1000, 3)
             return error_record(
-                rec["trace_id"],
-                self.judge_id,
-                f"invalid judge response: {exc}",
-                judge_tier="llm",
-                judge_latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-            )
-        except Exception as exc:  # transport failure after retries, provider error, judge bug
-            self.stats["errors"] += 1
-            return error_record(
-                rec["trace_id"],
-                self.judge_id,
-                f"{type(exc).__name__}: {str(exc)[:300]}",
-                judge_tier="llm",
-                judge_latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+                rec["trace_id"], self.judge_id, why, judge_tier="llm", judge_latency_ms=latency
             )
         out["judge_latency_ms"] = round((time.perf_counter() - t0) * 1000, 3)
         out["cache_hit"] = False
@@ -297,20 +320,14 @@ class LLMJudge:
                 # Only the chunks a verdict rests on are read: tokenise just those.
                 build_evidence([c for c in rec["chunks"] if c["id"] in relied_on]),
             ),
+            citations_required=self.require_citations,
         )
         extra = {
             "judge_tier": "llm",
             "judge_cost_usd": round(cost, 8),
             "chunk_order": [c["id"] for c in view],
         }
-        return assemble(
-            rec["trace_id"],
-            self.judge_id,
-            judged,
-            facts,
-            require_citations=self.require_citations,
-            extra=extra,
-        )
+        return assemble(rec["trace_id"], self.judge_id, judged, facts, extra=extra)
 
     async def _valid_reply(
         self, messages: list[dict[str, str]], schema: dict[str, Any]
@@ -351,29 +368,7 @@ class LLMJudge:
                     # Inside the concurrency slot, so the budget sees every finished request's cost.
                     reserved = await self.budget.acquire()
                     self.stats["requests"] += 1
-                    kwargs: dict[str, Any] = {
-                        "model": self.model,
-                        "messages": messages,
-                        "temperature": self.temperature,
-                        "max_tokens": self.max_tokens,
-                        "timeout": self.timeout,
-                        "max_retries": 0,
-                        "num_retries": 0,
-                    }
-                    if self.api_base:
-                        kwargs["api_base"] = self.api_base
-                    if self.api_key:
-                        kwargs["api_key"] = self.api_key
-                    elif self.api_base:
-                        kwargs["api_key"] = os.environ.get("OPENAI_API_KEY", "ragpulse-local")
-                    if self.response_format:
-                        kwargs["response_format"] = {"type": "json_object"}
-                    if self.input_cost_per_token is not None or self.output_cost_per_token is not None:
-                        # litellm prices every response itself; with explicit prices it need not
-                        # search its model map (slow for a model it does not know).
-                        kwargs["input_cost_per_token"] = self.input_cost_per_token or 0.0
-                        kwargs["output_cost_per_token"] = self.output_cost_per_token or 0.0
-                    resp = await litellm.acompletion(**kwargs)
+                    resp = await litellm.acompletion(messages=messages, **self._request)
             except Exception as exc:
                 self.budget.record(reserved, 0.0)
                 delay = self._retry_delay(exc, attempt)

@@ -160,6 +160,7 @@ class LocalJudge:
             abstained=extracted.abstained,
             answerable=answerable,
             utilization=utilization,
+            citations_required=self.require_citations,
         )
         extra = {
             "response_verdict": None
@@ -168,14 +169,7 @@ class LocalJudge:
             "abstention_statements": extracted.abstention_sentences,
             "unusable_chunk_ids": [c.id for c in chunks if not c.usable],
         }
-        return assemble(
-            rec["trace_id"],
-            self.judge_id,
-            judged,
-            facts,
-            require_citations=self.require_citations,
-            extra=extra,
-        )
+        return assemble(rec["trace_id"], self.judge_id, judged, facts, extra=extra)
 
     def _answerable(
         self, chunks: list[ChunkEvidence], qstems: frozenset[str], judged: list[ClaimJudgment]

@@ -49,6 +49,8 @@ class TraceFacts:
     abstained: bool
     answerable: bool
     utilization: float | None = None
+    # The judge's ``require_citations`` setting: an uncited answer's completeness is 0, not null.
+    citations_required: bool = False
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -99,9 +101,7 @@ def _failure_mode(claims: list[ClaimJudgment], facts: TraceFacts, valid_cits: in
     return "generation" if generation_fail else "healthy"
 
 
-def _answered_scores(
-    claims: list[ClaimJudgment], facts: TraceFacts, require_citations: bool
-) -> dict[str, Any]:
+def _answered_scores(claims: list[ClaimJudgment], facts: TraceFacts) -> dict[str, Any]:
     """The scores of a trace that was answered (not an abstention)."""
     n = len(claims)
     supported = [c for c in claims if c.verdict == "supported"]
@@ -109,7 +109,7 @@ def _answered_scores(
     valid_cits = sum(sum(1 for ok in c.citation_ok if ok) for c in claims)
     supporting_usable = {cid for c in supported for cid in c.supporting if facts.usable.get(cid, True)}
     completeness = None
-    if n and (total_cits > 0 or require_citations):
+    if n and (total_cits > 0 or facts.citations_required):
         completeness = _ratio(sum(1 for c in claims if any(c.citation_ok)), n)
     return {
         "faithfulness": _ratio(len(supported), n),
@@ -147,7 +147,6 @@ def assemble(
     claims: list[ClaimJudgment],
     facts: TraceFacts,
     *,
-    require_citations: bool = False,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The output record for one trace."""
@@ -157,7 +156,7 @@ def assemble(
         out["abstention_kind"] = "false_refusal" if facts.answerable else "appropriate"
         out["failure_mode"] = "abstain"
     else:
-        out.update(_answered_scores(claims, facts, require_citations))
+        out.update(_answered_scores(claims, facts))
     out["unsupported_claims"] = sum(1 for c in claims if c.verdict != "supported")
     out["contradicted_claims"] = sum(1 for c in claims if c.verdict == "contradicted")
     out["claims"] = [_claim_row(c) for c in claims]

@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from .evidence import ChunkEvidence
 from .text import TextProfile, stem
@@ -45,6 +46,7 @@ __all__ = [
     "pair_features",
     "view_coverage",
     "load_model",
+    "read_weights",
     "fit_logistic",
 ]
 
@@ -299,21 +301,31 @@ class SupportModel:
         return self.probability(feats), feats[0]
 
 
-def load_model(path: str | Path | None = None) -> SupportModel:
-    """Load the weights file (the packaged ``weights/support-v1.json`` by default)."""
+def read_weights(
+    packaged: str, path: str | Path | None, features: tuple[str, ...]
+) -> tuple[dict[str, Any], str]:
+    """A weights file (``path``, else the packaged ``weights/<packaged>``) parsed, and the
+    first 8 hex digits of its SHA-256 (the judge id pins it). Raises ValueError when its
+    features or coefficients do not match ``features``, the code's contract."""
     if path is None:
-        raw = resources.files("ragpulse.collector.judge").joinpath("weights/support-v1.json").read_bytes()
+        raw = resources.files("ragpulse.collector.judge").joinpath(f"weights/{packaged}").read_bytes()
     else:
         raw = Path(path).read_bytes()
     data = json.loads(raw)
-    if tuple(data["features"]) != FEATURES or len(data["coef"]) != len(FEATURES):
-        raise ValueError(f"weights file features {data['features']} do not match {FEATURES}")
+    if tuple(data["features"]) != features or len(data["coef"]) != len(features):
+        raise ValueError(f"weights file features {data['features']} do not match {features}")
+    return data, hashlib.sha256(raw).hexdigest()[:8]
+
+
+def load_model(path: str | Path | None = None) -> SupportModel:
+    """Load the weights file (the packaged ``weights/support-v1.json`` by default)."""
+    data, digest = read_weights("support-v1.json", path, FEATURES)
     return SupportModel(
         version=str(data["version"]),
         coef=tuple(float(c) for c in data["coef"]),
         intercept=float(data["intercept"]),
         threshold=float(data.get("threshold", 0.5)),
-        digest=hashlib.sha256(raw).hexdigest()[:8],
+        digest=digest,
     )
 
 

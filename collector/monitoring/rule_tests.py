@@ -11,7 +11,7 @@ Prometheus's own template engine.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,41 +135,37 @@ def _test_file(
     )
 
 
+_Series = list[tuple[str, dict[str, str], str]]
+
+
+def _split(metric: str, label: str, bad: str, good: str) -> _Series:
+    """The bad and the good events of one counter, told apart by ``label``."""
+    return [(metric, {label: bad}, "bad"), (metric, {label: good}, "good")]
+
+
+_UNSUPPORTED_CLAIMS = _split("ragpulse_claims_total", "verdict", "unsupported", "supported")
+_CITATIONS = "ragpulse_claim_citations_total"
+
 #: Per objective, the input series of its events: (metric, labels, role); "bad" series rise by the
 #: bad share, "good" by the rest, "outside" by all events (counted, but not part of this SLI).
 #: A bad claim is also a claim, a false refusal also an abstention.
-OBJECTIVE_SERIES: dict[str, list[tuple[str, dict[str, str], str]]] = {
-    "faithfulness": [
-        ("ragpulse_claims_total", {"verdict": "unsupported"}, "bad"),
-        ("ragpulse_claims_total", {"verdict": "supported"}, "good"),
-    ],
+OBJECTIVE_SERIES: dict[str, _Series] = {
+    "faithfulness": _UNSUPPORTED_CLAIMS,
     "citation_correctness": [
-        ("ragpulse_claim_citations_total", {"citation": "invalid"}, "bad"),
-        ("ragpulse_claim_citations_total", {"citation": "valid"}, "good"),
-        ("ragpulse_claim_citations_total", {"citation": "none"}, "outside"),
+        *_split(_CITATIONS, "citation", "invalid", "valid"),
+        (_CITATIONS, {"citation": "none"}, "outside"),
     ],
-    "citation_completeness": [
-        ("ragpulse_claim_citations_total", {"citation": "none"}, "bad"),
-        ("ragpulse_claim_citations_total", {"citation": "valid"}, "good"),
-    ],
+    "citation_completeness": _split(_CITATIONS, "citation", "none", "valid"),
     "false_refusal": [
         ("ragpulse_abstentions_total", {"kind": "false_refusal"}, "bad"),
-        ("ragpulse_failure_modes_total", {"mode": "abstain"}, "bad"),
-        ("ragpulse_failure_modes_total", {"mode": "healthy"}, "good"),
+        *_split("ragpulse_failure_modes_total", "mode", "abstain", "healthy"),
     ],
     "hallucination": [
         ("ragpulse_unsupported_claims_total", {"source": "hallucination"}, "bad"),
-        ("ragpulse_claims_total", {"verdict": "unsupported"}, "bad"),
-        ("ragpulse_claims_total", {"verdict": "supported"}, "good"),
+        *_UNSUPPORTED_CLAIMS,
     ],
-    "retrieval_failure": [
-        ("ragpulse_failure_modes_total", {"mode": "retrieval"}, "bad"),
-        ("ragpulse_failure_modes_total", {"mode": "healthy"}, "good"),
-    ],
-    "generation_failure": [
-        ("ragpulse_failure_modes_total", {"mode": "generation"}, "bad"),
-        ("ragpulse_failure_modes_total", {"mode": "healthy"}, "good"),
-    ],
+    "retrieval_failure": _split("ragpulse_failure_modes_total", "mode", "retrieval", "healthy"),
+    "generation_failure": _split("ragpulse_failure_modes_total", "mode", "generation", "healthy"),
 }
 
 QUALITY = {"service": SERVICE, "judge": JUDGE}
@@ -219,6 +215,25 @@ def _sig3(x: float) -> float:
     return float(f"{x:.3g}")
 
 
+_Checks = list[tuple[str, str, list[Expect]]]
+_CaseSpec = tuple[str, list[tuple[float, float, int]], _Checks]
+
+
+def _objective_cases(
+    config: Mapping[str, Any], step_min: int, specs: Callable[[str, str, dict[str, float]], list[_CaseSpec]]
+) -> list[Case]:
+    """Per objective, a Case for each (title, phases, checks) that ``specs(objective, alert, shares)``
+    gives, its series sampled every ``step_min`` minutes."""
+    cases = []
+    for name, obj in config["objectives"].items():
+        alert = obj["alert"]
+        for title, phases, checks in specs(name, alert, _shares(obj, config["burn_windows"])):
+            cases.append(
+                Case(f"{alert} {title}", f"{step_min}m", _slo_series(name, phases, step_min), checks)
+            )
+    return cases
+
+
 def _page_cases(config: Mapping[str, Any]) -> list[Case]:
     """2-minute samples: two of them fit the 5m short window, and the cases need half the steps."""
     windows = {bw["name"]: bw for bw in config["burn_windows"]}
@@ -226,22 +241,20 @@ def _page_cases(config: Mapping[str, Any]) -> list[Case]:
     # Recovery is checked once the slow page's short window, read from a recording one step old,
     # holds no bad event: with a small budget any bad event in it keeps the page firing.
     quiet = int(duration_seconds(slow_bw["short"]) // 120) + 2
-    cases = []
-    for name, obj in config["objectives"].items():
-        s, alert = _shares(obj, config["burn_windows"]), obj["alert"]
-        cases += [
-            Case(f"{alert} fast burn pages", "2m", _slo_series(name, [(s["fast"], 1000, 6)], 2),
-                 [("10m", alert, [_burn(name, fast_bw, s["fast"])])]),
-            Case(f"{alert} slow burn pages", "2m", _slo_series(name, [(s["slow"], 1000, 21)], 2),
-                 [("10m", alert, []), ("40m", alert, [_burn(name, slow_bw, s["slow"])])]),
-            Case(f"{alert} healthy does not fire", "2m", _slo_series(name, [(s["healthy"], 1000, 21)], 2),
-                 [("10m", alert, []), ("40m", alert, [])]),
-            Case(f"{alert} volume guard: fast burn on few judged traces", "2m",
-                 _slo_series(name, [(s["fast"], 0.2, 21)], 2), [("10m", alert, []), ("40m", alert, [])]),
-            Case(f"{alert} resolves after recovery", "2m", _slo_series(name, [(s["fast"], 1000, 10), (0.0, 1000, quiet + 1)], 2),
-                 [("10m", alert, [_burn(name, fast_bw, s["fast"])]), (f"{20 + 2 * quiet}m", alert, [])]),
+
+    def specs(name: str, alert: str, s: dict[str, float]) -> list[_CaseSpec]:
+        silent: _Checks = [("10m", alert, []), ("40m", alert, [])]
+        return [
+            ("fast burn pages", [(s["fast"], 1000, 6)], [("10m", alert, [_burn(name, fast_bw, s["fast"])])]),
+            ("slow burn pages", [(s["slow"], 1000, 21)],
+             [("10m", alert, []), ("40m", alert, [_burn(name, slow_bw, s["slow"])])]),
+            ("healthy does not fire", [(s["healthy"], 1000, 21)], silent),
+            ("volume guard: fast burn on few judged traces", [(s["fast"], 0.2, 21)], silent),
+            ("resolves after recovery", [(s["fast"], 1000, 10), (0.0, 1000, quiet + 1)],
+             [("10m", alert, [_burn(name, fast_bw, s["fast"])]), (f"{20 + 2 * quiet}m", alert, [])]),
         ]  # fmt: skip
-    return cases
+
+    return _objective_cases(config, 2, specs)
 
 
 def _ticket_cases(config: Mapping[str, Any]) -> list[Case]:
@@ -251,21 +264,17 @@ def _ticket_cases(config: Mapping[str, Any]) -> list[Case]:
     3d and 6h windows both still cover all of it) has fallen below the budget again.
     """
     ticket = next(bw for bw in config["burn_windows"] if bw["name"] == "ticket")
-    cases = []
-    for name, obj in config["objectives"].items():
-        s, alert = _shares(obj, config["burn_windows"]), obj["alert"]
-        cases += [
-            Case(f"{alert} slow leak opens a ticket", "4m", _slo_series(name, [(s["ticket"], 1000, 25)], 4),
-                 [("80m", alert, [_burn(name, ticket, s["ticket"])])]),
-            Case(f"{alert} ticket: healthy does not fire", "4m", _slo_series(name, [(s["healthy"], 1000, 25)], 4),
-                 [("80m", alert, [])]),
-            Case(f"{alert} ticket volume guard", "4m", _slo_series(name, [(s["ticket"], 0.1, 25)], 4),
-                 [("80m", alert, [])]),
-            Case(f"{alert} ticket resolves after recovery", "4m",
-                 _slo_series(name, [(s["ticket"], 1000, 22), (0.0, 1000, 64)], 4),
-                 [("80m", alert, [_burn(name, ticket, s["ticket"])]), ("340m", alert, [])]),
+
+    def specs(name: str, alert: str, s: dict[str, float]) -> list[_CaseSpec]:
+        return [
+            ("slow leak opens a ticket", [(s["ticket"], 1000, 25)], [("80m", alert, [_burn(name, ticket, s["ticket"])])]),
+            ("ticket: healthy does not fire", [(s["healthy"], 1000, 25)], [("80m", alert, [])]),
+            ("ticket volume guard", [(s["ticket"], 0.1, 25)], [("80m", alert, [])]),
+            ("ticket resolves after recovery", [(s["ticket"], 1000, 22), (0.0, 1000, 64)],
+             [("80m", alert, [_burn(name, ticket, s["ticket"])]), ("340m", alert, [])]),
         ]  # fmt: skip
-    return cases
+
+    return _objective_cases(config, 4, specs)
 
 
 def _score_inputs(score: str, n: int, lower: float, phases: tuple[int, int, int]) -> list[tuple[str, str]]:
