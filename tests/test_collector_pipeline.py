@@ -94,6 +94,23 @@ def test_oversized_attribute_and_span_without_ids_are_reported_not_kept() -> Non
     assert any("span_id" in e for e in res.errors)
 
 
+def test_attribute_json_nested_too_deeply_reads_as_no_value_instead_of_failing_the_build() -> None:
+    from ragpulse.collector.ingest.model import Span
+
+    deep = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError on it
+    attrs = {
+        "traceloop.span.kind": "workflow",
+        "traceloop.entity.input": deep,
+        "traceloop.entity.output": deep,
+        "gen_ai.retrieval.documents": deep,
+        "gen_ai.output.messages": deep,
+    }
+    root = Span("ab" * 16, "01" * 8, "", "chain", 1, 5, 0, "svc", attrs, [])
+    llm = Span("ab" * 16, "02" * 8, "01" * 8, "llm", 2, 4, 0, "svc", {**attrs, "gen_ai.system": "openai"}, [])
+    t = build_trace("ab" * 16, [root, llm])
+    assert (t.query, t.answer, t.chunks, t.source) == ("", "", [], "openllmetry")
+
+
 def test_assembly_any_order_separate_records_timeout_and_bounds() -> None:
     traces = [make_trace(i, rerank=True) for i in range(6)]
     asm = Assembler(timeout_s=5.0, max_traces=100)

@@ -132,6 +132,27 @@ def test_configured_prices_win_over_litellm_and_unpriced_reasons() -> None:
         Pricing({"m": {"input": 1}})
 
 
+def test_the_price_file_reduced_to_its_price_fields_prices_every_model_as_the_whole_file() -> None:
+    from ragpulse.collector.ingest import cost
+
+    whole = {
+        "m1": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6, "max_tokens": 8, "mode": "chat"},
+        "alias-1": {"alias_of": "m1", "mode": "chat"},
+        "alias-priced": {"alias_of": "m1", "input_cost_per_token": 5e-6, "output_cost_per_token": 6e-6},
+        "embedding": {"input_cost_per_token": 1e-7, "mode": "embedding"},
+        "openai/m2": {"input_cost_per_token": 3e-6, "output_cost_per_token": 0, "supports_vision": True},
+        "sample_spec": "not an entry",
+    }
+    reduced = cost._price_fields(whole)
+    assert all(set(entry) <= set(cost._PRICE_FIELDS) for entry in reduced.values())
+    assert "sample_spec" not in reduced
+    for model in [*whole, "m2", "openai/m1", "unknown"]:
+        for provider in ("", "openai"):
+            a, b = Pricing(), Pricing()
+            a._map, b._map = whole, reduced
+            assert a.price(model, provider) == b.price(model, provider), (model, provider)
+
+
 def _ingest(labels: VariantLabels, variants: list[str]) -> Metrics:
     """Run traces with these variants through the ingest core's decision and metrics."""
     metrics = Metrics(labels)

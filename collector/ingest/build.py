@@ -136,6 +136,8 @@ _POSITION_MAX = 2**31 - 1  # citation positions are Int32
 def _int(value: Any, low: int = 0, high: int = _TOKENS_MAX) -> int:
     """An integer attribute clamped to its column's range (0 when it is not a number), so one
     absurd value cannot make a whole batch fail to insert."""
+    if type(value) is int and low <= value <= high:  # what the agent writes: no conversion
+        return value
     try:
         n = int(value)
     except (TypeError, ValueError, OverflowError):
@@ -270,29 +272,31 @@ def _read_generation(t: RagTrace, llms: list[Span]) -> None:
         la.get(GEN_AI_REQUEST_MODEL) or la.get(GEN_AI_RESPONSE_MODEL) or la.get(LLM_MODEL_NAME) or ""
     )
     t.provider = str(la.get(GEN_AI_PROVIDER) or la.get(GEN_AI_SYSTEM) or la.get(LLM_PROVIDER) or "")
-    t.input_tokens = min(
-        _TOKENS_MAX,
-        sum(_int(s.attrs.get(GEN_AI_INPUT_TOKENS, s.attrs.get(LLM_TOKEN_COUNT_PROMPT))) for s in llms),
-    )
-    t.output_tokens = min(
-        _TOKENS_MAX,
-        sum(_int(s.attrs.get(GEN_AI_OUTPUT_TOKENS, s.attrs.get(LLM_TOKEN_COUNT_COMPLETION))) for s in llms),
-    )
+    inp = out = 0
+    for s in llms:
+        a = s.attrs
+        inp += _int(a.get(GEN_AI_INPUT_TOKENS, a.get(LLM_TOKEN_COUNT_PROMPT)))
+        out += _int(a.get(GEN_AI_OUTPUT_TOKENS, a.get(LLM_TOKEN_COUNT_COMPLETION)))
+    t.input_tokens = min(_TOKENS_MAX, inp)
+    t.output_tokens = min(_TOKENS_MAX, out)
     t.generation_ms = _total_ms(llms)
 
 
 def _citations(root: Span) -> list[Citation]:
     """The root span's citation events, in order."""
-    return [
-        Citation(
-            str(ea.get(CITATION_DOCUMENT_ID, "")),
-            str(ea.get(CITATION_MARKER, "")),
-            _int(ea.get(CITATION_START, -1), -1, _POSITION_MAX),
-            _int(ea.get(CITATION_END, -1), -1, _POSITION_MAX),
-        )
-        for name, _ts, ea in root.events
-        if name == CITATION_EVENT
-    ]
+    out = []
+    for name, _ts, ea in root.events:
+        if name == CITATION_EVENT:
+            doc, marker = ea.get(CITATION_DOCUMENT_ID, ""), ea.get(CITATION_MARKER, "")
+            out.append(
+                Citation(
+                    doc if type(doc) is str else str(doc),
+                    marker if type(marker) is str else str(marker),
+                    _int(ea.get(CITATION_START, -1), -1, _POSITION_MAX),
+                    _int(ea.get(CITATION_END, -1), -1, _POSITION_MAX),
+                )
+            )
+    return out
 
 
 def _read_root(t: RagTrace, ra: dict[str, Any], trace_root: Span | None) -> None:

@@ -12,22 +12,26 @@ never an average that silently includes unpriced traces as free.
 litellm's map is the price file the installed litellm ships
 (``model_prices_and_context_window_backup.json``, what ``litellm.model_cost``
 holds with ``LITELLM_LOCAL_MODEL_COST_MAP=True``), read as JSON on the first
-model not configured. Importing litellm itself would cost the ingest loop
-about 150 MB of private memory and seconds of CPU for one dictionary; where
-litellm is already imported (the LLM judge in the same process) its
-``model_cost`` is used, and where the file is missing litellm is imported.
-Without litellm (the ``llm`` extra) only configured prices apply.
+model not configured, of which only the fields a price lookup reads are kept
+(the file's ~4,900 entries carry dozens of other fields: some 5 MB of Python
+objects the ingest process would hold for nothing). Importing litellm itself
+would cost the ingest loop about 150 MB of private memory and seconds of CPU
+for one dictionary; where litellm is already imported (the LLM judge in the
+same process) its ``model_cost`` is used as it is, and where the file is
+missing litellm is imported. Without litellm (the ``llm`` extra) only
+configured prices apply.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 __all__ = ["Pricing", "NO_MODEL", "UNKNOWN_MODEL"]
 
@@ -40,6 +44,19 @@ _PER_MILLION = 1_000_000.0
 
 
 _LITELLM_PRICE_FILE = "model_prices_and_context_window_backup.json"
+# What Pricing._lookup reads of an entry of litellm's map.
+_PRICE_FIELDS = ("input_cost_per_token", "output_cost_per_token", "alias_of")
+
+
+def _price_fields(prices: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The entries of a price file reduced to :data:`_PRICE_FIELDS` (entries without any dropped)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in prices.items():
+        if isinstance(entry, Mapping):
+            kept = {k: entry[k] for k in _PRICE_FIELDS if k in entry}
+            if kept:
+                out[name] = kept
+    return out
 
 
 def _litellm_map() -> Mapping[str, Any]:
@@ -54,9 +71,9 @@ def _litellm_map() -> Mapping[str, Any]:
     for folder in spec.submodule_search_locations or ():
         path = Path(folder) / _LITELLM_PRICE_FILE
         if path.is_file():
-            prices = json.loads(path.read_text(encoding="utf-8"))
+            prices = orjson.loads(path.read_bytes())
             if isinstance(prices, Mapping):
-                return prices
+                return _price_fields(prices)
     import litellm
 
     return litellm.model_cost

@@ -31,22 +31,28 @@ from ...agent.conventions import (
     document_key,
 )
 from ...agent.values import optional_float
+from .json_depth import json_value
 from .model import Chunk
 
 __all__ = ["span_documents"]
 
 _ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "node_id", "id_")
 _CONTENT_KEYS = ("content", "page_content", "text")
-_DOC_KEYS: dict[tuple[str, int], tuple[str, ...]] = {}
+# Per prefix, the keys of document 0, 1, ... (built once: formatting them costs more than reading them).
+_DOC_KEYS: dict[str, list[tuple[str, ...]]] = {}
+_CACHED_DOCUMENTS = 1_000  # per prefix; documents beyond are rare and get their keys formatted
 
 
 def _doc_keys(prefix: str, i: int) -> tuple[str, ...]:
-    """The id/content/score/metadata/source attribute keys of document ``i`` (built once, cached)."""
-    keys = _DOC_KEYS.get((prefix, i))
-    if keys is None:
-        keys = tuple(document_key(prefix, i, field) for field in (*DOCUMENT_FIELDS, DOCUMENT_SOURCE))
-        if len(_DOC_KEYS) < 10_000:
-            _DOC_KEYS[(prefix, i)] = keys
+    """The id/content/score/metadata/source attribute keys of document ``i``."""
+    cached = _DOC_KEYS.get(prefix)  # the prefixes are the conventions' constants
+    if cached is None:
+        cached = _DOC_KEYS[prefix] = []
+    if i < len(cached):
+        return cached[i]
+    keys = tuple(document_key(prefix, i, field) for field in (*DOCUMENT_FIELDS, DOCUMENT_SOURCE))
+    if i == len(cached) and i < _CACHED_DOCUMENTS:
+        cached.append(keys)
     return keys
 
 
@@ -87,15 +93,6 @@ def _flattened(attrs: dict[str, Any], prefix: str) -> list[Chunk]:
     return chunks
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value
-
-
 def _from_objects(items: Any) -> list[Chunk]:
     """Chunks from a list of document objects (gen_ai JSON, OpenLLMetry's LangChain documents)."""
     if not isinstance(items, list):
@@ -125,9 +122,9 @@ def span_documents(attrs: dict[str, Any], prefix: str = RETRIEVAL_DOCUMENTS) -> 
     if not chunks:
         docs = attrs.get(GEN_AI_RETRIEVAL_DOCUMENTS)
         if docs is not None:
-            chunks = _from_objects(_json(docs))
+            chunks = _from_objects(json_value(docs))
         if not chunks and prefix == RETRIEVAL_DOCUMENTS:
-            output = _json(attrs.get(TRACELOOP_ENTITY_OUTPUT))
+            output = json_value(attrs.get(TRACELOOP_ENTITY_OUTPUT))
             if isinstance(output, dict):
                 chunks = _from_objects(output.get("documents"))
     if len(chunks) > 1:

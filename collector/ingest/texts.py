@@ -15,7 +15,7 @@ messages with ``parts``), the deprecated ``gen_ai.completion.*`` /
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from typing import Any
 
 from ...agent.conventions import (
@@ -38,6 +38,7 @@ from ...agent.conventions import (
     TRACELOOP_ENTITY_INPUT,
     TRACELOOP_ENTITY_OUTPUT,
 )
+from .json_depth import json_value
 from .model import Span
 
 __all__ = [
@@ -55,16 +56,6 @@ QUERY_KEYS = ("input", "question", "query")
 _TRACELOOP_IN = ("inputs", "input", "query")
 _TRACELOOP_OUT = ("outputs", "output")
 _USER_ROLES = ("user", "human", "")
-
-
-def _parse(value: Any) -> Any:
-    """``value`` decoded when it is JSON text, else None."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value if isinstance(value, (dict, list)) else None
 
 
 def _text(value: Any, keys: tuple[str, ...]) -> str:
@@ -96,14 +87,14 @@ def _value_text(attrs: dict[str, Any], key: str, mime_key: str, keys: tuple[str,
         return str(value)
     head = value[:1]
     if head in "{[" and (attrs.get(mime_key) == MIME_JSON or (not trusted and head == "{")):
-        parsed = _parse(value)
+        parsed = json_value(value)
         if isinstance(parsed, (dict, list)):
             return _text(parsed, keys)
     return value
 
 
 def _traceloop(attrs: dict[str, Any], key: str, outer: tuple[str, ...], keys: tuple[str, ...]) -> str:
-    wrapped = _parse(attrs.get(key))
+    wrapped = json_value(attrs.get(key))
     if not isinstance(wrapped, dict):
         return ""
     for name in outer:
@@ -152,7 +143,7 @@ def _flat_messages(
 
 def _json_messages(value: Any) -> list[tuple[str, str]]:
     """(role, text) of GenAI JSON messages: the text parts of each message joined."""
-    messages = _parse(value)
+    messages = json_value(value)
     if not isinstance(messages, list):
         return []
     out = []
@@ -186,25 +177,32 @@ def _last_text(msgs: list[tuple[str, str]]) -> str:
     return ""
 
 
+def _messages(
+    attrs: dict[str, Any], flattened: str, genai_json: str, deprecated: str
+) -> Iterator[list[tuple[str, str]]]:
+    """One direction's messages of an LLM span in the order they are read, each form only once
+    the one before gave nothing: OpenInference's flattened ``flattened.<i>.message.*``, the
+    GenAI ``genai_json`` messages, the deprecated flattened ``deprecated.<i>.*``."""
+    yield _flat_messages(attrs, flattened, MESSAGE_ROLE, MESSAGE_CONTENT)
+    if genai_json in attrs:
+        yield _json_messages(attrs[genai_json])
+    yield _flat_messages(attrs, deprecated, GEN_AI_ROLE, GEN_AI_CONTENT)
+
+
 def llm_answer(span: Span) -> str:
     """The text an LLM span produced ('' when it produced none, e.g. only a tool call)."""
     a = span.attrs
-    text = _last_text(_flat_messages(a, LLM_OUTPUT_MESSAGES, MESSAGE_ROLE, MESSAGE_CONTENT))
-    if not text and GEN_AI_OUTPUT_MESSAGES in a:
-        text = _last_text(_json_messages(a[GEN_AI_OUTPUT_MESSAGES]))
-    if not text:
-        text = _last_text(_flat_messages(a, GEN_AI_COMPLETION, GEN_AI_ROLE, GEN_AI_CONTENT))
-    if not text:
-        text = _value_text(a, OUTPUT_VALUE, OUTPUT_MIME_TYPE, ANSWER_KEYS, False)
-    return text
+    for msgs in _messages(a, LLM_OUTPUT_MESSAGES, GEN_AI_OUTPUT_MESSAGES, GEN_AI_COMPLETION):
+        text = _last_text(msgs)
+        if text:
+            return text
+    return _value_text(a, OUTPUT_VALUE, OUTPUT_MIME_TYPE, ANSWER_KEYS, False)
 
 
 def llm_query(span: Span) -> str:
     """The last user message an LLM span was given."""
-    a = span.attrs
-    query = _last_user(_flat_messages(a, LLM_INPUT_MESSAGES, MESSAGE_ROLE, MESSAGE_CONTENT))
-    if not query and GEN_AI_INPUT_MESSAGES in a:
-        query = _last_user(_json_messages(a[GEN_AI_INPUT_MESSAGES]))
-    if not query:
-        query = _last_user(_flat_messages(a, GEN_AI_PROMPT, GEN_AI_ROLE, GEN_AI_CONTENT))
-    return query
+    for msgs in _messages(span.attrs, LLM_INPUT_MESSAGES, GEN_AI_INPUT_MESSAGES, GEN_AI_PROMPT):
+        query = _last_user(msgs)
+        if query:
+            return query
+    return ""

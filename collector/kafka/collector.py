@@ -64,6 +64,11 @@ log = logging.getLogger("ragpulse.collect")
 _MAX_POLL_INTERVAL_MS = 300_000
 _REBALANCE_ALLOWED_S = rebalance_allowance_s(_MAX_POLL_INTERVAL_MS)
 _POLLER = "collector"  # this loop's name in the poll watch (/healthz)
+# Per partition and fetch. A fetch response is read whole into one buffer before its records are
+# unpacked (and copied out), so this bounds the loop's largest transient blocks; larger fetches
+# only save round trips to a broker the loop keeps up with anyway (measured: 4 MiB left ~25 MB
+# more private memory in the heap than 1 MiB, for the same drain time).
+_PARTITION_FETCH_BYTES = 1 << 20
 
 
 class _Stop(Exception):
@@ -146,7 +151,7 @@ class KafkaCollector:
             auto_offset_reset="earliest",
             max_poll_records=k["max_poll_records"],
             fetch_max_bytes=k["fetch_max_bytes"],
-            max_partition_fetch_bytes=min(k["fetch_max_bytes"], 4 << 20),
+            max_partition_fetch_bytes=min(k["fetch_max_bytes"], _PARTITION_FETCH_BYTES),
             max_poll_interval_ms=_MAX_POLL_INTERVAL_MS,
             session_timeout_ms=k["session_timeout_ms"],
             heartbeat_interval_ms=max(1000, k["session_timeout_ms"] // 3),
