@@ -74,6 +74,10 @@ def _request_args(
     return args
 
 
+#: The counters in :attr:`LLMJudge.stats`.
+_COUNTERS = ("requests", "retries", "rate_limited", "timeouts", "repairs", "errors", "cache_hits", "judged")
+
+
 class LLMJudge:
     """Judge traces with an LLM through litellm.
 
@@ -146,8 +150,17 @@ class LLMJudge:
             hour_seconds=budget_hour_seconds,
         )
         self.cache = JudgmentCache(cache_size)
+        self.judge_id = self._judge_id()
+        self.stats: dict[str, float] = dict.fromkeys(_COUNTERS, 0)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._sem: asyncio.Semaphore | None = None
+        self._start_lock = threading.Lock()
+
+    def _judge_id(self) -> str:
+        """``llm-<prompt version>:<model>:<digest>``, the digest over every setting that changes verdicts."""
         pinned = {
-            "model": model,
+            "model": self.model,
             "prompt": f"{self.prompt.version}:{self.prompt.digest}",
             "temperature": self._request["temperature"],
             "max_tokens": self._request["max_tokens"],
@@ -157,22 +170,7 @@ class LLMJudge:
             "require_citations": self.require_citations,
         }
         digest = hashlib.sha256(json.dumps(pinned, sort_keys=True).encode()).hexdigest()[:8]
-        self.judge_id = f"llm-{self.prompt.version}:{model}:{digest}"
-        counters = (
-            "requests",
-            "retries",
-            "rate_limited",
-            "timeouts",
-            "repairs",
-            "errors",
-            "cache_hits",
-            "judged",
-        )
-        self.stats: dict[str, float] = dict.fromkeys(counters, 0)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._sem: asyncio.Semaphore | None = None
-        self._start_lock = threading.Lock()
+        return f"llm-{self.prompt.version}:{self.model}:{digest}"
 
     # -- public API ---------------------------------------------------------------------------
     @property
