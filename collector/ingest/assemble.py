@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...agent.conventions import RAG_ROOT
@@ -46,27 +47,17 @@ class _Pending:
         self.is_rag = False
 
 
+@dataclass(slots=True, eq=False)
 class Assembled:
     """A trace leaving the assembler: its spans, whether the completion rule fired, and its positions."""
 
-    __slots__ = ("trace_id", "spans", "complete", "is_rag", "positions", "last", "trace")
-
-    def __init__(
-        self,
-        trace_id: str,
-        spans: list[Span],
-        complete: bool,
-        is_rag: bool,
-        positions: dict[Any, int],
-        last: tuple[Any, int] | None = None,
-    ) -> None:
-        self.trace_id = trace_id
-        self.spans = spans
-        self.complete = complete
-        self.is_rag = is_rag
-        self.positions = positions
-        self.last = last  # (partition, offset) of the last record that fed this trace
-        self.trace: RagTrace | None = None  # built early (Ingestor.build) so the spans can be freed
+    trace_id: str
+    spans: list[Span]
+    complete: bool
+    is_rag: bool
+    positions: dict[Any, int]
+    last: tuple[Any, int] | None = None  # (partition, offset) of the last record that fed this trace
+    trace: RagTrace | None = field(default=None, init=False)  # built early (Ingestor.build) to free the spans
 
 
 class Assembler:

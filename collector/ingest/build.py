@@ -10,7 +10,7 @@ query and answer texts by :mod:`.texts`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...agent.citations import parse_citations
 from ...agent.conventions import (
@@ -145,51 +145,52 @@ def _int(value: Any, low: int = 0, high: int = _TOKENS_MAX) -> int:
     return low if n < low else high if n > high else n
 
 
-class _Parts:
+class _Parts(NamedTuple):
     """A trace's spans sorted by role: what :func:`build_trace` reads each field from."""
 
-    __slots__ = ("root", "trace_root", "retrievers", "rerankers", "llms", "error", "first", "end")
+    root: Span | None  # the RAG call's root (see _parts)
+    trace_root: Span | None
+    retrievers: list[Span]
+    rerankers: list[Span]
+    llms: list[Span]
+    error: bool
+    first: Span
+    end: int
 
-    def __init__(self, spans: list[Span]) -> None:
-        rag_root = trace_root = chain = None
-        retrievers: list[Span] = []
-        rerankers: list[Span] = []
-        llms: list[Span] = []
-        error = False
-        first = spans[0]
-        end = first.end
-        for s in spans:
-            if s.status == STATUS_ERROR:
-                error = True
-            if s.attrs.get(RAG_ROOT):
-                rag_root = s
-            if not s.parent_id:
-                trace_root = s
-            if s.start < first.start:
-                first = s
-            if s.end > end:
-                end = s.end
-            role = s.role
-            if role is None:
-                role = span_role(s)
-            if role == "retriever":
-                retrievers.append(s)
-            elif role == "reranker":
-                rerankers.append(s)
-            elif role == "llm":
-                llms.append(s)
-            elif role == "chain" and (chain is None or s.start < chain.start):
-                chain = s
-        # The RAG call's root: ragpulse's, else the outermost chain (OpenInference CHAIN,
-        # OpenLLMetry workflow), else the trace's own root.
-        self.root: Span | None = rag_root or chain or trace_root
-        self.trace_root = trace_root
-        self.retrievers = retrievers
-        self.rerankers = rerankers
-        self.llms = llms
-        self.error = error
-        self.first = first
-        self.end = end
+
+def _parts(spans: list[Span]) -> _Parts:
+    rag_root = trace_root = chain = None
+    retrievers: list[Span] = []
+    rerankers: list[Span] = []
+    llms: list[Span] = []
+    error = False
+    first = spans[0]
+    end = first.end
+    for s in spans:
+        if s.status == STATUS_ERROR:
+            error = True
+        if s.attrs.get(RAG_ROOT):
+            rag_root = s
+        if not s.parent_id:
+            trace_root = s
+        if s.start < first.start:
+            first = s
+        if s.end > end:
+            end = s.end
+        role = s.role
+        if role is None:
+            role = span_role(s)
+        if role == "retriever":
+            retrievers.append(s)
+        elif role == "reranker":
+            rerankers.append(s)
+        elif role == "llm":
+            llms.append(s)
+        elif role == "chain" and (chain is None or s.start < chain.start):
+            chain = s
+    # The RAG call's root: ragpulse's, else the outermost chain (OpenInference CHAIN,
+    # OpenLLMetry workflow), else the trace's own root.
+    return _Parts(rag_root or chain or trace_root, trace_root, retrievers, rerankers, llms, error, first, end)
 
 
 def _source(spans: list[Span]) -> str:
@@ -205,7 +206,7 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
     """Turn one trace's spans into a :class:`RagTrace` (fields it cannot find stay empty)."""
     t = RagTrace(trace_id)
     t.span_count = len(spans)
-    p = _Parts(spans)
+    p = _parts(spans)
     root = p.root
     ra: dict[str, Any] = root.attrs if root is not None else {}
     trusted = RAG_ROOT in ra

@@ -2,7 +2,7 @@
 
 Spans from every input path (OTLP protobuf or JSON from Kafka, OTLP/HTTP, the
 agent's in-process sink) are converted to :class:`Span` once, so assembly,
-sampling and storage never care where a span came from. Both classes use
+sampling and storage never care where a span came from. Every class uses
 ``__slots__`` because the collector handles tens of thousands of spans per
 second and per-object overhead is most of its Python cost.
 """
@@ -10,6 +10,7 @@ second and per-object overhead is most of its Python cost.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..contract import JSON, TRACE_FIELDS
@@ -19,51 +20,26 @@ __all__ = ["Span", "Chunk", "Citation", "RagTrace", "STATUS_ERROR"]
 STATUS_ERROR = 2  # OTLP Status.code for ERROR
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class Span:
     """One finished span, reduced to what the collector reads.
 
     ``attrs`` maps attribute keys to plain Python values (str, int, float, bool,
     lists of those); ``events`` is a list of ``(name, time_unix_nano, attrs)``.
+    Compared by identity: two spans are never merged by their contents.
     """
 
-    __slots__ = (
-        "trace_id",
-        "span_id",
-        "parent_id",
-        "name",
-        "start",
-        "end",
-        "status",
-        "service",
-        "attrs",
-        "events",
-        "role",
-    )
-
-    def __init__(
-        self,
-        trace_id: str,
-        span_id: str,
-        parent_id: str,
-        name: str,
-        start: int,
-        end: int,
-        status: int,
-        service: str,
-        attrs: dict[str, Any],
-        events: list[tuple[str, int, dict[str, Any]]],
-    ) -> None:
-        self.trace_id = trace_id
-        self.span_id = span_id
-        self.parent_id = parent_id
-        self.name = name
-        self.start = start
-        self.end = end
-        self.status = status
-        self.service = service
-        self.attrs = attrs
-        self.events = events
-        self.role: str | None = None  # RAG role, worked out once by the assembler (build.span_role)
+    trace_id: str
+    span_id: str
+    parent_id: str
+    name: str
+    start: int
+    end: int
+    status: int
+    service: str
+    attrs: dict[str, Any]
+    events: list[tuple[str, int, dict[str, Any]]]
+    role: str | None = field(default=None, init=False)  # RAG role, worked out once (build.span_role)
 
     def __repr__(self) -> str:
         return f"Span({self.trace_id[:8]}/{self.span_id} {self.name!r})"

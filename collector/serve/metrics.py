@@ -204,29 +204,18 @@ class Metrics:
 
     def _variant_metrics(self, r: CollectorRegistry) -> None:
         """Cost and latency of every stored trace, per variant (counted once, at its first decision)."""
-        self.generation_cost = Counter(
-            "ragpulse_generation_cost_usd_total",
-            "Generation cost in USD of the priced traces (model price x tokens)",
-            ["service", "variant"],
-            registry=r,
-        )
-        self.generation_priced = Counter(
-            "ragpulse_generation_priced_total",
-            "Traces with a generation cost",
-            ["service", "variant"],
-            registry=r,
-        )
+        by = ("service", "variant")
+        cost = "Generation cost in USD of the priced traces (model price x tokens)"
+        self.generation_cost = Counter("ragpulse_generation_cost_usd_total", cost, by, registry=r)
+        priced = "Traces with a generation cost"
+        self.generation_priced = Counter("ragpulse_generation_priced_total", priced, by, registry=r)
+        unpriced = "Traces without a generation cost: no_model (no LLM span) or unknown_model (no price)"
         self.generation_unpriced = Counter(
-            "ragpulse_generation_unpriced_total",
-            "Traces without a generation cost: no_model (no LLM span) or unknown_model (no price)",
-            ["service", "variant", "reason"],
-            registry=r,
+            "ragpulse_generation_unpriced_total", unpriced, (*by, "reason"), registry=r
         )
+        stages = "Latency per stage (retrieval, rerank, generation, total) of each trace"
         self.stage_latency = BatchHistogram(
-            "ragpulse_stage_latency_seconds",
-            "Latency per stage (retrieval, rerank, generation, total) of each trace",
-            ["service", "variant", "stage"],
-            _LATENCY_BUCKETS,
+            "ragpulse_stage_latency_seconds", stages, (*by, "stage"), _LATENCY_BUCKETS
         )
         r.register(self.stage_latency)
 

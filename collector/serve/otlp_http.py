@@ -54,10 +54,14 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         ``read_timeout_s`` bounds the time to receive one request's headers or its whole body;
         ``max_inflight_bytes`` the body bytes all requests together may hold (see inflight.py).
         ``auth_token``, when set, is required as ``Authorization: Bearer <token>``."""
-        self.submit = submit
+
+        def forward(body: bytes, kind: str, spans: list[Span]) -> bool:
+            """Hand on an accepted request: its validated body, or its decoded spans."""
+            return raw_submit(body, kind) if raw_submit is not None else submit(spans)
+
+        self._forward = forward
         self.auth_token = auth_token
         self.read_timeout_s = read_timeout_s
-        self.raw_submit = raw_submit
         self.limits = limits
         self.metrics = metrics
         self.inflight = InflightBytes(max_inflight_bytes)
@@ -109,13 +113,9 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             # Every span was rejected: nothing was accepted, and retrying cannot help.
             reasons = "; ".join(result.errors[:5])[:1000]
             return self._refuse(req, IntakeRejected(400, f"no usable span: {reasons}"), is_json)
-        if self.raw_submit is not None:
-            accepted = self.raw_submit(body, "json" if is_json else "proto")
-        else:
-            accepted = self.submit(result.spans)
-        if not accepted:
+        if not self._forward(body, "json" if is_json else "proto", result.spans):
             self.metrics.records.labels("throttled").inc()
-            return _status_reply(req, 503, "pipeline queue full", is_json, retry_after=1)
+            return _reply(req, 503, *_status(503, "pipeline queue full", is_json), retry_after=1)
         self.metrics.records.labels("ok").inc()
         resp = ExportTraceServiceResponse()
         if result.errors:
@@ -148,7 +148,8 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             req.close_connection = True
         if 0 < exc.unread <= DRAIN_MAX_BYTES:
             discard(req.rfile, req.connection, exc.unread, self.read_timeout_s)
-        _status_reply(req, exc.status, str(exc), is_json, retry_after=exc.retry_after, close=exc.close)
+        body, ctype = _status(exc.status, str(exc), is_json)
+        _reply(req, exc.status, body, ctype, retry_after=exc.retry_after, close=exc.close)
 
 
 def _decode(body: bytes, is_json: bool, limits: Limits) -> DecodeResult:
@@ -180,21 +181,11 @@ def _success(is_json: bool) -> tuple[bytes, str]:
 _RPC_CODES = {400: 3, 411: 3, 415: 3, 408: 4, 413: 8, 401: 16}
 
 
-def _status_reply(
-    req: BaseHTTPRequestHandler,
-    code: int,
-    message: str,
-    is_json: bool,
-    retry_after: int | None = None,
-    close: bool = False,
-) -> None:
+def _status(code: int, message: str, is_json: bool) -> tuple[bytes, str]:
+    """The body and media type of an error answer: a JSON or protobuf ``google.rpc.Status``."""
     if is_json:
-        body = json.dumps({"code": code, "message": message}).encode()
-        ctype = "application/json"
-    else:
-        body = _rpc_status(_RPC_CODES.get(code, 14), message)
-        ctype = "application/x-protobuf"
-    _reply(req, code, body, ctype, retry_after, close)
+        return json.dumps({"code": code, "message": message}).encode(), "application/json"
+    return _rpc_status(_RPC_CODES.get(code, 14), message), "application/x-protobuf"
 
 
 def _varint(n: int) -> bytes:

@@ -101,14 +101,90 @@ fn enter(depth: i32) -> WResult<i32> {
     }
 }
 
-/// Reads the next tag, rejecting what upb rejects at message level.
+/// Reads every field of one message: `known(reader, field, wire_type)` reads the fields it
+/// knows and returns true; any other (an unknown field, or a known one with an unexpected wire
+/// type) is skipped as unknown, as upb does. Tags are rejected where upb rejects them.
 #[inline]
-fn next_tag(r: &mut Reader) -> WResult<(u32, u32)> {
-    r.tag()
+fn each_field<'a>(
+    mut r: Reader<'a>,
+    depth: i32,
+    mut known: impl FnMut(&mut Reader<'a>, u32, u32) -> WResult<bool>,
+) -> WResult<()> {
+    while !r.done() {
+        let (f, wt) = r.tag()?;
+        if !known(&mut r, f, wt)? {
+            r.skip(f, wt, depth)?;
+        }
+    }
+    Ok(())
+}
+
+/// A sub-message field read by `parse`, one nesting level deeper than its message at `depth`.
+#[inline]
+fn nested<'a, T>(
+    r: &mut Reader<'a>,
+    depth: i32,
+    parse: impl FnOnce(Reader<'a>, i32) -> WResult<T>,
+) -> WResult<T> {
+    let b = r.sub()?;
+    parse(b, enter(depth)?)
+}
+
+/// A field read (so validated) and dropped.
+#[inline]
+fn dropped<T>(read: WResult<T>) -> WResult<bool> {
+    read.map(|_| true)
+}
+
+/// What a field of a message that is validated and dropped holds.
+#[derive(Clone, Copy)]
+enum Dropped {
+    Str,
+    Bytes,
+    Varint,
+    Fixed32,
+    KeyValue,
+}
+
+/// `EntityRef`: four string fields (two repeated).
+const ENTITY_REF: &[(u32, u32, Dropped)] = &[
+    (1, WT_LEN, Dropped::Str),
+    (2, WT_LEN, Dropped::Str),
+    (3, WT_LEN, Dropped::Str),
+    (4, WT_LEN, Dropped::Str),
+];
+/// `InstrumentationScope`: name, version, attributes, dropped_attributes_count.
+const SCOPE: &[(u32, u32, Dropped)] = &[
+    (1, WT_LEN, Dropped::Str),
+    (2, WT_LEN, Dropped::Str),
+    (3, WT_LEN, Dropped::KeyValue),
+    (4, WT_VARINT, Dropped::Varint),
+];
+/// `Span.Link`: trace and span id, trace state, attributes, dropped count, flags.
+const LINK: &[(u32, u32, Dropped)] = &[
+    (1, WT_LEN, Dropped::Bytes),
+    (2, WT_LEN, Dropped::Bytes),
+    (3, WT_LEN, Dropped::Str),
+    (4, WT_LEN, Dropped::KeyValue),
+    (5, WT_VARINT, Dropped::Varint),
+    (6, WT_FIXED32, Dropped::Fixed32),
+];
+
+/// Validates a message the collector does not keep (`fields`: its known fields) and drops it.
+fn check(r: Reader<'_>, depth: i32, fields: &[(u32, u32, Dropped)]) -> WResult<()> {
+    each_field(r, depth, |r, f, wt| {
+        match fields.iter().find(|(n, w, _)| *n == f && *w == wt) {
+            None => Ok(false),
+            Some((_, _, Dropped::Str)) => dropped(r.string()),
+            Some((_, _, Dropped::Bytes)) => dropped(r.bytes()),
+            Some((_, _, Dropped::Varint)) => dropped(r.varint()),
+            Some((_, _, Dropped::Fixed32)) => dropped(r.fixed32()),
+            Some((_, _, Dropped::KeyValue)) => dropped(nested(r, depth, parse_key_value)),
+        }
+    })
 }
 
 pub fn parse_traces_data(buf: &[u8]) -> WResult<TracesData<'_>> {
-    let mut r = Reader::new(buf);
     let mut td = TracesData {
         resources: Vec::new(),
         spans: Vec::with_capacity(buf.len() / 1024 + 1),
@@ -118,135 +194,66 @@ pub fn parse_traces_data(buf: &[u8]) -> WResult<TracesData<'_>> {
             event_attrs: Vec::new(),
         },
     };
-    let depth = DEPTH_LIMIT;
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        if f == 1 && wt == WT_LEN {
-            let b = r.sub()?;
-            let d = enter(depth)?;
-            parse_resource_spans(b, d, &mut td)?;
-        } else {
-            r.skip(f, wt, depth)?;
-        }
-    }
+    each_field(Reader::new(buf), DEPTH_LIMIT, |r, f, wt| match (f, wt) {
+        (1, WT_LEN) => dropped(nested(r, DEPTH_LIMIT, |b, d| {
+            parse_resource_spans(b, d, &mut td)
+        })),
+        _ => Ok(false),
+    })?;
     Ok(td)
 }
 
-fn parse_resource_spans<'a>(mut r: Reader<'a>, depth: i32, td: &mut TracesData<'a>) -> WResult<()> {
-    let mut res = Resource {
-        attrs: Vec::new(),
-        first_span: td.spans.len(),
-        end_span: 0,
-    };
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        match (f, wt) {
-            (1, WT_LEN) => {
-                let b = r.sub()?;
-                parse_resource_into(b, enter(depth)?, &mut res.attrs)?;
-            }
-            (2, WT_LEN) => {
-                let b = r.sub()?;
-                parse_scope_spans(b, enter(depth)?, &mut td.spans, &mut td.arena)?;
-            }
-            (3, WT_LEN) => {
-                r.string()?;
-            }
-            _ => r.skip(f, wt, depth)?,
-        }
-    }
-    res.end_span = td.spans.len();
-    td.resources.push(res);
+fn parse_resource_spans<'a>(r: Reader<'a>, depth: i32, td: &mut TracesData<'a>) -> WResult<()> {
+    let mut attrs = Vec::new();
+    let first_span = td.spans.len();
+    each_field(r, depth, |r, f, wt| match (f, wt) {
+        (1, WT_LEN) => dropped(nested(r, depth, |b, d| {
+            parse_resource_into(b, d, &mut attrs)
+        })),
+        (2, WT_LEN) => dropped(nested(r, depth, |b, d| {
+            parse_scope_spans(b, d, &mut td.spans, &mut td.arena)
+        })),
+        (3, WT_LEN) => dropped(r.string()),
+        _ => Ok(false),
+    })?;
+    td.resources.push(Resource {
+        attrs,
+        first_span,
+        end_span: td.spans.len(),
+    });
     Ok(())
 }
 
 fn parse_resource_into<'a>(
-    mut r: Reader<'a>,
+    r: Reader<'a>,
     depth: i32,
     attrs: &mut Vec<KeyValue<'a>>,
 ) -> WResult<()> {
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        match (f, wt) {
-            (1, WT_LEN) => {
-                let b = r.sub()?;
-                attrs.push(parse_key_value(b, enter(depth)?)?);
-            }
-            (2, WT_VARINT) => {
-                r.varint()?;
-            }
-            (3, WT_LEN) => {
-                let b = r.sub()?;
-                check_entity_ref(b, enter(depth)?)?;
-            }
-            _ => r.skip(f, wt, depth)?,
-        }
-    }
-    Ok(())
-}
-
-/// `EntityRef`: four string fields (two repeated), validated and dropped.
-fn check_entity_ref(mut r: Reader<'_>, depth: i32) -> WResult<()> {
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        match (f, wt) {
-            (1..=4, WT_LEN) => {
-                r.string()?;
-            }
-            _ => r.skip(f, wt, depth)?,
-        }
-    }
-    Ok(())
+    each_field(r, depth, |r, f, wt| match (f, wt) {
+        (1, WT_LEN) => dropped(nested(r, depth, parse_key_value).map(|kv| attrs.push(kv))),
+        (2, WT_VARINT) => dropped(r.varint()),
+        (3, WT_LEN) => dropped(nested(r, depth, |b, d| check(b, d, ENTITY_REF))),
+        _ => Ok(false),
+    })
 }
 
 fn parse_scope_spans<'a>(
-    mut r: Reader<'a>,
+    r: Reader<'a>,
     depth: i32,
     spans: &mut Vec<Span<'a>>,
     arena: &mut Arena<'a>,
 ) -> WResult<()> {
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        match (f, wt) {
-            (1, WT_LEN) => {
-                let b = r.sub()?;
-                check_scope(b, enter(depth)?)?;
-            }
-            (2, WT_LEN) => {
-                let b = r.sub()?;
-                spans.push(parse_span(b, enter(depth)?, arena)?);
-            }
-            (3, WT_LEN) => {
-                r.string()?;
-            }
-            _ => r.skip(f, wt, depth)?,
+    each_field(r, depth, |r, f, wt| match (f, wt) {
+        (1, WT_LEN) => dropped(nested(r, depth, |b, d| check(b, d, SCOPE))),
+        (2, WT_LEN) => {
+            dropped(nested(r, depth, |b, d| parse_span(b, d, arena)).map(|s| spans.push(s)))
         }
-    }
-    Ok(())
+        (3, WT_LEN) => dropped(r.string()),
+        _ => Ok(false),
+    })
 }
 
-/// `InstrumentationScope`: validated and dropped.
-fn check_scope(mut r: Reader<'_>, depth: i32) -> WResult<()> {
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        match (f, wt) {
-            (1 | 2, WT_LEN) => {
-                r.string()?;
-            }
-            (3, WT_LEN) => {
-                let b = r.sub()?;
-                parse_key_value(b, enter(depth)?)?;
-            }
-            (4, WT_VARINT) => {
-                r.varint()?;
-            }
-            _ => r.skip(f, wt, depth)?,
-        }
-    }
-    Ok(())
-}
-
-fn parse_span<'a>(mut r: Reader<'a>, depth: i32, arena: &mut Arena<'a>) -> WResult<Span<'a>> {
+fn parse_span<'a>(r: Reader<'a>, depth: i32, arena: &mut Arena<'a>) -> WResult<Span<'a>> {
     let attrs0 = arena.span_attrs.len();
     let events0 = arena.events.len();
     let mut s = Span {
@@ -260,212 +267,131 @@ fn parse_span<'a>(mut r: Reader<'a>, depth: i32, arena: &mut Arena<'a>) -> WResu
         attrs: 0..0,
         events: 0..0,
     };
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
+    each_field(r, depth, |r, f, wt| {
         match (f, wt) {
             (1, WT_LEN) => s.trace_id = r.bytes()?,
             (2, WT_LEN) => s.span_id = r.bytes()?,
-            (3, WT_LEN) => {
-                r.string()?;
-            }
             (4, WT_LEN) => s.parent_id = r.bytes()?,
             (5, WT_LEN) => s.name = r.string()?,
-            (6 | 10 | 12 | 14, WT_VARINT) => {
-                r.varint()?;
-            }
             (7, WT_FIXED64) => s.start = r.fixed64()?,
             (8, WT_FIXED64) => s.end = r.fixed64()?,
-            (9, WT_LEN) => {
-                let b = r.sub()?;
-                arena.span_attrs.push(parse_key_value(b, enter(depth)?)?);
-            }
+            (9, WT_LEN) => arena.span_attrs.push(nested(r, depth, parse_key_value)?),
             (11, WT_LEN) => {
-                let b = r.sub()?;
-                let e = parse_event(b, enter(depth)?, &mut arena.event_attrs)?;
+                let e = nested(r, depth, |b, d| parse_event(b, d, &mut arena.event_attrs))?;
                 arena.events.push(e);
             }
-            (13, WT_LEN) => {
-                let b = r.sub()?;
-                check_link(b, enter(depth)?)?;
-            }
-            (15, WT_LEN) => {
-                let b = r.sub()?;
-                parse_status_into(b, enter(depth)?, &mut s.status)?;
-            }
-            (16, WT_FIXED32) => {
-                r.fixed32()?;
-            }
-            _ => r.skip(f, wt, depth)?,
+            (15, WT_LEN) => s.status = nested(r, depth, |b, d| parse_status(b, d, s.status))?,
+            // trace_state, kind, dropped counts, links, flags: validated and dropped.
+            (3, WT_LEN) => return dropped(r.string()),
+            (6 | 10 | 12 | 14, WT_VARINT) => return dropped(r.varint()),
+            (13, WT_LEN) => return dropped(nested(r, depth, |b, d| check(b, d, LINK))),
+            (16, WT_FIXED32) => return dropped(r.fixed32()),
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     s.attrs = attrs0..arena.span_attrs.len();
     s.events = events0..arena.events.len();
     Ok(s)
 }
 
-fn parse_status_into(mut r: Reader<'_>, depth: i32, code: &mut i32) -> WResult<()> {
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        match (f, wt) {
-            (2, WT_LEN) => {
-                r.string()?;
-            }
-            // An open proto3 enum: any int32, the varint truncated to 32 bits.
-            (3, WT_VARINT) => *code = r.varint()? as u32 as i32,
-            _ => r.skip(f, wt, depth)?,
-        }
-    }
-    Ok(())
+/// `Status`, merged into the code of an earlier occurrence (the message is validated and dropped).
+fn parse_status(r: Reader<'_>, depth: i32, mut code: i32) -> WResult<i32> {
+    each_field(r, depth, |r, f, wt| match (f, wt) {
+        (2, WT_LEN) => dropped(r.string()),
+        // An open proto3 enum: any int32, the varint truncated to 32 bits.
+        (3, WT_VARINT) => dropped(r.varint().map(|v| code = v as u32 as i32)),
+        _ => Ok(false),
+    })?;
+    Ok(code)
 }
 
-fn parse_event<'a>(
-    mut r: Reader<'a>,
-    depth: i32,
-    attrs: &mut Vec<KeyValue<'a>>,
-) -> WResult<Event<'a>> {
+fn parse_event<'a>(r: Reader<'a>, depth: i32, attrs: &mut Vec<KeyValue<'a>>) -> WResult<Event<'a>> {
     let attrs0 = attrs.len();
-    let mut e = Event {
-        time: 0,
-        name: "",
-        attrs: 0..0,
-    };
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        match (f, wt) {
-            (1, WT_FIXED64) => e.time = r.fixed64()?,
-            (2, WT_LEN) => e.name = r.string()?,
-            (3, WT_LEN) => {
-                let b = r.sub()?;
-                attrs.push(parse_key_value(b, enter(depth)?)?);
-            }
-            (4, WT_VARINT) => {
-                r.varint()?;
-            }
-            _ => r.skip(f, wt, depth)?,
-        }
-    }
-    e.attrs = attrs0..attrs.len();
-    Ok(e)
+    let (mut time, mut name) = (0, "");
+    each_field(r, depth, |r, f, wt| match (f, wt) {
+        (1, WT_FIXED64) => dropped(r.fixed64().map(|t| time = t)),
+        (2, WT_LEN) => dropped(r.string().map(|n| name = n)),
+        (3, WT_LEN) => dropped(nested(r, depth, parse_key_value).map(|kv| attrs.push(kv))),
+        (4, WT_VARINT) => dropped(r.varint()),
+        _ => Ok(false),
+    })?;
+    Ok(Event {
+        time,
+        name,
+        attrs: attrs0..attrs.len(),
+    })
 }
 
-/// `Span.Link`: validated and dropped.
-fn check_link(mut r: Reader<'_>, depth: i32) -> WResult<()> {
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        match (f, wt) {
-            (1 | 2, WT_LEN) => {
-                r.bytes()?;
-            }
-            (3, WT_LEN) => {
-                r.string()?;
-            }
-            (4, WT_LEN) => {
-                let b = r.sub()?;
-                parse_key_value(b, enter(depth)?)?;
-            }
-            (5, WT_VARINT) => {
-                r.varint()?;
-            }
-            (6, WT_FIXED32) => {
-                r.fixed32()?;
-            }
-            _ => r.skip(f, wt, depth)?,
-        }
-    }
-    Ok(())
-}
-
-fn parse_key_value(mut r: Reader<'_>, depth: i32) -> WResult<KeyValue<'_>> {
+fn parse_key_value(r: Reader<'_>, depth: i32) -> WResult<KeyValue<'_>> {
     let mut kv = KeyValue {
         key: "",
         value: Value::Unset,
     };
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        match (f, wt) {
-            (1, WT_LEN) => kv.key = r.string()?,
-            (2, WT_LEN) => {
-                let b = r.sub()?;
-                parse_any_value_into(b, enter(depth)?, &mut kv.value)?;
-            }
-            (3, WT_VARINT) => {
-                r.varint()?;
-            }
-            _ => r.skip(f, wt, depth)?,
-        }
-    }
+    each_field(r, depth, |r, f, wt| match (f, wt) {
+        (1, WT_LEN) => dropped(r.string().map(|k| kv.key = k)),
+        (2, WT_LEN) => dropped(nested(r, depth, |b, d| {
+            parse_any_value_into(b, d, &mut kv.value)
+        })),
+        (3, WT_VARINT) => dropped(r.varint()),
+        _ => Ok(false),
+    })?;
     Ok(kv)
 }
 
 /// Parses (merges) one occurrence of an `AnyValue` into `v`.
-fn parse_any_value_into<'a>(mut r: Reader<'a>, depth: i32, v: &mut Value<'a>) -> WResult<()> {
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        match (f, wt) {
-            (1, WT_LEN) => *v = Value::Str(r.string()?),
-            (2, WT_VARINT) => *v = Value::Bool(r.varint()? != 0),
-            (3, WT_VARINT) => *v = Value::Int(r.varint()? as i64),
-            (4, WT_FIXED64) => *v = Value::Double(f64::from_bits(r.fixed64()?)),
-            (5, WT_LEN) => {
-                let b = r.sub()?;
-                let d = enter(depth)?;
-                // The same oneof member again merges (values appended); another member is replaced.
-                if !matches!(v, Value::Array(_)) {
-                    *v = Value::Array(Vec::new());
-                }
-                if let Value::Array(items) = v {
-                    parse_array_into(b, d, items)?;
-                }
-            }
-            (6, WT_LEN) => {
-                let b = r.sub()?;
-                let d = enter(depth)?;
-                if !matches!(v, Value::KvList(_)) {
-                    *v = Value::KvList(Vec::new());
-                }
-                if let Value::KvList(items) = v {
-                    parse_kvlist_into(b, d, items)?;
-                }
-            }
-            (7, WT_LEN) => *v = Value::Bytes(r.bytes()?),
+fn parse_any_value_into<'a>(r: Reader<'a>, depth: i32, v: &mut Value<'a>) -> WResult<()> {
+    each_field(r, depth, |r, f, wt| {
+        *v = match (f, wt) {
+            (1, WT_LEN) => Value::Str(r.string()?),
+            (2, WT_VARINT) => Value::Bool(r.varint()? != 0),
+            (3, WT_VARINT) => Value::Int(r.varint()? as i64),
+            (4, WT_FIXED64) => Value::Double(f64::from_bits(r.fixed64()?)),
+            (7, WT_LEN) => Value::Bytes(r.bytes()?),
             (8, WT_VARINT) => {
                 r.varint()?;
-                *v = Value::StrIndex;
+                Value::StrIndex
             }
-            _ => r.skip(f, wt, depth)?,
-        }
-    }
-    Ok(())
+            // The same oneof member again merges (values appended); another member is replaced.
+            (5, WT_LEN) => {
+                let mut items = match std::mem::replace(v, Value::Unset) {
+                    Value::Array(items) => items,
+                    _ => Vec::new(),
+                };
+                nested(r, depth, |b, d| {
+                    each_repeated(b, d, |b, d| {
+                        let mut item = Value::Unset;
+                        parse_any_value_into(b, d, &mut item)?;
+                        items.push(item);
+                        Ok(())
+                    })
+                })?;
+                Value::Array(items)
+            }
+            (6, WT_LEN) => {
+                let mut items = match std::mem::replace(v, Value::Unset) {
+                    Value::KvList(items) => items,
+                    _ => Vec::new(),
+                };
+                nested(r, depth, |b, d| {
+                    each_repeated(b, d, |b, d| parse_key_value(b, d).map(|kv| items.push(kv)))
+                })?;
+                Value::KvList(items)
+            }
+            _ => return Ok(false),
+        };
+        Ok(true)
+    })
 }
 
-fn parse_array_into<'a>(mut r: Reader<'a>, depth: i32, items: &mut Vec<Value<'a>>) -> WResult<()> {
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        if f == 1 && wt == WT_LEN {
-            let b = r.sub()?;
-            let mut v = Value::Unset;
-            parse_any_value_into(b, enter(depth)?, &mut v)?;
-            items.push(v);
-        } else {
-            r.skip(f, wt, depth)?;
-        }
-    }
-    Ok(())
-}
-
-fn parse_kvlist_into<'a>(
-    mut r: Reader<'a>,
+/// `ArrayValue` / `KeyValueList`: field 1 repeated, each occurrence a sub-message for `item`.
+fn each_repeated<'a>(
+    r: Reader<'a>,
     depth: i32,
-    items: &mut Vec<KeyValue<'a>>,
+    mut item: impl FnMut(Reader<'a>, i32) -> WResult<()>,
 ) -> WResult<()> {
-    while !r.done() {
-        let (f, wt) = next_tag(&mut r)?;
-        if f == 1 && wt == WT_LEN {
-            let b = r.sub()?;
-            items.push(parse_key_value(b, enter(depth)?)?);
-        } else {
-            r.skip(f, wt, depth)?;
-        }
-    }
-    Ok(())
+    each_field(r, depth, |r, f, wt| match (f, wt) {
+        (1, WT_LEN) => dropped(nested(r, depth, &mut item)),
+        _ => Ok(false),
+    })
 }
