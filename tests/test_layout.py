@@ -131,3 +131,15 @@ def test_imports_of_the_project_are_relative_and_name_their_files() -> None:
         for path in sorted(folder.rglob("*.py")):
             problems += _import_problems(package, folder, path)
     assert not problems, "\n".join(problems)
+
+
+def test_make_bench_runs_every_benchmark_script() -> None:
+    """``make bench`` runs the Makefile's BENCHES: every script in bench/ with a main, except
+    the 30-minute soak, which runs alone; and every name listed is such a script."""
+    text = (ROOT / "Makefile").read_text()
+    block = re.search(r"^BENCHES := ((?:.*\\\n)*.*)$", text, re.M)
+    assert block, "Makefile has no BENCHES list"
+    listed = block.group(1).replace("\\\n", " ").split()
+    scripts = {p.stem for p in (ROOT / "bench").glob("*.py") if '__name__ == "__main__"' in p.read_text()}
+    assert sorted(set(listed)) == sorted(listed), "BENCHES names a script twice"
+    assert set(listed) == scripts - {"soak"}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CliError
+from .judge_options import add_judge_options, build_judge
 
 __all__ = ["register", "run", "default_cache_path"]
 
@@ -36,10 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("evalset", help="eval-set JSONL (docs/evalset.schema.json)")
     p.add_argument("run", nargs="?", help="run JSONL: judge input records with case_id (omit with --app)")
     p.add_argument("--baseline", metavar="RUN0.jsonl", help="baseline run for the paired comparison")
-    p.add_argument(
-        "--judge", default="local", help="'local' (default), a litellm model name, or 'tiered:<model>'"
-    )
-    p.add_argument("--api-base", default=None, help="LLM judge: API base URL (OpenAI-compatible)")
+    add_judge_options(p)
     p.add_argument(
         "--slice", action="append", default=[], metavar="FIELD", help="extra slice field (repeatable)"
     )
@@ -68,15 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _judge(args: argparse.Namespace) -> Any:
     from ..eval.cache import CachedJudge, JudgmentStore
-    from ..judge import get_judge
 
-    settings: dict[str, Any] = {}
-    if args.api_base and args.judge != "local":
-        settings["api_base"] = args.api_base
-    try:
-        inner = get_judge(args.judge, **settings)
-    except (ValueError, TypeError, ImportError) as exc:
-        raise CliError(f"--judge {args.judge}: {exc}") from exc
+    inner = build_judge(args)
     store = None if args.no_cache else JudgmentStore(args.cache or default_cache_path())
     return CachedJudge(inner, store)
 

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, TextIO
 
 from .errors import CliError
 from .jsonl import parse_object
+from .judge_options import add_judge_options, build_judge
 
 __all__ = ["register", "run"]
 
@@ -31,13 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("input", nargs="?", default="-", help="input JSONL (default: stdin)")
     p.add_argument("-o", "--output", default="-", help="output JSONL (default: stdout)")
-    p.add_argument(
-        "--judge",
-        default="local",
-        help="'local' (default), a litellm model name (e.g. openai/gpt-4o-mini), or 'tiered:<model>'",
-    )
+    add_judge_options(p)
     p.add_argument("--skip-bad", action="store_true", help="record malformed lines as errors and continue")
-    p.add_argument("--api-base", default=None, help="LLM judge: API base URL (OpenAI-compatible)")
     p.add_argument("--concurrency", type=int, default=None, help="LLM judge: concurrent requests")
     p.add_argument(
         "--shuffle-chunks", action="store_true", help="LLM judge: shuffle chunk order (position bias)"
@@ -77,21 +73,14 @@ def _parse(raw: bytes, lineno: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..judge import get_judge
     from ..judge.record import error_record
 
-    settings: dict[str, Any] = {}
-    if args.judge != "local":
-        if args.api_base:
-            settings["api_base"] = args.api_base
-        if args.concurrency:
-            settings["concurrency"] = args.concurrency
-        if args.shuffle_chunks:
-            settings["shuffle_chunks"] = True
-    try:
-        judge = get_judge(args.judge, **settings)
-    except (ValueError, ImportError) as exc:
-        raise CliError(f"cannot build judge {args.judge!r}: {exc}") from exc
+    llm_settings: dict[str, Any] = {}
+    if args.concurrency:
+        llm_settings["concurrency"] = args.concurrency
+    if args.shuffle_chunks:
+        llm_settings["shuffle_chunks"] = True
+    judge = build_judge(args, **llm_settings)
     src = _open_in(args.input)
     records: list[tuple[int, dict[str, Any] | None, str | None]] = []
     try:

@@ -25,7 +25,7 @@ def holds_no_span(body: bytes, is_json: bool) -> bool:
     if is_json:
         try:
             doc = loads_bounded(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
+        except ValueError:  # invalid or too deeply nested JSON (JsonTooDeep is a ValueError)
             return False
         if not isinstance(doc, dict):
             return False

@@ -1,0 +1,74 @@
+"""The judge options ``ragpulse judge`` and ``ragpulse eval`` share, and the judge they build.
+
+``--judge`` picks the judge (``local``, ``tiered``, ``tiered:<model>`` or a litellm model
+name); ``--api-base`` points an LLM judge at an OpenAI-compatible server; ``--minilm`` turns on
+the local judge's optional MiniLM second tier (:mod:`..judge.second_tier`), with
+``--minilm-band LO HI`` for the tier-1 probability band it re-scores. Bad combinations and a
+tier whose weights package is not installed are one-line :class:`.errors.CliError`\\ s.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .errors import CliError
+
+__all__ = ["add_judge_options", "build_judge", "judge_settings"]
+
+JUDGE_HELP = (
+    "'local' (default), a litellm model name (e.g. openai/gpt-4o-mini), 'tiered:<model>' (local, "
+    "then the LLM on a sample and on borderline verdicts) or 'tiered' (the local tiers only)"
+)
+
+_LOCAL_SPECS = ("local", "tiered")
+
+
+def add_judge_options(p: argparse.ArgumentParser) -> None:
+    """``--judge``, ``--api-base``, ``--minilm`` and ``--minilm-band`` on ``p``."""
+    p.add_argument("--judge", default="local", help=JUDGE_HELP)
+    p.add_argument("--api-base", default=None, help="LLM judge: API base URL (OpenAI-compatible)")
+    p.add_argument(
+        "--minilm",
+        action="store_true",
+        help="local judge: re-score unsure claims with the MiniLM second tier (make minilm installs it)",
+    )
+    p.add_argument(
+        "--minilm-band",
+        nargs=2,
+        type=float,
+        metavar=("LO", "HI"),
+        default=None,
+        help="the tier-1 probability band the MiniLM tier re-scores (implies --minilm; default 0.35 0.65)",
+    )
+
+
+def judge_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``get_judge`` settings the shared options ask for."""
+    settings: dict[str, Any] = {}
+    llm = args.judge not in _LOCAL_SPECS
+    if args.api_base:
+        if not llm:
+            raise CliError(f"--api-base needs an LLM judge, not --judge {args.judge}")
+        settings["api_base"] = args.api_base
+    if args.minilm or args.minilm_band is not None:
+        if args.judge != "local" and not args.judge.startswith("tiered"):
+            raise CliError(f"--minilm is a tier of the local judge; --judge {args.judge} has none")
+        settings["minilm"] = {} if args.minilm_band is None else {"band": tuple(args.minilm_band)}
+    return settings
+
+
+def build_judge(args: argparse.Namespace, **extra: Any) -> Any:
+    """The judge the options name, with ``extra`` settings (LLM ones only for LLM judges)."""
+    from ..judge import get_judge
+    from ..judge.minilm import TierUnavailable
+
+    settings = judge_settings(args)
+    if args.judge not in _LOCAL_SPECS:
+        settings.update(extra)
+    try:
+        return get_judge(args.judge, **settings)
+    except TierUnavailable as exc:
+        raise CliError(f"--minilm: {exc}") from exc
+    except (ValueError, TypeError, ImportError) as exc:
+        raise CliError(f"cannot build judge {args.judge!r}: {exc}") from exc
