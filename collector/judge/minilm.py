@@ -156,6 +156,8 @@ class NumpyBert:
     of the fp32 graph's speed.
     """
 
+    per_text = False  # batching does not change a text's states (the attention mask)
+
     def __init__(self, w: dict[str, np.ndarray], layers: int | None = None) -> None:
         self.emb = (
             w["embeddings.word_embeddings.weight"],
@@ -253,7 +255,7 @@ class MiniLM:
             ids[i, : len(e.ids)] = e.ids
             mask[i, : len(e.ids)] = 1
         self.tokens_encoded += int(mask.sum())
-        if getattr(self.forward, "per_text", False):
+        if self.forward.per_text:
             return [
                 (e.tokens, self.forward(ids[i : i + 1, : len(e.ids)], mask[i : i + 1, : len(e.ids)])[0])
                 for i, e in enumerate(encs)
