@@ -50,7 +50,7 @@ def _joint_states(st: States) -> dict[str, np.ndarray]:
     path = dev.CACHE / f"align-joint-{h.hexdigest()[:16]}.pkl"
     if path.is_file():
         return pickle.loads(path.read_bytes())
-    enc = minilm.MiniLM(minilm.locate_model().folder)
+    enc = minilm.MiniLM(minilm.locate_model().folder)  # the tier's backend, as load_states
     joint = [_joint_text(st, i) for i in range(len(st.claim))]
     order = sorted(range(len(joint)), key=lambda i: len(joint[i]))
     out = {k: np.zeros((len(joint), 384), np.float32) for k in ("cls", "claim", "evidence")}
