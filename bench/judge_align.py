@@ -34,24 +34,33 @@ from judge_align_states import load_states  # noqa: E402
 from judge_minilm import _table  # noqa: E402
 from ragpulse.collector.judge import minilm  # noqa: E402
 
-__all__ = ["main"]
+__all__ = ["main", "mini4", "mini_features"]
+
+
+def mini4(tokens: list[str], claim: np.ndarray, sentences: list[np.ndarray]) -> list[float]:
+    """The MiniLM tier's four features (:meth:`minilm.Aligner.features`, same formulas) of a
+    claim (word pieces and states) against its sentences' states."""
+    keep = np.array([x not in fit.PUNCT for x in tokens[1:-1]], dtype=bool)
+    if not sentences or not keep.any():
+        return [0.0] * 4
+    best = (fit.unit(claim[1:-1])[keep] @ np.concatenate([fit.unit(s[1:-1]) for s in sentences]).T).max(1)
+    cos = max(float(fit.unit(claim.mean(0)) @ fit.unit(s.mean(0))) for s in sentences)
+    return [cos, float(best.mean()), float(best.min()), float(np.sort(best)[:3].mean())]
 
 
 def mini_features(states: Any) -> np.ndarray:
-    """The MiniLM tier's four features (:meth:`minilm.Aligner.features`, same formulas) from
-    the cached states, against the three aligned sentences: judge_minilm's "+minilm" head."""
-    out = np.zeros((len(states.claim), 4))
-    for i, t in enumerate(states.claim):
-        toks, st = states.tokens[t], states.text_states(t).astype(np.float32)
-        keep = np.array([x not in fit.PUNCT for x in toks[1:-1]], dtype=bool)
-        sents = states.sents[i][: states.n3[i]]
-        if not sents or not keep.any():
-            continue
-        ss = [states.text_states(s).astype(np.float32) for s in sents]
-        best = (fit.unit(st[1:-1])[keep] @ np.concatenate([fit.unit(s[1:-1]) for s in ss]).T).max(1)
-        cos = max(float(fit.unit(st.mean(0)) @ fit.unit(s.mean(0))) for s in ss)
-        out[i] = [cos, best.mean(), best.min(), np.sort(best)[:3].mean()]
-    return out
+    """:func:`mini4` of every cached claim against its three aligned sentences: the features
+    of judge_minilm's "+minilm" head."""
+    return np.array(
+        [
+            mini4(
+                states.tokens[t],
+                states.text_states(t).astype(np.float32),
+                [states.text_states(s).astype(np.float32) for s in states.sents[i][: states.n3[i]]],
+            )
+            for i, t in enumerate(states.claim)
+        ]
+    )
 
 
 def _verdict(p: np.ndarray, data: jq.Data, rows: np.ndarray, thr: float) -> np.ndarray:

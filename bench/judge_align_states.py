@@ -102,19 +102,26 @@ def _encode(encoder: minilm.MiniLM, texts: list[str]) -> tuple[np.ndarray, np.nd
     return states, offsets, [p[0] for p in per if p is not None]
 
 
-def load_states(data: Path, k: int = 6, share: float = 0.25, model: Path | None = None) -> States:
-    """The cached :class:`States` (encoded on first use: minutes of CPU)."""
+def load_states(
+    data: Path,
+    k: int = 6,
+    share: float = 0.25,
+    model: Path | None = None,
+    backend: str = minilm.DEFAULT_BACKEND,
+) -> States:
+    """The cached :class:`States` (encoded on first use: minutes of CPU), by the encoder
+    ``backend`` (default the tier's own)."""
     files = minilm.locate_model(model)
     h = hashlib.sha256(dev._cache_key(data).encode())
     h.update(Path(minilm.__file__).read_bytes())
     h.update(Path(__file__).read_bytes())
-    h.update(f"{k}:{share}:{files.pin}".encode())
+    h.update(f"{k}:{share}:{files.pin}:{backend}".encode())
     path = dev.CACHE / f"align-states-{h.hexdigest()[:16]}.pkl"
     if path.is_file():  # a dict, not the class: loadable whichever module ran the encoding
         return States(**pickle.loads(path.read_bytes()))
     texts, keep, claim_ids, sent_ids, n3 = _collect(data, k, share)
     print(f"{len(keep)} claims, {len(texts)} distinct texts to encode", file=sys.stderr, flush=True)
-    encoder = minilm.MiniLM(files.folder)
+    encoder = minilm.MiniLM(files.folder, backend=backend)
     t0 = time.process_time()
     states, offsets, tokens = _encode(encoder, texts)
     cost = {"tokens": float(getattr(encoder, "tokens_encoded", 0)), "cpu_s": time.process_time() - t0}
