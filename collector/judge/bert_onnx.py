@@ -13,7 +13,7 @@ replaces, a quarter of the int8 graph's time (onnxruntime 1.32, one core).
 
 ``quantized=True`` applies ``onnxruntime.quantization.quantize_dynamic`` to the matrix
 products (``MatMul`` and ``Attention``): int8 weights per output channel, activations
-quantised per call. About 2x the fp32 graph's speed on one core; the states move by a few
+quantised per call. About 3x the fp32 graph's speed on one core; the states move by a few
 hundredths of a cosine, so the backend is pinned in the second tier's judge id.
 """
 
