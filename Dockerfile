@@ -2,15 +2,18 @@
 # No Docker engine runs in this project's CI: tests/test_dockerfile.py checks this file's structure
 # and runs its install steps (scripts/image_install.sh) into a fresh virtual environment.
 #   docker build -t registry.example.com/ragpulse:0.1.0 .
+#   docker build --build-arg WITH_MINILM=1 ...   # + the judge's MiniLM second tier weights (90 MB)
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 ARG RUST_IMAGE=rust:1.95-slim-bookworm
 ARG UV_VERSION=0.13.9
+ARG WITH_MINILM=0
 
 FROM ${RUST_IMAGE} AS rust
 
 # Builder: compiles the native OTLP decoder with cargo and installs everything into /opt/ragpulse.
 FROM ${PYTHON_IMAGE} AS builder
 ARG UV_VERSION
+ARG WITH_MINILM
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     UV_NO_CACHE=1 \
@@ -33,6 +36,7 @@ COPY native native
 COPY scripts/image_install.sh scripts/image_install.sh
 RUN scripts/image_install.sh wheels /src /wheels
 RUN scripts/image_install.sh venv /wheels /opt/ragpulse
+RUN scripts/image_install.sh minilm /src /opt/ragpulse "${WITH_MINILM}"
 
 # Final: the Python runtime and the venv only (no compiler, no cargo, no wheels, no sources).
 FROM ${PYTHON_IMAGE}

