@@ -37,6 +37,7 @@ from ragpulse.collector.judge.minilm import PUNCTUATION as PUNCT  # the MiniLM t
 
 __all__ = [
     "TOKEN_FEATURES",
+    "adam_moments",
     "add_arguments",
     "unit",
     "fit_head",
@@ -44,6 +45,7 @@ __all__ = [
     "prepare",
     "token_inputs",
     "train",
+    "weighted_log_loss",
 ]
 
 TOKEN_FEATURES: tuple[str, ...] = ("max_cos", "exact", "is_number", "number_unmatched")
@@ -167,6 +169,25 @@ def _init(arrays: dict[str, np.ndarray], data: jq.Data, rows: np.ndarray, args: 
 _JIT: dict[tuple, Any] = {}
 
 
+def weighted_log_loss(z: Any, y: Any, w: Any) -> Any:
+    """The weighted mean log loss of logits ``z`` for labels ``y`` (jax arrays)."""
+    import jax.numpy as jnp
+
+    ll = jnp.logaddexp(0.0, z) - y * z
+    return (w * ll).sum() / jnp.maximum(w.sum(), 1e-9)
+
+
+def adam_moments(m: Any, v: Any, g: Any, t: Any) -> tuple[Any, Any, Any]:
+    """Adam's moment updates (betas 0.9, 0.999) for gradients ``g`` at step ``t``, and the
+    step's bias correction: the update of a parameter is ``lr * corr * m / (sqrt(v) + 1e-8)``."""
+    import jax
+    import jax.numpy as jnp
+
+    m = jax.tree_util.tree_map(lambda a, x: 0.9 * a + 0.1 * x, m, g)
+    v = jax.tree_util.tree_map(lambda a, x: 0.999 * a + 0.001 * x * x, v, g)
+    return m, v, jnp.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+
+
 def _jitted(args: argparse.Namespace) -> tuple[Any, Any]:
     """The jitted Adam step on the weighted log loss and the forward pass, per setting."""
     inputs = tuple(args.inputs)
@@ -177,17 +198,12 @@ def _jitted(args: argparse.Namespace) -> tuple[Any, Any]:
     import jax.numpy as jnp
 
     def loss(p: dict, b: dict) -> Any:
-        z = _forward(p, b, inputs)
-        ll = jnp.logaddexp(0.0, z) - b["y"] * z
         reg = sum(jnp.sum(p[n] ** 2) for n in ("w1", "w2", "u", "pool"))
-        return (b["w"] * ll).sum() / jnp.maximum(b["w"].sum(), 1e-9) + args.decay * reg
+        return weighted_log_loss(_forward(p, b, inputs), b["y"], b["w"]) + args.decay * reg
 
     @jax.jit
     def step(p: dict, m: dict, v: dict, t: Any, b: dict) -> tuple:
-        g = jax.grad(loss)(p, b)
-        m = jax.tree_util.tree_map(lambda a, x: 0.9 * a + 0.1 * x, m, g)
-        v = jax.tree_util.tree_map(lambda a, x: 0.999 * a + 0.001 * x * x, v, g)
-        corr = jnp.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+        m, v, corr = adam_moments(m, v, jax.grad(loss)(p, b), t)
         p = jax.tree_util.tree_map(lambda q, a, s: q - args.lr * corr * a / (jnp.sqrt(s) + 1e-8), p, m, v)
         return p, m, v
 

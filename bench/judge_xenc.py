@@ -45,6 +45,7 @@ import judge_metrics as jm  # noqa: E402
 import judge_quality as jq  # noqa: E402
 from judge_align import mini_features  # noqa: E402
 from judge_align_features import load_dev  # noqa: E402
+from judge_align_fit import adam_moments, weighted_log_loss  # noqa: E402
 from judge_align_joint import _joint_text  # noqa: E402
 from judge_minilm import _table  # noqa: E402
 from ragpulse.collector.judge import minilm  # noqa: E402
@@ -144,19 +145,14 @@ def _jitted(args: argparse.Namespace) -> tuple[Any, Any]:
     import jax.numpy as jnp
 
     def loss(p: dict, b: dict) -> Any:
-        z = _forward(p, b["h"], b["mask"], b["x"])
-        ll = jnp.logaddexp(0.0, z) - b["y"] * z
-        return (b["w"] * ll).sum() / jnp.maximum(b["w"].sum(), 1e-9)
+        return weighted_log_loss(_forward(p, b["h"], b["mask"], b["x"]), b["y"], b["w"])
 
     lrs = {"layers": args.layer_lr, "head_w": args.head_lr, "head_b": args.head_lr,
            "coef": args.head_lr, "intercept": args.head_lr}  # fmt: skip
 
     @jax.jit
     def step(p: dict, m: dict, v: dict, t: Any, b: dict) -> tuple:
-        g = jax.grad(loss)(p, b)
-        m = jax.tree_util.tree_map(lambda a, x: 0.9 * a + 0.1 * x, m, g)
-        v = jax.tree_util.tree_map(lambda a, x: 0.999 * a + 0.001 * x * x, v, g)
-        corr = jnp.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+        m, v, corr = adam_moments(m, v, jax.grad(loss)(p, b), t)
         out = {}
         for k in p:
             decay = args.decay if k in ("layers", "head_w") else 0.0
