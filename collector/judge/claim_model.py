@@ -103,12 +103,18 @@ def response_verdict(probs: list[float], threshold: float, weak: float) -> str |
     return "hallucinated"
 
 
-def load_claim_model(path: str | Path | None = None) -> ClaimModel:
-    """Load the weights file (the packaged ``weights/claim-v3.json`` by default)."""
-    data, digest = read_weights("claim-v3.json", path, CLAIM_FEATURES)
+def load_claim_model(
+    path: str | Path | None = None,
+    *,
+    packaged: str = "claim-v3.json",
+    features: tuple[str, ...] = CLAIM_FEATURES,
+) -> ClaimModel:
+    """Load a claim model's weights file: ``path``, or the packaged ``weights/<packaged>``
+    (tier 1's ``claim-v3.json`` by default), whose feature list must be ``features``."""
+    data, digest = read_weights(packaged, path, features)
     kx, ky = data.get("calibration", {}).get("x", []), data.get("calibration", {}).get("y", [])
     if len(kx) != len(ky) or any(b < a for a, b in zip(kx, kx[1:], strict=False)):
-        raise ValueError("claim weights calibration knots must be paired and increasing")
+        raise ValueError(f"{packaged}: calibration knots must be paired and increasing")
     return ClaimModel(
         version=str(data["version"]),
         coef=tuple(float(c) for c in data["coef"]),

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .claim_features import CLAIM_FEATURES
-from .claim_model import ClaimModel
+from .claim_model import ClaimModel, load_claim_model
 from .minilm import (
     DEFAULT_BACKEND,
     MINI_FEATURES,
@@ -33,7 +33,6 @@ from .minilm import (
     aligned_sentences,
     locate_model,
 )
-from .support import read_weights
 
 if TYPE_CHECKING:
     from .evidence import ChunkEvidence
@@ -49,21 +48,7 @@ def load_tier2_model(path: str | Path | None = None) -> ClaimModel:
     """The second claim model (the packaged ``weights/claim-minilm-v1.json`` by default).
     Its ``threshold`` and ``weak`` are those of the tier-1 fit it was made with: the judge
     applies tier 1's own."""
-    data, digest = read_weights("claim-minilm-v1.json", path, TIER2_FEATURES)
-    cal = data["calibration"]
-    if len(cal["x"]) != len(cal["y"]) or any(b < a for a, b in zip(cal["x"], cal["x"][1:], strict=False)):
-        raise ValueError("tier-2 weights calibration knots must be paired and increasing")
-    return ClaimModel(
-        version=str(data["version"]),
-        coef=tuple(float(c) for c in data["coef"]),
-        intercept=float(data["intercept"]),
-        knots_x=tuple(float(v) for v in cal["x"]),
-        knots_y=tuple(float(v) for v in cal["y"]),
-        threshold=float(data["threshold"]),
-        weak=float(data["weak"]),
-        number_cap=float(data["number_cap"]),
-        digest=digest,
-    )
+    return load_claim_model(path, packaged="claim-minilm-v1.json", features=TIER2_FEATURES)
 
 
 def runtime_pin(backend: str) -> str:
