@@ -25,9 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .minilm import encoder_layers
+
 __all__ = ["OnnxBert", "build_graph"]
 
 _MS = "com.microsoft"
+# The initialiser names of one layer's tensors, in :func:`.minilm.encoder_layers` order.
+_LAYER_TENSORS = ("qkv_w", "qkv_b", "o_w", "o_b", "g1", "b1", "i_w", "i_b", "f_w", "f_b", "g2", "b2")
 
 
 def build_graph(w: dict[str, np.ndarray], heads: int, layers: int | None = None, eps: float = 1e-12):
@@ -65,20 +69,17 @@ def build_graph(w: dict[str, np.ndarray], heads: int, layers: int | None = None,
         n_out=2,
         epsilon=eps,
     )
-    n = 0
-    while f"encoder.layer.{n}.attention.self.query.weight" in w and (layers is None or n < layers):
-        p = f"encoder.layer.{n}."
-        n += 1
-        qkv = [p + f"attention.self.{x}." for x in ("query", "key", "value")]
-        qkv_w = init(p + "qkv_w", np.concatenate([w[q + "weight"] for q in qkv]).T)
-        qkv_b = init(p + "qkv_b", np.concatenate([w[q + "bias"] for q in qkv]))
+    for n, tensors in enumerate(encoder_layers(w, layers)):
+        qkv_w, qkv_b, o_w, o_b, g1, b1, i_w, i_b, f_w, f_b, g2, b2 = (
+            init(f"l{n}_{name}", t) for name, t in zip(_LAYER_TENSORS, tensors, strict=True)
+        )
         (a,) = node("Attention", [h, qkv_w, qkv_b, lengths], num_heads=heads)
-        (a,) = node("MatMul", [a, init(p + "o_w", w[p + "attention.output.dense.weight"].T)], domain="")
-        (h,) = _add_norm(node, init, w, a, h, p + "attention.output.", eps)
-        (i,) = node("MatMul", [h, init(p + "i_w", w[p + "intermediate.dense.weight"].T)], domain="")
-        (g,) = node("FastGelu", [i, init(p + "i_b", w[p + "intermediate.dense.bias"])])
-        (f,) = node("MatMul", [g, init(p + "f_w", w[p + "output.dense.weight"].T)], domain="")
-        (h,) = _add_norm(node, init, w, f, h, p + "output.", eps)
+        (a,) = node("MatMul", [a, o_w], domain="")
+        (h,) = _add_norm(node, a, o_b, h, g1, b1, eps)
+        (i,) = node("MatMul", [h, i_w], domain="")
+        (g,) = node("FastGelu", [i, i_b])
+        (f,) = node("MatMul", [g, f_w], domain="")
+        (h,) = _add_norm(node, f, f_b, h, g2, b2, eps)
     hidden = w[e + "word_embeddings.weight"].shape[1]
     graph = helper.make_graph(
         nodes,
@@ -93,12 +94,11 @@ def build_graph(w: dict[str, np.ndarray], heads: int, layers: int | None = None,
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_MS, 1)])
 
 
-def _add_norm(node, init, w: dict[str, np.ndarray], x: str, skip: str, p: str, eps: float) -> list[str]:
-    """LayerNorm(x + dense bias + skip) of one sub-layer (``p``: its ``dense``/``LayerNorm`` prefix)."""
-    (a,) = node("Add", [x, init(p + "bias", w[p + "dense.bias"])], domain="")
+def _add_norm(node, x: str, bias: str, skip: str, gain: str, shift: str, eps: float) -> list[str]:
+    """LayerNorm(x + bias + skip): the end of one sub-layer (all arguments graph names)."""
+    (a,) = node("Add", [x, bias], domain="")
     (a,) = node("Add", [a, skip], domain="")
-    g, b = init(p + "g", w[p + "LayerNorm.weight"]), init(p + "b", w[p + "LayerNorm.bias"])
-    return node("LayerNormalization", [a, g, b], domain="", axis=-1, epsilon=eps)
+    return node("LayerNormalization", [a, gain, shift], domain="", axis=-1, epsilon=eps)
 
 
 class _DropPreprocessHint(logging.Filter):

@@ -47,6 +47,7 @@ __all__ = [
     "NumpyBert",
     "TierUnavailable",
     "aligned_sentences",
+    "encoder_layers",
     "load_safetensors",
     "locate_model",
 ]
@@ -130,23 +131,35 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * (x * x * x))))  # x**3 is ~300x slower
 
 
-def _layer(w: dict[str, np.ndarray], p: str) -> tuple[np.ndarray, ...]:
-    """One encoder layer's tensors, the query/key/value projections fused into one matrix."""
-    qkv = [w[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")]
-    return (
-        np.concatenate(qkv).T.copy(),
-        np.concatenate([w[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")]),
-        w[p + "attention.output.dense.weight"].T.copy(),
-        w[p + "attention.output.dense.bias"],
-        w[p + "attention.output.LayerNorm.weight"],
-        w[p + "attention.output.LayerNorm.bias"],
-        w[p + "intermediate.dense.weight"].T.copy(),
-        w[p + "intermediate.dense.bias"],
-        w[p + "output.dense.weight"].T.copy(),
-        w[p + "output.dense.bias"],
-        w[p + "output.LayerNorm.weight"],
-        w[p + "output.LayerNorm.bias"],
-    )
+def encoder_layers(w: dict[str, np.ndarray], layers: int | None = None) -> list[tuple[np.ndarray, ...]]:
+    """Each encoder layer's tensors, in order (the first ``layers`` only when given): the
+    query/key/value projection as one ``[hidden, 3 * hidden]`` matrix and its bias, then
+    attention output weight, bias, layer norm gain and bias, intermediate weight and bias,
+    output weight, bias, layer norm gain and bias; weights transposed to ``x @ W`` form. The
+    one reading of the safetensors names, for the numpy forward and the onnx graph alike."""
+    out: list[tuple[np.ndarray, ...]] = []
+    while f"encoder.layer.{len(out)}.attention.self.query.weight" in w and (
+        layers is None or len(out) < layers
+    ):
+        p = f"encoder.layer.{len(out)}."
+        qkv = [p + f"attention.self.{n}." for n in ("query", "key", "value")]
+        out.append(
+            (
+                np.concatenate([w[q + "weight"] for q in qkv]).T.copy(),
+                np.concatenate([w[q + "bias"] for q in qkv]),
+                w[p + "attention.output.dense.weight"].T.copy(),
+                w[p + "attention.output.dense.bias"],
+                w[p + "attention.output.LayerNorm.weight"],
+                w[p + "attention.output.LayerNorm.bias"],
+                w[p + "intermediate.dense.weight"].T.copy(),
+                w[p + "intermediate.dense.bias"],
+                w[p + "output.dense.weight"].T.copy(),
+                w[p + "output.dense.bias"],
+                w[p + "output.LayerNorm.weight"],
+                w[p + "output.LayerNorm.bias"],
+            )
+        )
+    return out
 
 
 class NumpyBert:
@@ -168,11 +181,8 @@ class NumpyBert:
             w["embeddings.LayerNorm.weight"],
             w["embeddings.LayerNorm.bias"],
         )
-        self.layers: list[tuple[np.ndarray, ...]] = []
-        while f"encoder.layer.{len(self.layers)}.attention.self.query.weight" in w:
-            self.layers.append(_layer(w, f"encoder.layer.{len(self.layers)}."))
-        if layers is not None:  # the first ``layers`` only: states of an earlier layer, cheaper
-            del self.layers[layers:]
+        # ``layers``: the first ones only, the states of an earlier layer (cheaper).
+        self.layers = encoder_layers(w, layers)
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         n, t = ids.shape
