@@ -104,13 +104,12 @@ def test_non_utf8_line_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def _minilm_installed() -> bool:
-    from importlib import metadata
-
-    from ragpulse.collector.judge.minilm import WEIGHTS_PACKAGE
+    """Whether the tier can find its weights, by the tier's own lookup."""
+    from ragpulse.collector.judge.minilm import TierUnavailable, locate_model
 
     try:
-        metadata.distribution(WEIGHTS_PACKAGE)
-    except metadata.PackageNotFoundError:
+        locate_model()
+    except TierUnavailable:
         return False
     return True
 
