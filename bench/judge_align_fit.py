@@ -28,6 +28,7 @@ jax is a training dependency only (``make align-train``), imported when training
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 import judge_metrics as jm
@@ -41,6 +42,7 @@ __all__ = [
     "add_arguments",
     "unit",
     "fit_head",
+    "head_init",
     "predict_head",
     "prepare",
     "token_inputs",
@@ -53,6 +55,8 @@ INPUT_PARTS: tuple[str, ...] = ("c", "a", "ca", "diff", "fixed")
 MAX_CLAIM_TOKENS = 48
 MAX_EVIDENCE_TOKENS = 192
 BATCH = 128
+# A head's starting parameters for the rows it is trained on (a pretrained head, warm-started).
+Start = Callable[[np.ndarray], dict]
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -148,11 +152,11 @@ def _forward(p: dict[str, Any], b: dict[str, Any], inputs: tuple[str, ...]) -> A
     return b["x"] @ p["coef"] + p["intercept"] + b["has"] * pooled
 
 
-def _init(arrays: dict[str, np.ndarray], data: jq.Data, rows: np.ndarray, args: argparse.Namespace) -> dict:
+def head_init(dim: int, args: argparse.Namespace) -> dict:
+    """The head's own parameters (attention temperature, MLP, pooling), randomly initialised
+    for token states projected to ``dim`` dimensions."""
     rng = np.random.default_rng(args.seed)
-    d = arrays["c"].shape[2]
-    fan = sum(len(TOKEN_FEATURES) if k == "fixed" else d for k in args.inputs)
-    coef, b = jm.fit_logistic(arrays["x"][rows], data.y[rows], data.weight[rows], l2=jq.L2)
+    fan = sum(len(TOKEN_FEATURES) if k == "fixed" else dim for k in args.inputs)
     return {
         "tau": np.float32(10.0),
         "w1": rng.normal(0, fan**-0.5, (fan, args.hidden)).astype(np.float32),
@@ -161,6 +165,12 @@ def _init(arrays: dict[str, np.ndarray], data: jq.Data, rows: np.ndarray, args: 
         "b2": np.float32(0.0),
         "u": np.zeros(args.hidden, np.float32),
         "pool": np.full(3, 0.3, np.float32),
+    }
+
+
+def _init(arrays: dict[str, np.ndarray], data: jq.Data, rows: np.ndarray, args: argparse.Namespace) -> dict:
+    coef, b = jm.fit_logistic(arrays["x"][rows], data.y[rows], data.weight[rows], l2=jq.L2)
+    return head_init(arrays["c"].shape[2], args) | {
         "coef": np.asarray(coef, np.float32),
         "intercept": np.float32(b),
     }
@@ -220,11 +230,19 @@ def _batches(rows: np.ndarray | np.ndarray, arrays: dict[str, np.ndarray]):
         yield idx, pad, {k: arrays[k][pad] for k in keys}
 
 
-def train(arrays: dict[str, np.ndarray], data: jq.Data, rows: np.ndarray, args: argparse.Namespace) -> dict:
-    """The head's parameters trained on ``rows``."""
+def train(
+    arrays: dict[str, np.ndarray],
+    data: jq.Data,
+    rows: np.ndarray,
+    args: argparse.Namespace,
+    start: Start | None = None,
+) -> dict:
+    """The head's parameters trained on ``rows``, from ``start(rows)`` when given (a pretrained
+    head), else from a random head and the logistic fit of the linear term."""
     import jax.numpy as jnp
 
-    p = {k: jnp.asarray(v) for k, v in _init(arrays, data, rows, args).items()}
+    init = start(rows) if start is not None else _init(arrays, data, rows, args)
+    p = {k: jnp.asarray(v) for k, v in init.items()}
     m = {k: jnp.zeros_like(v) for k, v in p.items()}
     v = {k: jnp.zeros_like(x) for k, x in p.items()}
     step, _ = _jitted(args)
@@ -254,20 +272,24 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 
 
 def fit_head(
-    arrays: dict[str, np.ndarray], data: jq.Data, rows: np.ndarray, args: argparse.Namespace
+    arrays: dict[str, np.ndarray],
+    data: jq.Data,
+    rows: np.ndarray,
+    args: argparse.Namespace,
+    start: Start | None = None,
 ) -> dict:
-    """:func:`train` on ``rows``, with the isotonic map and number cap from inner grouped
-    cross-validated outputs within ``rows``."""
+    """:func:`train` on ``rows`` (from ``start``), with the isotonic map and number cap from
+    inner grouped cross-validated outputs within ``rows``."""
     inner = np.array([jm.fold_of(it["group"], args.inner, seed=1) for it in data.items])
     oof = np.zeros(len(data.y))
     for j in range(args.inner):
         tr, te = rows & (inner != j), rows & (inner == j)
-        oof[te] = _sigmoid(logits(train(arrays, data, tr, args), arrays, te, args))
+        oof[te] = _sigmoid(logits(train(arrays, data, tr, args, start), arrays, te, args))
     xs, ys = jq.isotonic(oof[rows], data.y[rows], data.weight[rows])
     miss = (data.x[:, jq._NUM_MISS] > 0) & rows
     w = data.weight
     cap = float(np.sum(w[miss] * data.y[miss]) / np.sum(w[miss])) if miss.any() else 1.0
-    return {"params": train(arrays, data, rows, args), "knots": (xs, ys), "number_cap": cap}
+    return {"params": train(arrays, data, rows, args, start), "knots": (xs, ys), "number_cap": cap}
 
 
 def predict_head(

@@ -4,7 +4,8 @@
   balanced accuracy, macro-F1, F1 of the positive class, AUROC;
 - calibration: expected calibration error over ten equal-width probability
   bins, ``ECE = sum_b n_b / N * |mean(p_b) - mean(y_b)|``, and the reliability
-  table it comes from;
+  table it comes from; and the ECE a perfectly calibrated judge would show on the same
+  probabilities (labels drawn from them), the estimator's noise floor on a set of that size;
 - L2-regularised, weighted logistic regression by Newton's method (IRLS);
 - grouped folds: a group's fold is a hash of its name, so records that share
   evidence never straddle a split and the folds do not depend on row order.
@@ -23,6 +24,7 @@ __all__ = [
     "auroc",
     "ece",
     "reliability",
+    "ece_floor",
     "fit_logistic",
     "fold_of",
 ]
@@ -97,6 +99,26 @@ def ece(prob, gold, bins: int = 10) -> float:
     """Expected calibration error over ``bins`` equal-width bins."""
     n = len(prob)
     return sum(c / n * abs(p - y) for _, p, y, c in reliability(prob, gold, bins)) if n else float("nan")
+
+
+def ece_floor(prob, bins: int = 10, draws: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The ECE of a perfectly calibrated judge with these probabilities: the median and the
+    95th percentile over ``draws`` label sets drawn as ``y ~ Bernoulli(p)``.
+
+    Binned ECE is biased upwards on small sets (each bin's observed rate is a noisy mean), so
+    a set of a few hundred claims shows an ECE of several hundredths even when every
+    probability is exact; this is the yardstick for reading a measured ECE."""
+    prob = np.clip(np.asarray(prob, dtype=float), 0.0, 1.0)
+    if not len(prob):
+        return float("nan"), float("nan")
+    idx = np.minimum((prob * bins).astype(int), bins - 1)
+    counts = np.bincount(idx, minlength=bins)
+    mean_p = np.bincount(idx, weights=prob, minlength=bins) / np.maximum(counts, 1)
+    labels = np.random.default_rng(seed).random((draws, len(prob))) < prob
+    observed = np.stack([np.bincount(idx, weights=row, minlength=bins) for row in labels])
+    observed /= np.maximum(counts, 1)
+    values = (np.abs(observed - mean_p) * counts).sum(axis=1) / len(prob)
+    return float(np.median(values)), float(np.quantile(values, 0.95))
 
 
 def fit_logistic(

@@ -24,7 +24,9 @@ are the previous models, not byte-for-byte the previous releases.
 Folds are grouped (FActScore by person, Factcheck-GPT by response, WiCE by
 article, AttributionBench by question) so evidence never straddles a split.
 Reported per set: claim balanced accuracy, macro-F1, AUROC, ECE; response-level
-F1 (hallucinated = positive) and balanced accuracy; the v3 reliability table.
+F1 (hallucinated = positive) and balanced accuracy; the v3 reliability table, and v3's ECE
+beside its noise floor (the ECE a perfectly calibrated judge shows on the same probabilities:
+binned ECE is biased upwards on a set of a few hundred claims).
 
 ``--write-weights`` fits the claim model on all rows and writes the packaged
 ``weights/claim-v3.json`` (calibration and thresholds from the cross-validated outputs).
@@ -282,6 +284,7 @@ def _claim_table(data: Data, cv: dict[str, Any], results: dict[str, Any]) -> Non
                 "ece": jm.ece(score, y[m]),
             }
         results[s]["reliability"] = jm.reliability(p[m], y[m])
+        results[s]["ece_floor"] = jm.ece_floor(p[m])
 
 
 def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
@@ -308,6 +311,12 @@ def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
     for s in dev.SOURCES:
         cells = "  ".join(f"{pm:.2f}->{obs:.2f} ({c})" for _, pm, obs, c in results[s]["reliability"])
         print(f"  {s}: {cells}")
+    print("v3 ECE against its noise floor (the ECE a perfectly calibrated judge shows on these")
+    print("probabilities, labels drawn from them: median, 95th percentile)")
+    for s in dev.SOURCES:
+        median, p95 = results[s]["ece_floor"]
+        measured = results[s]["claim"]["v3"]["ece"]
+        print(f"  {s:<18} ECE {measured:.3f}   floor {median:.3f} (95%: {p95:.3f})")
     return results
 
 

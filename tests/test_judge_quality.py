@@ -61,6 +61,20 @@ def test_ece_and_reliability(bench) -> None:
     assert cells[1][2] == 0.5
 
 
+def test_ece_floor_is_the_ece_of_labels_drawn_from_the_probabilities(bench) -> None:
+    _, jm = bench
+    prob = np.random.default_rng(3).random(300)
+    median, p95 = jm.ece_floor(prob, draws=200, seed=7)
+    labels = np.random.default_rng(7).random((200, len(prob))) < prob
+    direct = [jm.ece(prob, row) for row in labels]
+    assert median == pytest.approx(float(np.median(direct)))
+    assert p95 == pytest.approx(float(np.quantile(direct, 0.95)))
+    assert 0 < median < p95
+    # The floor shrinks with the set: about 1/sqrt(n).
+    big_median, _ = jm.ece_floor(np.random.default_rng(3).random(30000), draws=50)
+    assert big_median < median / 5
+
+
 def test_isotonic_map_is_monotone_and_calibrates(bench) -> None:
     jq, jm = bench
     rng = np.random.default_rng(0)

@@ -1,0 +1,229 @@
+"""Does NLI pretraining make the alignment head pay? The head pretrained on SNLI, on the dev sets.
+
+The decomposable-attention head of bench/judge_align_fit.py (frozen all-MiniLM-L6-v2 token
+states; claim pieces soft-aligned to the evidence pieces, compared by an MLP, pooled) is
+pretrained on the SNLI pairs of bench/judge_snli_data.py (premise = evidence, hypothesis =
+claim; entailment against neutral or contradiction, one logit; no linear term), with jax
+(training only: ``make align-train``). Its SNLI test accuracy is printed as a sanity check.
+
+Then, on bench/judge_minilm.py's dev claims and grouped folds (the claim against the tier's
+three aligned chunk sentences, bench/judge_align_states.py), side by side:
+
+- ``+snli``: the pretrained head frozen, its logit a 28th feature beside the tier-2 head's 27
+  (tier 1's 23, the MiniLM tier's 4), fit by judge_quality.fit_model on the training folds;
+- ``snli-ft``: the pretrained head fine-tuned on the training folds (``--ft-epochs``, Adam,
+  each dev set weighted equally) with a linear term over the 27 features, warm-started at
+  the ``+snli`` logistic fit (the head's pooling scaled by the logit's coefficient), its
+  isotonic map and number cap from grouped inner folds (judge_align_fit.fit_head);
+
+beside tier 1, the current tier-2 head ("+minilm") and the tier as it runs ("tier": +minilm
+on tier 1's band), each also banded ("/band": on the claims whose tier-1 probability lies in
+``--band``, tier 1 elsewhere). Verdicts at the fold's tier-1 threshold, as the judge's.
+
+Without the SNLI sdist (``--snli``), jax, the MiniLM package or the dev data it says so and
+measures nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import judge_align_fit as fit  # noqa: E402
+import judge_dev_data as dev  # noqa: E402
+import judge_metrics as jm  # noqa: E402
+import judge_quality as jq  # noqa: E402
+import judge_snli_data as snli  # noqa: E402
+from judge_align import _verdict, mini_features  # noqa: E402
+from judge_align_states import load_states  # noqa: E402
+from judge_minilm import _table  # noqa: E402
+from ragpulse.collector.judge import minilm  # noqa: E402
+
+__all__ = ["main", "pretrain", "snli_logits"]
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--snli", type=Path, default=snli.DEFAULT_PATH, help=f"the {snli.SDIST} or its folder")
+    ap.add_argument("--data", type=Path, default=dev.DATA)
+    ap.add_argument("--backend", choices=minilm.BACKENDS, default=minilm.DEFAULT_BACKEND)
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--inner", type=int, default=3, help="grouped inner folds for the calibration map")
+    ap.add_argument("--factscore-share", type=float, default=0.25)
+    ap.add_argument("--band", type=float, nargs=2, default=(0.35, 0.65))
+    ap.add_argument("--snli-epochs", type=int, default=4)
+    ap.add_argument("--snli-lr", type=float, default=2e-3)
+    ap.add_argument("--snli-only", action="store_true", help="pretrain and report SNLI test accuracy only")
+    ap.add_argument("--ft-epochs", type=int, default=3, help="fine-tuning epochs on the dev training folds")
+    ap.add_argument("--ft-lr", type=float, default=5e-4)
+    ap.add_argument("--no-ft", action="store_true", help="skip the fine-tuned head (minutes of CPU)")
+    ap.add_argument("--json", type=Path, help="write the figures here")
+    fit.add_arguments(ap)
+    return ap.parse_args(argv)
+
+
+def _with(args: argparse.Namespace, **kw: Any) -> argparse.Namespace:
+    return argparse.Namespace(**(vars(args) | kw))
+
+
+def snli_logits(p: dict, st: snli.SnliStates, pairs: np.ndarray, proj: np.ndarray, args: argparse.Namespace):
+    """The head's entailment logits for ``pairs``."""
+    _, fwd = fit._jitted(_with(args, lr=args.snli_lr))
+    return np.concatenate([np.asarray(fwd(p, b))[:n] for n, b in snli.batches(st, pairs, proj)])
+
+
+def _snli_report(p: dict, st: snli.SnliStates, proj: np.ndarray, args: argparse.Namespace) -> dict:
+    test = st.pairs["test"]
+    z, y = snli_logits(p, st, test, proj, args), test[:, 2] == 0
+    return {
+        "pairs": len(test),
+        "accuracy": float(np.mean((z > 0) == y)),
+        "balanced_accuracy": jm.balanced_accuracy(z > 0, y),
+        "auroc": jm.auroc(z, y),
+        "majority": float(max(y.mean(), 1 - y.mean())),
+    }
+
+
+def _head_cache(st: snli.SnliStates, proj: np.ndarray, args: argparse.Namespace) -> Path:
+    h = hashlib.sha256(json.dumps(st.sha256, sort_keys=True).encode())
+    h.update(Path(fit.__file__).read_bytes())
+    h.update(proj.tobytes())
+    keys = ("dim", "hidden", "inputs", "seed", "decay", "snli_epochs", "snli_lr", "backend")
+    h.update(json.dumps({k: vars(args)[k] for k in keys}).encode())
+    return dev.CACHE / f"snli-head-{h.hexdigest()[:16]}.npz"
+
+
+def pretrain(st: snli.SnliStates, proj: np.ndarray, args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """The head trained on the SNLI training pairs (entailment or not), cached under
+    ``.cache/judge-quality/``; the SNLI test figures printed after each epoch."""
+    path = _head_cache(st, proj, args)
+    if path.is_file():
+        with np.load(path) as z:
+            p = {k: z[k] for k in z.files}
+        print(f"SNLI head from {path.name}: test {_snli_report(p, st, proj, args)}")
+        return p
+    import jax.numpy as jnp
+
+    step, _ = fit._jitted(_with(args, lr=args.snli_lr))
+    init = fit.head_init(proj.shape[1], args) | {"coef": np.zeros(0, np.float32), "intercept": np.float32(0)}
+    p = {k: jnp.asarray(v) for k, v in init.items()}
+    m = {k: jnp.zeros_like(v) for k, v in p.items()}
+    v = {k: jnp.zeros_like(x) for k, x in p.items()}
+    rng = np.random.default_rng(args.seed)
+    train, t, t0 = st.pairs["train"], 0, time.process_time()
+    for epoch in range(args.snli_epochs):
+        for _, b in snli.batches(st, train[rng.permutation(len(train))], proj):
+            t += 1
+            p, m, v = step(p, m, v, jnp.float32(t), b)
+        out = {k: np.asarray(x) for k, x in p.items()}
+        report = _snli_report(out, st, proj, args)
+        print(f"  SNLI epoch {epoch + 1}: {time.process_time() - t0:.0f} CPU-s, test {report}", flush=True)
+    dev.CACHE.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **out)
+    return out
+
+
+def _warm_start(head: dict, score: np.ndarray, data: jq.Data) -> fit.Start:
+    """The fine-tuning start for given training rows: the pretrained head, its pooling scaled
+    and the linear term set so that its logit is the logistic fit over [27 features, score]."""
+
+    def start(rows: np.ndarray) -> dict:
+        x = np.hstack([data.x, score[:, None]])
+        coef, b = jm.fit_logistic(x[rows], data.y[rows], data.weight[rows], l2=jq.L2)
+        beta = float(coef[-1])
+        return head | {
+            "pool": (head["pool"] * beta).astype(np.float32),
+            "coef": coef[:-1].astype(np.float32),
+            "intercept": np.float32(b + beta * float(head["intercept"])),
+        }
+
+    return start
+
+
+def _dev_arrays(args: argparse.Namespace) -> tuple[jq.Data, jq.Data, dict, np.ndarray]:
+    """The dev claims: tier 1's data, the tier-2 head's (27 features), the head's padded inputs
+    (linear term over the 27) and the projection the head reads the states through."""
+    states = load_states(args.data, 6, args.factscore_share, backend=args.backend)
+    items = dev.load_items(args.data)
+    base = jq.Data([items[i] for i in states.keep], args.folds)
+    plus = jq.Data([items[i] for i in states.keep], args.folds)
+    plus.x = np.hstack([base.x, mini_features(states)])
+    return base, plus, fit.prepare(states, plus.x, 3, args.dim), fit._projection(states, args.dim)
+
+
+def _transfer(args: argparse.Namespace, head: dict, base: jq.Data, plus: jq.Data, arrays: dict) -> dict:
+    """Out-of-fold probabilities and verdicts of every judge, same folds."""
+    n = len(base.y)
+    frozen = head | {"coef": np.zeros(plus.x.shape[1], np.float32)}
+    score = fit.logits(frozen, arrays, np.ones(n, dtype=bool), _with(args, lr=args.snli_lr))
+    third = jq.Data(base.items, args.folds)
+    third.x = np.hstack([plus.x, score[:, None]])
+    names = ("tier1", "+minilm", "+snli") + (() if args.no_ft else ("snli-ft",))
+    out = {k: np.zeros(n) for k in names}
+    pred = {k: np.zeros(n, dtype=bool) for k in names}
+    ft = _with(args, lr=args.ft_lr, epochs=args.ft_epochs)
+    t0 = time.process_time()
+    for k in range(args.folds):
+        test = base.fold == k
+        fits = [jq.fit_model(d, ~test) for d in (base, plus, third)]
+        for name, d, f in zip(names, (base, plus, third), fits, strict=False):
+            out[name][test] = jq.predict(f, d.x[test], d.neg[test])
+        if not args.no_ft:
+            tuned = fit.fit_head(arrays, plus, ~test, ft, _warm_start(head, score, plus))
+            out["snli-ft"][test] = fit.predict_head(tuned, arrays, plus, test, ft)
+        for name in names:
+            pred[name][test] = _verdict(out[name][test], base, test, fits[0]["threshold"])
+        print(f"  fold {k}: {time.process_time() - t0:.0f} CPU-s", file=sys.stderr, flush=True)
+    band = (out["tier1"] >= args.band[0]) & (out["tier1"] < args.band[1])
+    judges = {"tier1": (out["tier1"], pred["tier1"])}
+    for name in names[1:]:
+        judges[name] = (out[name], pred[name])
+        judges[name + "/band"] = (
+            np.where(band, out[name], out["tier1"]),
+            np.where(band, pred[name], pred["tier1"]),
+        )
+    alone = {s: jm.auroc(score[base.src == s], base.y[base.src == s]) for s in dev.SOURCES}
+    print("the frozen SNLI head's logit alone, AUROC per set:", {s: round(a, 3) for s, a in alone.items()})
+    return {"table": _table(base, judges, band), "snli_logit_auroc": alone}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    try:
+        import jax  # noqa: F401
+
+        st = snli.load_snli(args.snli, args.backend)
+        base, plus, arrays, proj = _dev_arrays(args)
+    except (ImportError, FileNotFoundError, minilm.TierUnavailable) as exc:
+        # Optional pieces (jax: `make align-train`; the SNLI sdist; the MiniLM package; the dev data).
+        print(f"bench/judge_snli.py: nothing measured: {exc}")
+        return 0
+    print(
+        f"SNLI: {len(st.pairs['train'])} training / {len(st.pairs['test'])} test pairs "
+        f"(sha256 {st.sha256}); {st.cost['tokens']:.0f} tokens encoded in {st.cost['cpu_s']:.0f} CPU-s"
+    )
+    head = pretrain(st, proj, args)
+    results: dict[str, Any] = {"snli_test": _snli_report(head, st, proj, args)}
+    print(f"SNLI test (entailment or not): {results['snli_test']}")
+    if not args.snli_only:
+        print(
+            f"head: inputs {'+'.join(args.inputs)}, d={args.dim}, hidden {args.hidden}; SNLI "
+            f"{args.snli_epochs} epochs; fine-tuned {args.ft_epochs} epochs at lr {args.ft_lr}"
+        )
+        results |= _transfer(args, head, base, plus, arrays)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
