@@ -125,6 +125,7 @@ def test_build_script_reads_the_database_files(tmp_path: Path) -> None:
         ("The company accepted the merger offer.", "The company rejected the merger offer."),
         ("Logs are kept for the maximum period.", "Logs are kept for the minimum period."),
         ("The earliest records come from Rome.", "The latest records come from Rome."),
+        ("The patient was alive in May.", "The patient died in May."),
     ],
 )
 def test_a_word_swapped_for_its_antonym_conflicts(claim: str, sentence: str) -> None:

@@ -119,12 +119,17 @@ def _spelled_as(word: str, lemma: str) -> bool:
 
 def lemmas_of(words: set[str], lex: Lexicon) -> set[str]:
     """The antonym-table lemmas that the lower-case ``words`` are forms of (irregular forms through
-    :func:`.morphology.base_form`: ``won`` -> ``win``; superlatives: ``earliest`` -> ``early``)."""
+    :func:`.morphology.base_form`: ``won`` -> ``win``, ``died`` -> ``dead``, both ``die``;
+    superlatives: ``earliest`` -> ``early``)."""
     out: set[str] = set()
     table = lex.antonym_lemmas
     for w in words:
         base = base_form(w)
-        out.update(lemma for lemma in table.get(stem(w), ()) if _spelled_as(base, lemma))
+        out.update(
+            lemma
+            for lemma in table.get(stem(w), ())
+            if _spelled_as(base, lemma) or base_form(lemma) == base  # died, dead -> die
+        )
         sup = lex.superlatives.get(w)
         if sup is not None:
             out.add(sup)
