@@ -40,6 +40,7 @@ from ragpulse.collector.judge import (
     claims,
     conflicts,
     evidence,
+    lexicon,
     local,
     morphology,
     support,
@@ -147,6 +148,9 @@ def _cache_key(data: Path) -> str:
     for mod in (*mods, sys.modules[__name__]):
         h.update(Path(mod.__file__).read_bytes())
     h.update(Path(support.__file__).with_name("weights").joinpath("support-v1.json").read_bytes())
+    # The word relations the conflict rules read: their loader and the packaged table.
+    h.update(Path(lexicon.__file__).read_bytes())
+    h.update(Path(lexicon.__file__).with_name("wordnet").joinpath("relations.tsv").read_bytes())
     for name in _FILES.values():
         st = (data / name).stat()
         h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())

@@ -218,9 +218,10 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
     }
 
 
-def cross_validate(data: Data, folds: int) -> dict[str, Any]:
+def cross_validate(data: Data, folds: int, with_previous: bool = True) -> dict[str, Any]:
     """Out-of-fold v3 probabilities, per-row thresholds, lexical-baseline thresholds, and the
-    previous judge (v2) as shipped."""
+    previous judge (v2) as shipped (None without ``with_previous``: features other than the
+    shipped ones)."""
     p = np.zeros(len(data.y))
     thr = np.zeros(len(data.y))
     weak = np.zeros(len(data.y))
@@ -231,7 +232,8 @@ def cross_validate(data: Data, folds: int) -> dict[str, Any]:
         p[test] = predict(fit, data.x[test], data.neg[test])
         thr[test], weak[test] = fit["threshold"], fit["weak"]
         lex_thr[test] = best_threshold(data.overlap[~test], data.y[~test], data.src[~test])
-    return {"p": p, "thr": thr, "weak": weak, "lex_thr": lex_thr, "previous": previous_judge(data)}
+    previous = previous_judge(data) if with_previous else None
+    return {"p": p, "thr": thr, "weak": weak, "lex_thr": lex_thr, "previous": previous}
 
 
 def _claim_row(name: str, score: np.ndarray, pred: np.ndarray, y: np.ndarray) -> str:

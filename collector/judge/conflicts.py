@@ -1,11 +1,13 @@
 """Rules that turn lexical support into a contradiction for the local judge.
 
 Word overlap cannot see that a sentence says the opposite of a claim built from
-its words. Three patterns it can check cheaply, each against the chunk sentence
+its words. Four patterns it can check cheaply, each against the chunk sentence
 the claim rests on (the one sharing most of its content stems):
 
 - a number that differs ("retained for three years" against "five years");
 - a negation on one side only ("logs are not retained" against "logs are retained");
+- a word swapped for its antonym, WordNet's direct antonyms (:mod:`.lexicon`):
+  "revenue increased in 2020" against "revenue decreased in 2020";
 - a condition stated as sufficient where the sentence makes it only necessary:
   "legal-hold release alone is sufficient for deletion" against "deletion requires
   release of all legal holds and the officer's authorization". A requirement is not a
@@ -18,11 +20,14 @@ the claim rests on (the one sharing most of its content stems):
 from __future__ import annotations
 
 from .evidence import ChunkEvidence
-from .text import TextProfile
+from .lexicon import Lexicon, lemmas_of, load_lexicon
+from .text import TextProfile, stem
 
 __all__ = [
     "best_sentence",
     "negation_conflicts",
+    "antonym_conflicts",
+    "antonym_swap",
     "asserts_sufficiency",
     "sufficiency_conflict",
     "conflicts",
@@ -77,6 +82,56 @@ def negation_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     return cp.negated or len(chunk.sentence_stems[i]) <= 1.5 * len(cp.stem_set)
 
 
+def _antonyms() -> Lexicon:
+    return load_lexicon(frozenset())
+
+
+def _words_with(tokens: list[str], stems: frozenset[str]) -> set[str]:
+    """The lower-cased ``tokens`` whose stem is in ``stems``."""
+    return {w for w in map(str.lower, tokens) if stem(w) in stems}
+
+
+def _could_swap(cs: frozenset[str], ss: frozenset[str], table: frozenset[str]) -> bool:
+    """What :func:`antonym_swap` needs of the stems alone: the sentence is at most half again as
+    long as the claim, and each side has a stem with antonyms that the other lacks."""
+    return len(ss) <= 1.5 * len(cs) and not table.isdisjoint(cs - ss) and not table.isdisjoint(ss - cs)
+
+
+def antonym_swap(cp: TextProfile, sp: TextProfile) -> bool:
+    """Sentence ``sp`` says the claim with one of its words replaced by an antonym ("revenue
+    decreased in 2020" against "revenue increased in 2020"): the claim has a word whose WordNet
+    antonym the sentence has instead, the sentence has at least 75% of the claim's other content
+    stems and at most half again as many content stems as the claim (a longer sentence usually
+    says the antonym of something else), and both have the same polarity ("not large" against
+    "small" agrees)."""
+    lex = _antonyms()
+    table = lex.antonym_stems
+    cs, ss = cp.stem_set, sp.stem_set
+    if not _could_swap(cs, ss, table) or cp.negated != sp.negated:
+        return False
+    theirs = lemmas_of(_words_with(sp.tokens, table.intersection(ss - cs)), lex)
+    ours = lemmas_of(_words_with(cp.tokens, table.intersection(cs - ss)), lex)
+    swapped = {stem(a) for a in ours if not lex.antonyms[a].isdisjoint(theirs)}
+    if not swapped:
+        return False
+    others = cs - swapped
+    return bool(others) and len(others & ss) >= 0.75 * len(others)
+
+
+def antonym_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
+    """The chunk sentence the claim rests on swaps one of its words for an antonym
+    (:func:`antonym_swap`). Most claims and chunks are ruled out by set operations on their
+    stems before a sentence is profiled."""
+    table = _antonyms().antonym_stems
+    cs = cp.stem_set
+    if table.isdisjoint(cs) or table.isdisjoint(chunk.whole.stem_set - cs):
+        return False
+    i, _ = best_sentence(cp, chunk)
+    if not _could_swap(cs, chunk.sentence_stems[i], table):
+        return False
+    return antonym_swap(cp, chunk.sentence_profile(i))
+
+
 def _lower(tokens: list[str]) -> list[str]:
     return [t.lower() for t in tokens]
 
@@ -124,19 +179,28 @@ def sufficiency_conflict(cp: TextProfile, chunk: ChunkEvidence) -> str | None:
 
 
 def conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
-    """The chunk's words support the claim but its sentence says otherwise (negation or a
-    necessary condition read as sufficient): the chunk cannot support the claim."""
-    return negation_conflicts(cp, chunk) or sufficiency_conflict(cp, chunk) is not None
+    """The chunk's words support the claim but its sentence says otherwise (negation, an antonym
+    or a necessary condition read as sufficient): the chunk cannot support the claim."""
+    return (
+        negation_conflicts(cp, chunk)
+        or antonym_conflicts(cp, chunk)
+        or sufficiency_conflict(cp, chunk) is not None
+    )
 
 
 def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
     """Ids of the chunks with a sentence that matches the claim's words but disagrees on a
-    number or a negation, or lists the condition the claim calls sufficient beside others."""
+    number or a negation, swaps one of them for an antonym, or lists the condition the claim
+    calls sufficient beside others."""
     words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
     if not words:
         return []
     return [
-        c.id for c in chunks if _contradicts(cp, words, c) or sufficiency_conflict(cp, c) == "contradicted"
+        c.id
+        for c in chunks
+        if _contradicts(cp, words, c)
+        or antonym_conflicts(cp, c)
+        or sufficiency_conflict(cp, c) == "contradicted"
     ]
 
 

@@ -2,8 +2,8 @@
 
 Per trace it tokenises the chunks once (:mod:`.evidence`), extracts claims
 (:mod:`.claims`), scores every claim against every chunk with the small
-feature model in :mod:`.support`, and derives contradictions (a number or a
-negation that disagrees with an otherwise matching sentence), the source of
+feature model in :mod:`.support`, and derives contradictions (a number, a
+negation or an antonym that disagrees with an otherwise matching sentence), the source of
 unsupported claims, omitted conditions, answerability and utilization.
 :func:`.scoring.assemble` turns that into the output record.
 """
@@ -23,6 +23,7 @@ from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, spl
 from .conflicts import best_sentence, conflicts, negation_conflicts
 from .conflicts import contradicting as find_contradicting
 from .evidence import ChunkEvidence, build_evidence
+from .lexicon import lexicon_digest
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
 from .support import ClaimView, SupportModel, claim_view, load_model
@@ -40,7 +41,7 @@ __all__ = [
     "lexical_utilization",
 ]
 
-LOCAL_VERSION = "3.0"
+LOCAL_VERSION = "3.1"
 
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
@@ -96,6 +97,7 @@ class LocalJudge:
             "require_citations": self.require_citations,
             "weights": self.model.digest,
             "claim_weights": self.claim_model.digest,
+            "lexicon": lexicon_digest(),
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
         self.judge_id = f"local-{LOCAL_VERSION}:{digest}"
