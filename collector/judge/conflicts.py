@@ -85,7 +85,17 @@ def negation_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
 # An antonym swap: the sentence has at least this share of the claim's other content stems and
 # at most this many times its content stems.
 _SWAP_SHARED = 0.75
-_SWAP_LENGTH = 1.5
+_SWAP_LENGTH = 3.0
+
+
+def _neighbours(stems: list[str], s: str) -> set[str]:
+    """The stems next to ``s`` in ``stems``."""
+    out: set[str] = set()
+    for i, t in enumerate(stems):
+        if t == s:
+            out.update(stems[max(0, i - 1) : i + 2])
+    out.discard(s)
+    return out
 
 
 def _antonyms() -> Lexicon:
@@ -98,8 +108,9 @@ def _words_with(tokens: list[str], stems: frozenset[str]) -> set[str]:
 
 
 def _could_swap(cs: frozenset[str], ss: frozenset[str], table: frozenset[str]) -> bool:
-    """What :func:`antonym_swap` needs of the stems alone: the sentence is at most half again as
-    long as the claim, and each side has a stem with antonyms that the other lacks."""
+    """What :func:`antonym_swap` needs of the stems alone: the sentence is at most
+    ``_SWAP_LENGTH`` times as long as the claim, and each side has a stem with antonyms that
+    the other lacks."""
     return (
         len(ss) <= _SWAP_LENGTH * len(cs) and not table.isdisjoint(cs - ss) and not table.isdisjoint(ss - cs)
     )
@@ -108,34 +119,54 @@ def _could_swap(cs: frozenset[str], ss: frozenset[str], table: frozenset[str]) -
 def antonym_swap(cp: TextProfile, sp: TextProfile) -> bool:
     """Sentence ``sp`` says the claim with one of its words replaced by an antonym ("revenue
     decreased in 2020" against "revenue increased in 2020"): the claim has a word whose WordNet
-    antonym the sentence has instead, the sentence has at least 75% of the claim's other content
-    stems and at most half again as many content stems as the claim (a longer sentence usually
-    says the antonym of something else), and both have the same polarity ("not large" against
-    "small" agrees)."""
+    antonym the sentence has instead, in its place (the two share a neighbouring content stem:
+    "revenue"), the sentence has at least 75% of the claim's other content stems and at most
+    three times as many content stems as the claim (a long sentence usually says the antonym of
+    something else), and both have the same polarity ("not large" against "small" agrees)."""
     lex = _antonyms()
     table = lex.antonym_stems
     cs, ss = cp.stem_set, sp.stem_set
     if not _could_swap(cs, ss, table) or cp.negated != sp.negated:
         return False
-    theirs = lemmas_of(_words_with(sp.tokens, table.intersection(ss - cs)), lex)
-    ours = lemmas_of(_words_with(cp.tokens, table.intersection(cs - ss)), lex)
-    swapped = {stem(a) for a in ours if not lex.antonyms[a].isdisjoint(theirs)}
+    theirs = {v: lemmas_of({v}, lex) for v in _words_with(sp.tokens, table.intersection(ss - cs))}
+    swapped = set()
+    for w in _words_with(cp.tokens, table.intersection(cs - ss)):
+        opposite = frozenset().union(*(lex.antonyms[a] for a in lemmas_of({w}, lex)))
+        for v, lemmas in theirs.items():
+            in_place = not _neighbours(cp.stems, stem(w)).isdisjoint(_neighbours(sp.stems, stem(v)))
+            if in_place and not opposite.isdisjoint(lemmas):
+                swapped.add(stem(w))
     if not swapped:
         return False
     others = cs - swapped
     return bool(others) and len(others & ss) >= _SWAP_SHARED * len(others)
 
 
+def _stem_swap(claim: list[str], sentence: list[str], lex: Lexicon) -> bool:
+    """What :func:`antonym_swap` needs of the stem sequences alone: a claim stem the sentence
+    lacks and a stem of one of its antonyms in the sentence, in its place (a shared neighbour)."""
+    cs, ss = frozenset(claim), frozenset(sentence)
+    added = ss - cs
+    for g in lex.antonym_stems.intersection(cs - ss):
+        for a in lex.stem_antonyms[g] & added:
+            if not _neighbours(claim, g).isdisjoint(_neighbours(sentence, a)):
+                return True
+    return False
+
+
 def antonym_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     """The chunk sentence the claim rests on swaps one of its words for an antonym
-    (:func:`antonym_swap`). Most claims and chunks are ruled out by set operations on their
-    stems before a sentence is profiled."""
-    table = _antonyms().antonym_stems
+    (:func:`antonym_swap`). Most claims and chunks are ruled out by operations on their stems
+    before a sentence is profiled."""
+    lex = _antonyms()
+    table = lex.antonym_stems
     cs = cp.stem_set
     if table.isdisjoint(cs) or table.isdisjoint(chunk.whole.stem_set - cs):
         return False
     i, _ = best_sentence(cp, chunk)
     if not _could_swap(cs, chunk.sentence_stems[i], table):
+        return False
+    if not _stem_swap(cp.stems, chunk.sentence_stem_lists[i], lex):
         return False
     return antonym_swap(cp, chunk.sentence_profile(i))
 

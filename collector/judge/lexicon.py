@@ -40,7 +40,9 @@ class Lexicon:
     - ``superlatives``: superlative spellings of those lemmas (``earliest``, ``biggest``) -> the
       lemma, since the suffix stripper keeps ``-est``;
     - ``antonym_stems``: the stems of the lemmas and of their superlatives (a text without any
-      of them has no antonym to swap).
+      of them has no antonym to swap);
+    - ``stem_antonyms``: each of those stems -> the stems of its lemmas' antonyms and their
+      superlatives (a cheap superset of the lemma relation, checked before any spelling).
     """
 
     related_keys: dict[str, frozenset[str]]
@@ -48,6 +50,7 @@ class Lexicon:
     antonym_lemmas: dict[str, tuple[str, ...]]
     superlatives: dict[str, str]
     antonym_stems: frozenset[str]
+    stem_antonyms: dict[str, frozenset[str]]
 
 
 def parse_lexicon(text: str, relations: frozenset[str] = RELATED) -> Lexicon:
@@ -70,15 +73,20 @@ def parse_lexicon(text: str, relations: frozenset[str] = RELATED) -> Lexicon:
                 related[s].update(k for k in keys if k != own)
     by_stem: dict[str, list[str]] = defaultdict(list)
     superlatives: dict[str, str] = {}
+    stem_antonyms: dict[str, set[str]] = defaultdict(set)
     for lemma in sorted(antonyms):
         by_stem[stem(lemma)].append(lemma)
         superlatives.setdefault(superlative(lemma), lemma)
+        opposite = {stem(f) for b in antonyms[lemma] for f in (b, superlative(b))}
+        for form in (lemma, superlative(lemma)):
+            stem_antonyms[stem(form)].update(opposite)
     return Lexicon(
         related_keys={s: frozenset(k) for s, k in related.items() if k},
         antonyms={w: frozenset(a) for w, a in antonyms.items()},
         antonym_lemmas={s: tuple(ls) for s, ls in by_stem.items()},
         superlatives=superlatives,
         antonym_stems=frozenset(by_stem) | frozenset(map(stem, superlatives)),
+        stem_antonyms={s: frozenset(a) for s, a in stem_antonyms.items()},
     )
 
 
