@@ -68,11 +68,11 @@ align-train: minilm
 
 # The benchmarks `make bench` runs, in order (bench/judge_dev_data.py, judge_metrics.py,
 # judge_align_states.py, judge_align_fit.py and judge_snli_data.py are their modules;
-# judge_snli.py needs the SNLI sdist in .cache/judge-quality/ and jax; bench/soak.py takes 30
+# judge_snli*.py need the SNLI sdist in .cache/judge-quality/ and jax; bench/soak.py takes 30
 # minutes and runs alone: .venv/bin/python bench/soak.py).
 BENCHES := sdk_overhead decode_speed ingest_throughput e2e_freshness ingest_instructions \
 	judge_throughput judge_instructions judge_quality judge_minilm judge_align_features judge_align \
-	judge_align_joint judge_align_retrieve judge_xenc judge_snli judge_lexicon
+	judge_align_joint judge_align_retrieve judge_xenc judge_snli judge_snli_xenc judge_lexicon judge_antonym
 
 bench: install services
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done

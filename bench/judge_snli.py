@@ -39,6 +39,7 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ from judge_align_states import load_states  # noqa: E402
 from judge_minilm import _table  # noqa: E402
 from ragpulse.collector.judge import minilm  # noqa: E402
 
-__all__ = ["main", "pretrain", "snli_logits"]
+__all__ = ["main", "paired_delta", "pretrain", "snli_logits", "transfer"]
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -168,26 +169,31 @@ def _dev_arrays(args: argparse.Namespace) -> tuple[jq.Data, jq.Data, dict, np.nd
     return base, plus, fit.prepare(states, plus.x, 3, args.dim), fit._projection(states, args.dim)
 
 
-def _transfer(args: argparse.Namespace, head: dict, base: jq.Data, plus: jq.Data, arrays: dict) -> dict:
-    """Out-of-fold probabilities and verdicts of every judge, same folds."""
+Tune = Callable[[np.ndarray], np.ndarray]  # test rows -> the tuned judge's probabilities
+
+
+def transfer(
+    args: argparse.Namespace, score: np.ndarray, base: jq.Data, plus: jq.Data, label: str, tune: Tune | None
+) -> dict:
+    """Out-of-fold probabilities and verdicts of every judge on the same folds (``args.folds``,
+    ``args.band``): tier 1, the tier-2 head (``plus``), the tier-2 head with ``score`` (a frozen
+    pretrained head's logit) as a 28th feature (``label``) and, given ``tune``, the judge it
+    trains on each fold's training rows (``label-ft``); the table, and each candidate's banded
+    bal.acc against the tier's with its group-bootstrap interval."""
     n = len(base.y)
-    frozen = head | {"coef": np.zeros(plus.x.shape[1], np.float32)}
-    score = fit.logits(frozen, arrays, np.ones(n, dtype=bool), _with(args, lr=args.snli_lr))
     third = jq.Data(base.items, args.folds)
     third.x = np.hstack([plus.x, score[:, None]])
-    names = ("tier1", "+minilm", "+snli") + (() if args.no_ft else ("snli-ft",))
+    names = ("tier1", "+minilm", label) + (() if tune is None else (label + "-ft",))
     out = {k: np.zeros(n) for k in names}
     pred = {k: np.zeros(n, dtype=bool) for k in names}
-    ft = _with(args, lr=args.ft_lr, epochs=args.ft_epochs)
     t0 = time.process_time()
     for k in range(args.folds):
         test = base.fold == k
         fits = [jq.fit_model(d, ~test) for d in (base, plus, third)]
         for name, d, f in zip(names, (base, plus, third), fits, strict=False):
             out[name][test] = jq.predict(f, d.x[test], d.neg[test])
-        if not args.no_ft:
-            tuned = fit.fit_head(arrays, plus, ~test, ft, _warm_start(head, score, plus))
-            out["snli-ft"][test] = fit.predict_head(tuned, arrays, plus, test, ft)
+        if tune is not None:
+            out[label + "-ft"][test] = tune(test)
         for name in names:
             pred[name][test] = _verdict(out[name][test], base, test, fits[0]["threshold"])
         print(f"  fold {k}: {time.process_time() - t0:.0f} CPU-s", file=sys.stderr, flush=True)
@@ -200,8 +206,8 @@ def _transfer(args: argparse.Namespace, head: dict, base: jq.Data, plus: jq.Data
             np.where(band, pred[name], pred["tier1"]),
         )
     alone = {s: jm.auroc(score[base.src == s], base.y[base.src == s]) for s in dev.SOURCES}
-    print("the frozen SNLI head's logit alone, AUROC per set:", {s: round(a, 3) for s, a in alone.items()})
-    results = {"table": _table(base, judges, band), "snli_logit_auroc": alone, "delta": {}}
+    print(f"{label}: the frozen logit alone, AUROC per set:", {s: round(a, 3) for s, a in alone.items()})
+    results = {"table": _table(base, judges, band), "logit_auroc": alone, "delta": {}}
     ref = judges["+minilm/band"][1]
     for name in names[2:]:
         d = results["delta"][name] = paired_delta(base, judges[name + "/band"][1], ref)
@@ -210,6 +216,19 @@ def _transfer(args: argparse.Namespace, head: dict, base: jq.Data, plus: jq.Data
             + "; ".join(f"{s} {v:+.3f} [{lo:+.3f}, {hi:+.3f}]" for s, (v, lo, hi) in d.items())
         )
     return results
+
+
+def _head_transfer(args: argparse.Namespace, head: dict, base: jq.Data, plus: jq.Data, arrays: dict) -> dict:
+    """:func:`transfer` of the SNLI-pretrained alignment head: frozen, and fine-tuned."""
+    frozen = head | {"coef": np.zeros(plus.x.shape[1], np.float32)}
+    score = fit.logits(frozen, arrays, np.ones(len(base.y), dtype=bool), _with(args, lr=args.snli_lr))
+    ft = _with(args, lr=args.ft_lr, epochs=args.ft_epochs)
+
+    def tune(test: np.ndarray) -> np.ndarray:
+        tuned = fit.fit_head(arrays, plus, ~test, ft, _warm_start(head, score, plus))
+        return fit.predict_head(tuned, arrays, plus, test, ft)
+
+    return transfer(args, score, base, plus, "+snli", None if args.no_ft else tune)
 
 
 def paired_delta(
@@ -261,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             f"head: inputs {'+'.join(args.inputs)}, d={args.dim}, hidden {args.hidden}; SNLI "
             f"{args.snli_epochs} epochs; fine-tuned {args.ft_epochs} epochs at lr {args.ft_lr}"
         )
-        results |= _transfer(args, head, base, plus, arrays)
+        results |= _head_transfer(args, head, base, plus, arrays)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     return 0

@@ -33,6 +33,7 @@ import inspect
 import pickle
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from judge_align_joint import _joint_text  # noqa: E402
 from judge_minilm import _table  # noqa: E402
 from ragpulse.collector.judge import minilm  # noqa: E402
 
-__all__ = ["main"]
+__all__ = ["encode_lower", "logits", "lower_states", "main", "train"]
 
 LAYERS = 6
 HEADS = 12
@@ -59,18 +60,10 @@ BATCH = 32
 ENCODE_BATCH = 32
 
 
-def lower_states(st: Any, frozen: int) -> dict[str, Any]:
-    """The joint inputs' states after the first ``frozen`` layers (float16, concatenated) and
-    their offsets, per kept claim, cached."""
-    files = minilm.locate_model()
-    h = hashlib.sha256(repr((st.offsets[-1], len(st.claim), frozen, files.pin)).encode())
-    h.update(Path(minilm.__file__).read_bytes())
-    h.update(inspect.getsource(_joint_text).encode())
-    path = dev.CACHE / f"xenc-lower-{h.hexdigest()[:16]}.pkl"
-    if path.is_file():
-        return pickle.loads(path.read_bytes())
-    enc = minilm.MiniLM(files.folder, layers=frozen, backend="onnx-fp32")
-    texts = [_joint_text(st, i) for i in range(len(st.claim))]
+def encode_lower(texts: list[str], frozen: int) -> dict[str, Any]:
+    """The states of ``texts`` after the first ``frozen`` layers (the product's encoder, onnx
+    fp32; float16, concatenated in ``texts`` order) and their offsets."""
+    enc = minilm.MiniLM(minilm.locate_model().folder, layers=frozen, backend="onnx-fp32")
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     per: list[Any] = [None] * len(texts)
     t0 = time.process_time()
@@ -79,11 +72,23 @@ def lower_states(st: Any, frozen: int) -> dict[str, Any]:
         for i, (_, s) in zip(idx, enc.encode([texts[j] for j in idx]), strict=True):
             per[i] = s.astype(np.float16)
     lengths = np.array([len(s) for s in per])
-    out = {
+    return {
         "states": np.concatenate(per),
         "offsets": np.concatenate([[0], np.cumsum(lengths)]),
         "cpu_s": time.process_time() - t0,
     }
+
+
+def lower_states(st: Any, frozen: int) -> dict[str, Any]:
+    """:func:`encode_lower` of the joint inputs, per kept claim, cached."""
+    files = minilm.locate_model()
+    h = hashlib.sha256(repr((st.offsets[-1], len(st.claim), frozen, files.pin)).encode())
+    h.update(Path(minilm.__file__).read_bytes())
+    h.update(inspect.getsource(_joint_text).encode())
+    path = dev.CACHE / f"xenc-lower-{h.hexdigest()[:16]}.pkl"
+    if path.is_file():
+        return pickle.loads(path.read_bytes())
+    out = encode_lower([_joint_text(st, i) for i in range(len(st.claim))], frozen)
     path.write_bytes(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
     return out
 
@@ -189,18 +194,30 @@ def _batches(rows: np.ndarray, low: dict[str, Any], x: np.ndarray, rng: np.rando
         yield idx, pad, {"h": h, "mask": mask, "x": x[pad].astype(np.float32)}
 
 
-def train(low: dict, w: dict, data: jq.Data, rows: np.ndarray, args: argparse.Namespace) -> dict:
-    """The top layers and head trained on ``rows`` (a boolean mask)."""
+def train(
+    low: dict,
+    w: dict,
+    data: jq.Data,
+    rows: np.ndarray,
+    args: argparse.Namespace,
+    start: Callable[[np.ndarray], dict] | None = None,
+) -> dict:
+    """The top layers and head trained on ``rows`` (a boolean mask), from ``start(rows)`` when
+    given (pretrained layers and head), else from MiniLM's layers, a zero head and the logistic
+    fit of the linear term."""
     import jax.numpy as jnp
 
-    coef, b = jm.fit_logistic(data.x[rows], data.y[rows], data.weight[rows], l2=jq.L2)
-    p0 = {
-        "layers": [_layer_params(w, n) for n in range(LAYERS - args.top, LAYERS)],
-        "head_w": np.zeros(2 * w["embeddings.word_embeddings.weight"].shape[1], np.float32),
-        "head_b": np.float32(0.0),
-        "coef": np.asarray(coef, np.float32),
-        "intercept": np.float32(b),
-    }
+    if start is not None:
+        p0 = start(rows)
+    else:
+        coef, b = jm.fit_logistic(data.x[rows], data.y[rows], data.weight[rows], l2=jq.L2)
+        p0 = {
+            "layers": [_layer_params(w, n) for n in range(LAYERS - args.top, LAYERS)],
+            "head_w": np.zeros(2 * w["embeddings.word_embeddings.weight"].shape[1], np.float32),
+            "head_b": np.float32(0.0),
+            "coef": np.asarray(coef, np.float32),
+            "intercept": np.float32(b),
+        }
     import jax
 
     p = jax.tree_util.tree_map(jnp.asarray, p0)

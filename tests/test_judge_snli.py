@@ -148,3 +148,22 @@ def test_the_fine_tuning_start_is_the_logistic_fit_over_the_frozen_logit(bench) 
     )
     want = arrays["x"] @ coef[:-1] + b + coef[-1] * score
     assert np.allclose(fit.logits(start, arrays, rows, args), want, atol=1e-4)
+
+
+def test_the_paired_bootstrap_measures_the_candidate_against_the_reference_by_set(bench) -> None:
+    snli, _, _ = bench
+    sources = snli.dev.SOURCES
+    src = np.repeat(sources, 40)
+    y = np.tile([0, 1], 20 * len(sources))
+    items = [{"group": f"{s}:{i // 2}"} for i, s in enumerate(src)]  # two claims a group
+    data = argparse.Namespace(items=items, src=src, y=y)
+    ref = np.where(src == sources[0], 1 - y, y).astype(bool)  # wrong on the first set only
+    out = snli.paired_delta(data, y.astype(bool), ref, draws=200)
+    value, lo, hi = out[sources[0]]
+    assert value == 1.0 and lo == hi == 1.0  # every claim of the set: perfect against all wrong
+    for s in sources[1:]:
+        assert out[s] == (0.0, 0.0, 0.0)
+    noisy = ref.copy()
+    noisy[np.flatnonzero(src == sources[1])[:4]] ^= True  # 4 claims worse in the second set
+    value, lo, hi = snli.paired_delta(data, noisy, ref, draws=500)[sources[1]]
+    assert value == pytest.approx(-0.1) and lo < value < hi <= 0.0
