@@ -10,10 +10,10 @@ against the others; one logit; no linear term), with jax
 Then, on bench/judge_minilm.py's dev claims and grouped folds (the claim against the tier's
 three aligned chunk sentences, bench/judge_align_states.py), side by side:
 
-- ``+snli``: the pretrained head frozen, its logit a 28th feature beside the tier-2 head's 27
-  (tier 1's 23, the MiniLM tier's 4), fit by judge_quality.fit_model on the training folds;
+- ``+snli``: the pretrained head frozen, its logit one more feature beside the tier-2 head's
+  (tier 1's, the MiniLM tier's 4), fit by judge_quality.fit_model on the training folds;
 - ``snli-ft``: the pretrained head fine-tuned on the training folds (``--ft-epochs``, Adam,
-  each dev set weighted equally) with a linear term over the 27 features, warm-started at
+  each dev set weighted equally) with a linear term over the tier-2 head's features, warm-started at
   the ``+snli`` logistic fit (the head's pooling scaled by the logit's coefficient), its
   isotonic map and number cap from grouped inner folds (judge_align_fit.fit_head);
 
@@ -155,7 +155,7 @@ def pretrain(st: snli.SnliStates, proj: np.ndarray, args: argparse.Namespace) ->
 
 def _warm_start(head: dict, score: np.ndarray, data: jq.Data) -> fit.Start:
     """The fine-tuning start for given training rows: the pretrained head, its pooling scaled
-    and the linear term set so that its logit is the logistic fit over [27 features, score]."""
+    and the linear term set so that its logit is the logistic fit over [the tier-2 features, score]."""
 
     def start(rows: np.ndarray) -> dict:
         x = np.hstack([data.x, score[:, None]])
@@ -171,7 +171,7 @@ def _warm_start(head: dict, score: np.ndarray, data: jq.Data) -> fit.Start:
 
 
 def _dev_arrays(args: argparse.Namespace) -> tuple[jq.Data, jq.Data, dict, np.ndarray]:
-    """The dev claims: tier 1's data, the tier-2 head's (27 features), the head's padded inputs
+    """The dev claims: tier 1's data, the tier-2 head's features, the head's padded inputs
     (linear term over the 27) and the projection the head reads the states through."""
     states = load_states(args.data, 6, args.factscore_share, backend=args.backend)
     items = dev.load_items(args.data)

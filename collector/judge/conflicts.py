@@ -82,6 +82,12 @@ def negation_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     return cp.negated or len(chunk.sentence_stems[i]) <= 1.5 * len(cp.stem_set)
 
 
+# An antonym swap: the sentence has at least this share of the claim's other content stems and
+# at most this many times its content stems.
+_SWAP_SHARED = 0.75
+_SWAP_LENGTH = 1.5
+
+
 def _antonyms() -> Lexicon:
     return load_lexicon(frozenset())
 
@@ -94,7 +100,9 @@ def _words_with(tokens: list[str], stems: frozenset[str]) -> set[str]:
 def _could_swap(cs: frozenset[str], ss: frozenset[str], table: frozenset[str]) -> bool:
     """What :func:`antonym_swap` needs of the stems alone: the sentence is at most half again as
     long as the claim, and each side has a stem with antonyms that the other lacks."""
-    return len(ss) <= 1.5 * len(cs) and not table.isdisjoint(cs - ss) and not table.isdisjoint(ss - cs)
+    return (
+        len(ss) <= _SWAP_LENGTH * len(cs) and not table.isdisjoint(cs - ss) and not table.isdisjoint(ss - cs)
+    )
 
 
 def antonym_swap(cp: TextProfile, sp: TextProfile) -> bool:
@@ -115,7 +123,7 @@ def antonym_swap(cp: TextProfile, sp: TextProfile) -> bool:
     if not swapped:
         return False
     others = cs - swapped
-    return bool(others) and len(others & ss) >= 0.75 * len(others)
+    return bool(others) and len(others & ss) >= _SWAP_SHARED * len(others)
 
 
 def antonym_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
