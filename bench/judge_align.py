@@ -2,7 +2,7 @@
 
 Trains the decomposable-attention head of bench/judge_align_fit.py over frozen MiniLM token states
 (bench/judge_align_states.py: every dev claim of bench/judge_minilm.py's sets and its
-``--sentences`` aligned chunk sentences) jointly with a linear term over tier 1's 23 claim
+``--sentences`` aligned chunk sentences) jointly with a linear term over tier 1's claim
 features, on the pooled dev sets (each set weighted equally), with jax (training only:
 ``make align-train``). Per outer grouped fold: the head is trained on the training folds; its
 isotonic map and number cap come from outputs cross-validated within them (``--inner``

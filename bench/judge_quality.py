@@ -11,25 +11,27 @@ Four judges side by side, in the same run:
   threshold fit on the training folds (maximising mean balanced accuracy);
 - ``v1``: the first local judge (pair model ``support-v1.json``, best chunk,
   number veto, threshold 0.5), as shipped: nothing refit;
-- ``v2``: the previous judge, local-2.0 (``bench/judge-claim-v2.json``: one logistic stage,
-  isotonic map, a number cap on the best chunk, its threshold and weak band), as shipped;
-- ``v3``: the current judge's claim model (:mod:`ragpulse.collector.judge.claim_model`)
+- ``v3``: the previous judge's claim model, local-3.x (``bench/judge-claim-v3.json``: logistic
+  over its 23 features, isotonic map, a number cap on the best chunk, its threshold and weak
+  band), as shipped;
+- ``v4``: the current judge's claim model (:mod:`ragpulse.collector.judge.claim_model`)
   refit on the training folds of all four sets pooled (each set weighted equally), the
   isotonic map and the thresholds fit on the training folds' own cross-validated outputs,
   scored on the held-out fold.
 
-All four read the features of the current code (stemming included), so ``v1`` and ``v2``
-are the previous models, not byte-for-byte the previous releases.
+All four read the features of the current code (stemming included; ``v3`` the 23 of them
+its file names), so ``v1`` and ``v3`` are the previous models, not byte-for-byte the previous
+releases.
 
 Folds are grouped (FActScore by person, Factcheck-GPT by response, WiCE by
 article, AttributionBench by question) so evidence never straddles a split.
 Reported per set: claim balanced accuracy, macro-F1, AUROC, ECE; response-level
-F1 (hallucinated = positive) and balanced accuracy; the v3 reliability table, and v3's ECE
+F1 (hallucinated = positive) and balanced accuracy; the v4 reliability table, and v4's ECE
 beside its noise floor (the ECE a perfectly calibrated judge shows on the same probabilities:
 binned ECE is biased upwards on a set of a few hundred claims).
 
 ``--write-weights`` fits the claim model on all rows and writes the packaged
-``weights/claim-v3.json`` (calibration and thresholds from the cross-validated outputs).
+``weights/claim-v4.json`` (calibration and thresholds from the cross-validated outputs).
 
 Usage: python bench/judge_quality.py [--folds 5] [--write-weights] [--no-cache] [--json PATH]
 """
@@ -55,8 +57,8 @@ from ragpulse.collector.judge.claim_model import response_verdict  # noqa: E402
 
 __all__ = ["main", "cross_validate", "Data"]
 
-WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v3.json"
-PREVIOUS = Path(__file__).resolve().with_name("judge-claim-v2.json")
+WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v4.json"
+PREVIOUS = Path(__file__).resolve().with_name("judge-claim-v3.json")
 L2 = 1.0
 THRESHOLDS = np.round(np.arange(0.20, 0.81, 0.01), 2)
 
@@ -127,9 +129,11 @@ def predict(fit: dict[str, Any], x: np.ndarray, neg: np.ndarray) -> np.ndarray:
 
 
 def previous_judge(data: Data) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """local-2.0 as shipped: its probability, its verdict, its thresholds."""
+    """local-3.x as shipped: its probability, its verdict, its thresholds (its features are
+    picked from the current ones by name)."""
     w = json.loads(PREVIOUS.read_text())
-    raw = _raw(data.x, np.array(w["coef"]), w["intercept"])
+    cols = [CLAIM_FEATURES.index(name) for name in w["features"]]
+    raw = _raw(data.x[:, cols], np.array(w["coef"]), w["intercept"])
     p = _capped(
         _apply_iso(raw, w["calibration"]["x"], w["calibration"]["y"]),
         data.x[:, _NUM_MISS] > 0,
@@ -219,8 +223,8 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
 
 
 def cross_validate(data: Data, folds: int, with_previous: bool = True) -> dict[str, Any]:
-    """Out-of-fold v3 probabilities, per-row thresholds, lexical-baseline thresholds, and the
-    previous judge (v2) as shipped (None without ``with_previous``: features other than the
+    """Out-of-fold v4 probabilities, per-row thresholds, lexical-baseline thresholds, and the
+    previous judge (v3) as shipped (None without ``with_previous``: features other than the
     shipped ones)."""
     p = np.zeros(len(data.y))
     thr = np.zeros(len(data.y))
@@ -244,19 +248,19 @@ def _claim_row(name: str, score: np.ndarray, pred: np.ndarray, y: np.ndarray) ->
 
 
 def _response_preds(data: Data, cv: dict[str, Any]) -> dict[str, np.ndarray]:
-    out: dict[str, list[int]] = {"lexical": [], "v1": [], "v2": [], "v3": [], "v3_unsure": []}
+    out: dict[str, list[int]] = {"lexical": [], "v1": [], "v3": [], "v4": [], "v4_unsure": []}
     prev_p, _, prev = cv["previous"]
     for r in data.responses:
         out["lexical"].append(int((data.overlap[r] < cv["lex_thr"][r]).any()))
         out["v1"].append(int((data.v1[r] < 0.5).any()))
         score = verdict_score(prev_p[r], data.strong[r], data.neg[r])
-        out["v2"].append(
+        out["v3"].append(
             int(response_verdict(list(score), prev["threshold"], prev["weak"]) == "hallucinated")
         )
         score = verdict_score(cv["p"][r], data.strong[r], data.neg[r])
         verdict = response_verdict(list(score), float(cv["thr"][r[0]]), float(cv["weak"][r[0]]))
-        out["v3"].append(int(verdict == "hallucinated"))
-        out["v3_unsure"].append(int(verdict == "unsure"))
+        out["v4"].append(int(verdict == "hallucinated"))
+        out["v4_unsure"].append(int(verdict == "unsure"))
     return {k: np.array(v) for k, v in out.items()}
 
 
@@ -271,8 +275,8 @@ def _claim_table(data: Data, cv: dict[str, Any], results: dict[str, Any]) -> Non
         rows = {
             "lexical": (data.overlap[m], data.overlap[m] >= cv["lex_thr"][m]),
             "v1": (data.v1[m], data.v1[m] >= 0.5),
-            "v2": (prev_p[m], prev_verdict[m]),
-            "v3": (p[m], verdict_score(p[m], data.strong[m], data.neg[m]) >= cv["thr"][m]),
+            "v3": (prev_p[m], prev_verdict[m]),
+            "v4": (p[m], verdict_score(p[m], data.strong[m], data.neg[m]) >= cv["thr"][m]),
         }
         results[s] = {"claim": {}, "response": {}}
         for name, (score, pred) in rows.items():
@@ -298,24 +302,24 @@ def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
         m = data.resp_src == s
         g = data.resp_gold[m]
         print(
-            f"{s}  responses={m.sum()}  hallucinated={g.mean():.2f}  v3 unsure={resp['v3_unsure'][m].mean():.2f}"
+            f"{s}  responses={m.sum()}  hallucinated={g.mean():.2f}  v4 unsure={resp['v4_unsure'][m].mean():.2f}"
         )
-        for name in ("lexical", "v1", "v2", "v3"):
+        for name in ("lexical", "v1", "v3", "v4"):
             pr = resp[name][m]
             print(f"  {name:<8}{jm.f1(pr, g):>8.3f}{jm.balanced_accuracy(pr, g):>10.3f}")
             results[s]["response"][name] = {
                 "f1": jm.f1(pr, g),
                 "balanced_accuracy": jm.balanced_accuracy(pr, g),
             }
-    print("v3 reliability (bin: mean probability -> observed supported rate, count)")
+    print("v4 reliability (bin: mean probability -> observed supported rate, count)")
     for s in dev.SOURCES:
         cells = "  ".join(f"{pm:.2f}->{obs:.2f} ({c})" for _, pm, obs, c in results[s]["reliability"])
         print(f"  {s}: {cells}")
-    print("v3 ECE against its noise floor (the ECE a perfectly calibrated judge shows on these")
+    print("v4 ECE against its noise floor (the ECE a perfectly calibrated judge shows on these")
     print("probabilities, labels drawn from them: median, 95th percentile)")
     for s in dev.SOURCES:
         median, p95 = results[s]["ece_floor"]
-        measured = results[s]["claim"]["v3"]["ece"]
+        measured = results[s]["claim"]["v4"]["ece"]
         print(f"  {s:<18} ECE {measured:.3f}   floor {median:.3f} (95%: {p95:.3f})")
     return results
 
@@ -350,7 +354,7 @@ def write_weights(data: Data) -> None:
         "dev, FActScore, Factcheck-GPT, WiCE dev; each set weighted equally; calibration "
         "and thresholds from grouped cross-validated outputs)."
     )
-    WEIGHTS.write_text(weights_json("3", about, list(CLAIM_FEATURES), fit, fit["threshold"], fit["weak"]))
+    WEIGHTS.write_text(weights_json("4", about, list(CLAIM_FEATURES), fit, fit["threshold"], fit["weak"]))
     knots = len(fit["knots"][0])
     print(f"wrote {WEIGHTS} (threshold {fit['threshold']}, weak {fit['weak']}, {knots} calibration knots)")
 

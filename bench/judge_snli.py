@@ -3,16 +3,17 @@
 The decomposable-attention head of bench/judge_align_fit.py (frozen all-MiniLM-L6-v2 token
 states; claim pieces soft-aligned to the evidence pieces, compared by an MLP, pooled) is
 pretrained on the SNLI pairs of bench/judge_snli_data.py (premise = evidence, hypothesis =
-claim; entailment against neutral or contradiction, one logit; no linear term), with jax
+claim; entailment against neutral or contradiction, or with ``--target`` contradiction
+against the others; one logit; no linear term), with jax
 (training only: ``make align-train``). Its SNLI test accuracy is printed as a sanity check.
 
 Then, on bench/judge_minilm.py's dev claims and grouped folds (the claim against the tier's
 three aligned chunk sentences, bench/judge_align_states.py), side by side:
 
-- ``+snli``: the pretrained head frozen, its logit a 28th feature beside the tier-2 head's 27
-  (tier 1's 23, the MiniLM tier's 4), fit by judge_quality.fit_model on the training folds;
+- ``+snli``: the pretrained head frozen, its logit one more feature beside the tier-2 head's
+  (tier 1's, the MiniLM tier's 4), fit by judge_quality.fit_model on the training folds;
 - ``snli-ft``: the pretrained head fine-tuned on the training folds (``--ft-epochs``, Adam,
-  each dev set weighted equally) with a linear term over the 27 features, warm-started at
+  each dev set weighted equally) with a linear term over the tier-2 head's features, warm-started at
   the ``+snli`` logistic fit (the head's pooling scaled by the logit's coefficient), its
   isotonic map and number cap from grouped inner folds (judge_align_fit.fit_head);
 
@@ -24,12 +25,14 @@ on tier 1's band), each also banded ("/band": on the claims whose tier-1 probabi
 interval from a bootstrap over the claims' groups. Without the SNLI sdist (``--snli``), jax,
 the MiniLM package or the dev data it says so and measures nothing.
 
-Measured (int8 states, defaults): SNLI test entailment-or-not accuracy 0.892 (majority 0.657;
-AUROC 0.955); on the dev sets neither transfer beats the tier beyond noise (banded bal.acc
-AB / FS / FC / WiCE: tier 0.719 / 0.806 / 0.679 / 0.701, ``+snli`` 0.721 / 0.811 / 0.681 /
-0.697, ``snli-ft`` 0.721 / 0.807 / 0.685 / 0.708, every interval across 0), and ``snli-ft``
-equals the same fine-tuning from a random head (bench/judge_align.py --with-mini --epochs 3
---lr 5e-4: 0.721 / 0.806 / 0.682 / 0.710).
+Measured (int8 states, defaults, tier 1 = claim-v4's 26 features): SNLI test
+entailment-or-not accuracy 0.892 (majority 0.657; AUROC 0.955); the frozen logit alone has
+dev AUROC AB 0.733, FS 0.826, FC 0.746, WiCE 0.675, but on the dev sets neither transfer
+beats the tier beyond noise (banded bal.acc AB / FS / FC / WiCE: tier 0.715 / 0.806 / 0.678 /
+0.694, ``+snli`` 0.714 / 0.808 / 0.677 / 0.688, ``+snli-ft`` 0.715 / 0.811 / 0.682 / 0.688,
+every interval across 0). With tier 1's earlier 23 features the same held, and ``+snli-ft``
+equalled the same fine-tuning from a random head (bench/judge_align.py --with-mini --epochs 3
+--lr 5e-4). ``--target contradiction`` (test 0.859) adds nothing either.
 """
 
 from __future__ import annotations
@@ -71,6 +74,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--band", type=float, nargs=2, default=(0.35, 0.65))
     ap.add_argument("--snli-epochs", type=int, default=4)
     ap.add_argument("--snli-lr", type=float, default=2e-3)
+    ap.add_argument(
+        "--target",
+        choices=(snli.LABELS[0], snli.LABELS[2]),
+        default=snli.LABELS[0],
+        help="the SNLI class learnt",
+    )
     ap.add_argument("--snli-only", action="store_true", help="pretrain and report SNLI test accuracy only")
     ap.add_argument("--ft-epochs", type=int, default=3, help="fine-tuning epochs on the dev training folds")
     ap.add_argument("--ft-lr", type=float, default=5e-4)
@@ -87,12 +96,15 @@ def _with(args: argparse.Namespace, **kw: Any) -> argparse.Namespace:
 def snli_logits(p: dict, st: snli.SnliStates, pairs: np.ndarray, proj: np.ndarray, args: argparse.Namespace):
     """The head's entailment logits for ``pairs``."""
     _, fwd = fit._jitted(_with(args, lr=args.snli_lr))
-    return np.concatenate([np.asarray(fwd(p, b))[:n] for n, b in snli.batches(st, pairs, proj)])
+    target = snli.LABELS.index(args.target)
+    return np.concatenate(
+        [np.asarray(fwd(p, b))[:n] for n, b in snli.batches(st, pairs, proj, target=target)]
+    )
 
 
 def _snli_report(p: dict, st: snli.SnliStates, proj: np.ndarray, args: argparse.Namespace) -> dict:
     test = st.pairs["test"]
-    z, y = snli_logits(p, st, test, proj, args), test[:, 2] == 0
+    z, y = snli_logits(p, st, test, proj, args), test[:, 2] == snli.LABELS.index(args.target)
     return {
         "pairs": len(test),
         "accuracy": float(np.mean((z > 0) == y)),
@@ -106,13 +118,13 @@ def _head_cache(st: snli.SnliStates, proj: np.ndarray, args: argparse.Namespace)
     h = hashlib.sha256(json.dumps(st.sha256, sort_keys=True).encode())
     h.update(Path(fit.__file__).read_bytes())
     h.update(proj.tobytes())
-    keys = ("dim", "hidden", "inputs", "seed", "decay", "snli_epochs", "snli_lr", "backend")
+    keys = ("dim", "hidden", "inputs", "seed", "decay", "snli_epochs", "snli_lr", "backend", "target")
     h.update(json.dumps({k: vars(args)[k] for k in keys}).encode())
     return dev.CACHE / f"snli-head-{h.hexdigest()[:16]}.npz"
 
 
 def pretrain(st: snli.SnliStates, proj: np.ndarray, args: argparse.Namespace) -> dict[str, np.ndarray]:
-    """The head trained on the SNLI training pairs (entailment or not), cached under
+    """The head trained on the SNLI training pairs (``args.target`` or not), cached under
     ``.cache/judge-quality/``; the SNLI test figures printed after each epoch."""
     path = _head_cache(st, proj, args)
     if path.is_file():
@@ -130,7 +142,9 @@ def pretrain(st: snli.SnliStates, proj: np.ndarray, args: argparse.Namespace) ->
     rng = np.random.default_rng(args.seed)
     train, t, t0 = st.pairs["train"], 0, time.process_time()
     for epoch in range(args.snli_epochs):
-        for _, b in snli.batches(st, train[rng.permutation(len(train))], proj):
+        for _, b in snli.batches(
+            st, train[rng.permutation(len(train))], proj, target=snli.LABELS.index(args.target)
+        ):
             t += 1
             p, m, v = step(p, m, v, jnp.float32(t), b)
         out = {k: np.asarray(x) for k, x in p.items()}
@@ -143,7 +157,7 @@ def pretrain(st: snli.SnliStates, proj: np.ndarray, args: argparse.Namespace) ->
 
 def _warm_start(head: dict, score: np.ndarray, data: jq.Data) -> fit.Start:
     """The fine-tuning start for given training rows: the pretrained head, its pooling scaled
-    and the linear term set so that its logit is the logistic fit over [27 features, score]."""
+    and the linear term set so that its logit is the logistic fit over [the tier-2 features, score]."""
 
     def start(rows: np.ndarray) -> dict:
         x = np.hstack([data.x, score[:, None]])
@@ -159,7 +173,7 @@ def _warm_start(head: dict, score: np.ndarray, data: jq.Data) -> fit.Start:
 
 
 def _dev_arrays(args: argparse.Namespace) -> tuple[jq.Data, jq.Data, dict, np.ndarray]:
-    """The dev claims: tier 1's data, the tier-2 head's (27 features), the head's padded inputs
+    """The dev claims: tier 1's data, the tier-2 head's features, the head's padded inputs
     (linear term over the 27) and the projection the head reads the states through."""
     states = load_states(args.data, 6, args.factscore_share, backend=args.backend)
     items = dev.load_items(args.data)
@@ -228,7 +242,8 @@ def _head_transfer(args: argparse.Namespace, head: dict, base: jq.Data, plus: jq
         tuned = fit.fit_head(arrays, plus, ~test, ft, _warm_start(head, score, plus))
         return fit.predict_head(tuned, arrays, plus, test, ft)
 
-    return transfer(args, score, base, plus, "+snli", None if args.no_ft else tune)
+    label = "+snli" if args.target == snli.LABELS[0] else "+snli-con"
+    return transfer(args, score, base, plus, label, None if args.no_ft else tune)
 
 
 def paired_delta(
@@ -274,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     head = pretrain(st, proj, args)
     results: dict[str, Any] = {"snli_test": _snli_report(head, st, proj, args)}
-    print(f"SNLI test (entailment or not): {results['snli_test']}")
+    print(f"SNLI test ({args.target} or not): {results['snli_test']}")
     if not args.snli_only:
         print(
             f"head: inputs {'+'.join(args.inputs)}, d={args.dim}, hidden {args.hidden}; SNLI "

@@ -136,11 +136,11 @@ def load_snli(path: Path, backend: str = minilm.DEFAULT_BACKEND, model: Path | N
 
 
 def batches(
-    st: SnliStates, pairs: np.ndarray, proj: np.ndarray, caps: tuple[int, int] = CAPS
+    st: SnliStates, pairs: np.ndarray, proj: np.ndarray, caps: tuple[int, int] = CAPS, target: int = 0
 ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
     """The head's padded inputs for ``pairs`` (rows of premise id, hypothesis id, label) in
     batches of ``fit.BATCH`` (the last padded by repeating its first pair), with
-    ``y`` = entailment and ``w`` = 1 on real pairs: (real pairs in the batch, arrays). The
+    ``y`` = the label is ``target`` (default entailment) and ``w`` = 1 on real pairs: (real pairs in the batch, arrays). The
     linear term has no features here (``x`` is n x 0)."""
     nc, ne = caps
     dim = proj.shape[1]
@@ -157,7 +157,7 @@ def batches(
             "emask": np.zeros((fit.BATCH, ne), np.float32),
             "has": np.zeros(fit.BATCH, np.float32),
             "x": np.zeros((fit.BATCH, 0), np.float32),
-            "y": (rows[:, 2] == 0).astype(np.float32),
+            "y": (rows[:, 2] == target).astype(np.float32),
             "w": (np.arange(fit.BATCH) < n).astype(np.float32),
         }
         for i, (p, q, _) in enumerate(rows):

@@ -15,8 +15,8 @@ Measured (defaults: 50,000 pairs, 1 epoch, layer lr 1e-4, head 1e-3; lower layer
 CPU-s, training 267 CPU-s): SNLI test entailment-or-not accuracy 0.818 (AUROC 0.894; the
 alignment head of bench/judge_snli.py reaches 0.892), and it does not transfer to the longer
 dev inputs: its logit alone has dev AUROC AB 0.567, FS 0.518, FC 0.611, WiCE 0.540; banded
-bal.acc with it as a 28th feature 0.720 / 0.804 / 0.674 / 0.706 against the tier's 0.719 /
-0.806 / 0.679 / 0.701 (every interval across 0).
+bal.acc with it as one more feature (tier 1 = claim-v4) 0.711 / 0.807 / 0.679 / 0.699 against
+the tier's 0.715 / 0.806 / 0.678 / 0.694 (every interval across 0).
 """
 
 from __future__ import annotations

@@ -104,13 +104,18 @@ def test_batches_are_the_heads_inputs_for_hypothesis_against_premise(bench, tiny
     texts = list(dict.fromkeys(t for r in ROWS[:3] for t in (r["sentence1"], r["sentence2"])))
     states, offsets, tokens = _encode(minilm.MiniLM(tiny_dir), texts)
     pairs = np.array(
-        [(texts.index(r["sentence1"]), texts.index(r["sentence2"]), i) for i, r in enumerate(ROWS[:3])]
+        [
+            (texts.index(r["sentence1"]), texts.index(r["sentence2"]), data.LABELS.index(r["gold_label"]))
+            for r in ROWS[:3]
+        ]
     )
     st = data.SnliStates(states, offsets, tokens, {"test": pairs}, {}, {})
     proj = np.random.default_rng(0).normal(size=(states.shape[1], 4)).astype(np.float32)
     ((n, b),) = list(data.batches(st, pairs, proj, caps=(6, 12)))
     assert n == 3 and b["c"].shape == (fit.BATCH, 6, 4) and b["cos"].shape == (fit.BATCH, 6, 12)
     assert b["y"][:3].tolist() == [1.0, 0.0, 0.0]  # entailment only
+    ((_, con),) = list(data.batches(st, pairs, proj, caps=(6, 12), target=2))
+    assert con["y"][:3].tolist() == [0.0, 1.0, 0.0]  # contradiction only
     assert b["w"].sum() == 3 and b["x"].shape == (fit.BATCH, 0)
     for i, (p, q, _) in enumerate(pairs):
         want = fit.token_inputs(st.text(int(q)), [st.text(int(p))], proj)

@@ -17,7 +17,7 @@ from ragpulse.collector.judge.local import LocalJudge
 from ragpulse.collector.judge.tiered import TieredJudge
 from ragpulse.collector.judge.worker import judgment_rows
 
-WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v3.json"
+WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v4.json"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_every_claim_carries_a_probability_and_the_record_a_response_verdict(jud
     assert probs[0] > probs[1]
     assert [c["verdict"] for c in out["claims"]] == ["supported", "unsupported"]
     assert out["response_verdict"] == "hallucinated"
-    assert out["judge_id"].startswith("local-3.1:")
+    assert out["judge_id"].startswith("local-4.0:")
 
 
 def test_negation_of_the_cited_sentence_is_a_contradiction_not_a_valid_citation(judge: LocalJudge) -> None:

@@ -13,7 +13,10 @@ is about:
   (a changed number must not hide behind another chunk that happens to hold it), and
   from every chunk; names missing from the best chunk and from every chunk;
 - the claim's length and the number of chunks (more chunks make a high maximum
-  cheaper, so the same coverage means less).
+  cheaper, so the same coverage means less), with their squares and product: the
+  supported rate at a given coverage follows the input's shape (a short atomic fact
+  against a long article, a long sentence against a few snippets) non-linearly, and one
+  calibration map serves every shape only when the model sees it.
 
 Every feature is in [0, 1]; :mod:`.claim_model` turns them into a calibrated
 probability. The names in :data:`CLAIM_FEATURES` are the weights file's contract.
@@ -53,6 +56,9 @@ CLAIM_FEATURES: tuple[str, ...] = (
     "sent_num_miss",
     "sent_ent_miss",
     "window_bigram",
+    "length_sq",
+    "n_chunks_sq",
+    "length_x_chunks",
 )
 
 _LOG_LEN = math.log(31.0)
@@ -140,6 +146,7 @@ def _empty_features(cv: ClaimView) -> list[float]:
         values[name] = has_ent
     values["short"] = 1.0 if len(cv.keys) <= 2 else 0.0
     values["length"] = math.log1p(len(cv.keys)) / _LOG_LEN
+    values["length_sq"] = values["length"] ** 2
     return [values[name] for name in CLAIM_FEATURES]
 
 
@@ -182,6 +189,8 @@ def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> Cla
             sent_num_miss = len(cv.numbers - chunk.sentence_profile(si).numbers) / len(cv.numbers)
         if cv.entities:
             sent_ent_miss = len(cv.entities - chunk.sentence_stems[si]) / len(cv.entities)
+    length = math.log1p(nk) / _LOG_LEN
+    chunk_count = math.log1p(n_chunks) / _LOG_CHUNKS
     num_miss_all = len(cv.numbers - index.all_numbers) / len(cv.numbers) if cv.numbers else 0.0
     ent_miss_all = len(cv.entities - index.all_stems) / len(cv.entities) if cv.entities else 0.0
     feats = [
@@ -200,14 +209,17 @@ def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> Cla
         bf[5],
         ent_miss_all,
         bf[6],
-        math.log1p(nk) / _LOG_LEN,
-        math.log1p(n_chunks) / _LOG_CHUNKS,
+        length,
+        chunk_count,
         bf[0] * bf[3],
         bf[3] * bf[3],
         sent_cov * sent_cov,
         sent_num_miss,
         sent_ent_miss,
         _window_bigram(cv, chunks, where),
+        length * length,
+        chunk_count * chunk_count,
+        length * chunk_count,
     ]
     return ClaimEvidence(feats, probs, covs, b, where)
 

@@ -6,7 +6,7 @@
 between fitted knots) fit on the logistic model's cross-validated outputs, so
 that a probability of 0.7 means about 70% of such claims are supported.
 
-The weights file (``weights/claim-v3.json``) also carries the thresholds the
+The weights file (``weights/claim-v4.json``) also carries the thresholds the
 judge uses, all fit on the development data by ``bench/judge_quality.py
 --write-weights`` with grouped cross-validation:
 
@@ -106,11 +106,11 @@ def response_verdict(probs: list[float], threshold: float, weak: float) -> str |
 def load_claim_model(
     path: str | Path | None = None,
     *,
-    packaged: str = "claim-v3.json",
+    packaged: str = "claim-v4.json",
     features: tuple[str, ...] = CLAIM_FEATURES,
 ) -> ClaimModel:
     """Load a claim model's weights file: ``path``, or the packaged ``weights/<packaged>``
-    (tier 1's ``claim-v3.json`` by default), whose feature list must be ``features``."""
+    (tier 1's ``claim-v4.json`` by default), whose feature list must be ``features``."""
     data, digest = read_weights(packaged, path, features)
     kx, ky = data.get("calibration", {}).get("x", []), data.get("calibration", {}).get("y", [])
     if len(kx) != len(ky) or any(b < a for a, b in zip(kx, kx[1:], strict=False)):

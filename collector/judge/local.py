@@ -41,7 +41,7 @@ __all__ = [
     "lexical_utilization",
 ]
 
-LOCAL_VERSION = "3.1"
+LOCAL_VERSION = "4.0"
 
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
