@@ -8,12 +8,15 @@
   probabilities (labels drawn from them), the estimator's noise floor on a set of that size;
 - L2-regularised, weighted logistic regression by Newton's method (IRLS);
 - grouped folds: a group's fold is a hash of its name, so records that share
-  evidence never straddle a split and the folds do not depend on row order.
+  evidence never straddle a split and the folds do not depend on row order;
+- a grouped bootstrap interval of any statistic of rows (groups drawn whole, since rows of
+  one group share evidence and are not independent).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import numpy as np
 
@@ -27,6 +30,7 @@ __all__ = [
     "ece_floor",
     "fit_logistic",
     "fold_of",
+    "group_bootstrap",
 ]
 
 
@@ -149,3 +153,25 @@ def fit_logistic(
 def fold_of(group: str, folds: int, seed: int = 0) -> int:
     """The cross-validation fold of a group: a hash of its name (and the repetition seed)."""
     return int(hashlib.sha1(f"{seed}:{group}".encode()).hexdigest()[:8], 16) % folds
+
+
+def group_bootstrap(
+    statistic: Callable[[np.ndarray], float],
+    groups: np.ndarray,
+    draws: int = 2000,
+    seed: int | np.random.Generator = 0,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """The ``level`` interval of ``statistic(rows)`` over bootstrap draws of whole groups:
+    ``groups[i]`` names row i's group; each draw takes as many groups as there are, with
+    replacement, and passes the concatenated row indices of the drawn groups. ``seed`` may be
+    a generator shared by several calls (one stream of draws for a whole table)."""
+    names, inv = np.unique(np.asarray(groups), return_inverse=True)
+    members = [np.flatnonzero(inv == g) for g in range(len(names))]
+    rng = np.random.default_rng(seed)
+    values = [
+        statistic(np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))]))
+        for _ in range(draws)
+    ]
+    tail = (1.0 - level) / 2
+    return float(np.nanquantile(values, tail)), float(np.nanquantile(values, 1.0 - tail))

@@ -296,20 +296,29 @@ def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
     results: dict[str, Any] = {}
     _claim_table(data, cv, results)
     resp = _response_preds(data, cv)
-    print("response level (positive = hallucinated: any claim not supported)")
-    print(f"  {'judge':<8}{'F1':>8}{'bal.acc':>10}")
+    print("response level (positive = hallucinated: any claim not supported; bal.acc's 95% interval")
+    print("from a bootstrap over the responses' groups, a measure of how few responses decide it)")
+    print(f"  {'judge':<8}{'F1':>8}{'bal.acc':>10}   95% interval")
+    resp_groups = np.array([data.items[r[0]]["group"] for r in data.responses])
     for s in dev.SOURCES:
         m = data.resp_src == s
         g = data.resp_gold[m]
         print(
-            f"{s}  responses={m.sum()}  hallucinated={g.mean():.2f}  v4 unsure={resp['v4_unsure'][m].mean():.2f}"
+            f"{s}  responses={m.sum()} (clean {int((g == 0).sum())})  hallucinated={g.mean():.2f}"
+            f"  v4 unsure={resp['v4_unsure'][m].mean():.2f}"
         )
         for name in ("lexical", "v1", "v3", "v4"):
             pr = resp[name][m]
-            print(f"  {name:<8}{jm.f1(pr, g):>8.3f}{jm.balanced_accuracy(pr, g):>10.3f}")
+            lo, hi = jm.group_bootstrap(
+                lambda rows, pr=pr, g=g: jm.balanced_accuracy(pr[rows], g[rows]), resp_groups[m], draws=1000
+            )
+            print(
+                f"  {name:<8}{jm.f1(pr, g):>8.3f}{jm.balanced_accuracy(pr, g):>10.3f}   [{lo:.3f}, {hi:.3f}]"
+            )
             results[s]["response"][name] = {
                 "f1": jm.f1(pr, g),
                 "balanced_accuracy": jm.balanced_accuracy(pr, g),
+                "balanced_accuracy_95": (lo, hi),
             }
     print("v4 reliability (bin: mean probability -> observed supported rate, count)")
     for s in dev.SOURCES:

@@ -251,24 +251,20 @@ def paired_delta(
 ) -> dict[str, tuple[float, float, float]]:
     """Per set, balanced accuracy of verdicts ``pred`` minus that of ``ref`` on the same claims,
     with its 95% interval from a bootstrap over the claims' groups (a group's claims share a
-    response or a person, so they are drawn together)."""
+    response or a person, so they are drawn together: :func:`judge_metrics.group_bootstrap`)."""
     rng = np.random.default_rng(seed)
     groups = np.array([it["group"] for it in data.items])
     y = data.y
-
-    def delta(rows: np.ndarray) -> float:
-        return jm.balanced_accuracy(pred[rows], y[rows]) - jm.balanced_accuracy(ref[rows], y[rows])
-
     out = {}
     for s in dev.SOURCES:
         idx = np.flatnonzero(data.src == s)
-        names, inv = np.unique(groups[idx], return_inverse=True)
-        members = [idx[inv == g] for g in range(len(names))]
-        boot = [
-            delta(np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))]))
-            for _ in range(draws)
-        ]
-        out[s] = (delta(idx), float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975)))
+
+        def delta(rows: np.ndarray, idx: np.ndarray = idx) -> float:
+            r = idx[rows]
+            return jm.balanced_accuracy(pred[r], y[r]) - jm.balanced_accuracy(ref[r], y[r])
+
+        lo, hi = jm.group_bootstrap(delta, groups[idx], draws=draws, seed=rng)
+        out[s] = (delta(np.arange(len(idx))), lo, hi)
     return out
 
 

@@ -75,6 +75,28 @@ def test_ece_floor_is_the_ece_of_labels_drawn_from_the_probabilities(bench) -> N
     assert big_median < median / 5
 
 
+def test_group_bootstrap_draws_whole_groups(bench) -> None:
+    _, jm = bench
+    rng = np.random.default_rng(4)
+    groups = np.repeat(np.arange(40), rng.integers(1, 6, 40))
+    sizes = np.bincount(groups)
+
+    def whole(rows: np.ndarray) -> float:
+        counts = np.bincount(groups[rows], minlength=len(sizes))
+        return float(np.all(counts % sizes == 0))
+
+    assert jm.group_bootstrap(whole, groups, draws=200) == (1.0, 1.0)
+    value = rng.random(40)[groups]
+    lo, hi = jm.group_bootstrap(lambda rows: float(value[rows].mean()), groups, draws=500)
+    assert lo < value.mean() < hi
+    # A shared generator continues one stream of draws; an int seed restarts it.
+    gen = np.random.default_rng(9)
+    first = jm.group_bootstrap(lambda rows: float(value[rows].mean()), groups, draws=50, seed=gen)
+    second = jm.group_bootstrap(lambda rows: float(value[rows].mean()), groups, draws=50, seed=gen)
+    assert first != second
+    assert first == jm.group_bootstrap(lambda rows: float(value[rows].mean()), groups, draws=50, seed=9)
+
+
 def test_isotonic_map_is_monotone_and_calibrates(bench) -> None:
     jq, jm = bench
     rng = np.random.default_rng(0)
