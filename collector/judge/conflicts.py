@@ -129,13 +129,16 @@ def antonym_swap(cp: TextProfile, sp: TextProfile) -> bool:
     if not _could_swap(cs, ss, table) or cp.negated != sp.negated:
         return False
     theirs = {v: lemmas_of({v}, lex) for v in _words_with(sp.tokens, table.intersection(ss - cs))}
+    near = {v: _neighbours(sp.stems, stem(v)) for v in theirs}
     swapped = set()
     for w in _words_with(cp.tokens, table.intersection(cs - ss)):
+        w_stem = stem(w)
         opposite = frozenset().union(*(lex.antonyms[a] for a in lemmas_of({w}, lex)))
-        for v, lemmas in theirs.items():
-            in_place = not _neighbours(cp.stems, stem(w)).isdisjoint(_neighbours(sp.stems, stem(v)))
-            if in_place and not opposite.isdisjoint(lemmas):
-                swapped.add(stem(w))
+        w_near = _neighbours(cp.stems, w_stem)
+        if any(
+            not opposite.isdisjoint(lemmas) and not w_near.isdisjoint(near[v]) for v, lemmas in theirs.items()
+        ):
+            swapped.add(w_stem)
     if not swapped:
         return False
     others = cs - swapped
