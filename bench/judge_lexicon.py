@@ -165,10 +165,8 @@ def _cv_row(name: str, base: list[dict[str, Any]], extra: list[list[float]]) -> 
         m = data.src == s
         p = cv["p"][m]
         pred = jq.verdict_score(p, data.strong[m], data.neg[m]) >= cv["thr"][m]
-        y = data.y[m]
-        cells.append(
-            f"{jm.balanced_accuracy(pred, y):.3f}/{jm.macro_f1(pred, y):.3f}/{jm.auroc(p, y):.3f}/{jm.ece(p, y):.3f}"
-        )
+        r = jm.claim_scores(p, pred, data.y[m])
+        cells.append(f"{r['balanced_accuracy']:.3f}/{r['macro_f1']:.3f}/{r['auroc']:.3f}/{r['ece']:.3f}")
     print(f"  {name:<14}" + "".join(f"{c:>26}" for c in cells), flush=True)
 
 

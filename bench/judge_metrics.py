@@ -26,6 +26,7 @@ __all__ = [
     "f1",
     "auroc",
     "ece",
+    "claim_scores",
     "reliability",
     "ece_floor",
     "fit_logistic",
@@ -123,6 +124,17 @@ def ece_floor(prob, bins: int = 10, draws: int = 2000, seed: int = 0) -> tuple[f
     observed /= np.maximum(counts, 1)
     values = (np.abs(observed - mean_p) * counts).sum(axis=1) / len(prob)
     return float(np.median(values)), float(np.quantile(values, 0.95))
+
+
+def claim_scores(score, pred, gold) -> dict[str, float]:
+    """The claim-level figures every quality bench reports for one judge on one set: balanced
+    accuracy and macro-F1 of the verdicts ``pred``, AUROC and ECE of the probabilities ``score``."""
+    return {
+        "balanced_accuracy": balanced_accuracy(pred, gold),
+        "macro_f1": macro_f1(pred, gold),
+        "auroc": auroc(score, gold),
+        "ece": ece(score, gold),
+    }
 
 
 def fit_logistic(

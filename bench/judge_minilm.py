@@ -112,15 +112,6 @@ def _cached_features(args: argparse.Namespace) -> tuple[list[list[float] | None]
     return feats, cost
 
 
-def _scores(data: jq.Data, m: np.ndarray, p: np.ndarray, pred: np.ndarray) -> dict[str, float]:
-    return {
-        "balanced_accuracy": jm.balanced_accuracy(pred[m], data.y[m]),
-        "macro_f1": jm.macro_f1(pred[m], data.y[m]),
-        "auroc": jm.auroc(p[m], data.y[m]),
-        "ece": jm.ece(p[m], data.y[m]),
-    }
-
-
 def write_weights(plus: jq.Data, args: argparse.Namespace) -> None:
     """Fit the tier-2 head on every row and write the packaged weights file."""
     fit = jq.fit_model(plus, np.ones(len(plus.y), dtype=bool))
@@ -150,7 +141,7 @@ def _table(
         m = base.src == s
         results[s] = {"claims": int(m.sum()), "in_band": float(band[m].mean())}
         for name, (p, pred) in judges.items():
-            r = results[s][name] = _scores(base, m, p, pred)
+            r = results[s][name] = jm.claim_scores(p[m], pred[m], base.y[m])
             print(
                 f"  {s + ' n=' + str(int(m.sum())):<26}{name:<10}{r['balanced_accuracy']:>8.3f}"
                 f"{r['macro_f1']:>10.3f}{r['auroc']:>8.3f}{r['ece']:>8.3f}"

@@ -240,10 +240,9 @@ def cross_validate(data: Data, folds: int, with_previous: bool = True) -> dict[s
     return {"p": p, "thr": thr, "weak": weak, "lex_thr": lex_thr, "previous": previous}
 
 
-def _claim_row(name: str, score: np.ndarray, pred: np.ndarray, y: np.ndarray) -> str:
+def _claim_row(name: str, r: dict[str, float]) -> str:
     return (
-        f"  {name:<8}{jm.balanced_accuracy(pred, y):>8.3f}{jm.macro_f1(pred, y):>10.3f}"
-        f"{jm.auroc(score, y):>8.3f}{jm.ece(score, y):>8.3f}"
+        f"  {name:<8}{r['balanced_accuracy']:>8.3f}{r['macro_f1']:>10.3f}{r['auroc']:>8.3f}{r['ece']:>8.3f}"
     )
 
 
@@ -280,13 +279,8 @@ def _claim_table(data: Data, cv: dict[str, Any], results: dict[str, Any]) -> Non
         }
         results[s] = {"claim": {}, "response": {}}
         for name, (score, pred) in rows.items():
-            print(_claim_row(name, score, pred, y[m]))
-            results[s]["claim"][name] = {
-                "balanced_accuracy": jm.balanced_accuracy(pred, y[m]),
-                "macro_f1": jm.macro_f1(pred, y[m]),
-                "auroc": jm.auroc(score, y[m]),
-                "ece": jm.ece(score, y[m]),
-            }
+            r = results[s]["claim"][name] = jm.claim_scores(score, pred, y[m])
+            print(_claim_row(name, r))
         results[s]["reliability"] = jm.reliability(p[m], y[m])
         results[s]["ece_floor"] = jm.ece_floor(p[m])
 
