@@ -25,8 +25,10 @@ releases.
 
 Folds are grouped (FActScore by person, Factcheck-GPT by response, WiCE by
 article, AttributionBench by question) so evidence never straddles a split.
-Reported per set: claim balanced accuracy, macro-F1, AUROC, ECE; response-level
-F1 (hallucinated = positive) and balanced accuracy; the v4 reliability table, and v4's ECE
+Reported per set: claim balanced accuracy, macro-F1, AUROC, ECE; response-level F1 on
+RAG-shaped answers composed from the set's claims at a production-like share of hallucinated
+answers (:mod:`judge_responses`); response-level F1 (hallucinated = positive) and balanced
+accuracy on the set's own responses; the v4 reliability table, and v4's ECE
 beside its noise floor (the ECE a perfectly calibrated judge shows on the same probabilities:
 binned ECE is biased upwards on a set of a few hundred claims).
 
@@ -52,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import judge_dev_data as dev  # noqa: E402
 import judge_metrics as jm  # noqa: E402
+import judge_responses as jr  # noqa: E402
 from ragpulse.collector.judge.claim_features import CLAIM_FEATURES  # noqa: E402
 from ragpulse.collector.judge.claim_model import response_verdict  # noqa: E402
 
@@ -61,6 +64,10 @@ WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights
 PREVIOUS = Path(__file__).resolve().with_name("judge-claim-v3.json")
 L2 = 1.0
 THRESHOLDS = np.round(np.arange(0.20, 0.81, 0.01), 2)
+# Composed RAG-shaped answers (judge_responses): share hallucinated, claims per answer, answers per row.
+COMPOSED_PREVALENCE = 0.2
+COMPOSED_K = (1, 3, 5)
+COMPOSED_ANSWERS = 2000
 
 
 class Data:
@@ -246,10 +253,11 @@ def _claim_row(name: str, r: dict[str, float]) -> str:
     )
 
 
-def _response_preds(data: Data, cv: dict[str, Any]) -> dict[str, np.ndarray]:
+def _response_preds(data: Data, cv: dict[str, Any], responses: list | None = None) -> dict[str, np.ndarray]:
+    """Per response (``data.responses`` unless given: lists of claim rows), each judge's flag."""
     out: dict[str, list[int]] = {"lexical": [], "v1": [], "v3": [], "v4": [], "v4_unsure": []}
     prev_p, _, prev = cv["previous"]
-    for r in data.responses:
+    for r in data.responses if responses is None else responses:
         out["lexical"].append(int((data.overlap[r] < cv["lex_thr"][r]).any()))
         out["v1"].append(int((data.v1[r] < 0.5).any()))
         score = verdict_score(prev_p[r], data.strong[r], data.neg[r])
@@ -285,10 +293,43 @@ def _claim_table(data: Data, cv: dict[str, Any], results: dict[str, Any]) -> Non
         results[s]["ece_floor"] = jm.ece_floor(p[m])
 
 
+def _composed_table(data: Data, cv: dict[str, Any], results: dict[str, Any]) -> None:
+    """Response flags on RAG-shaped answers composed from each set's claims (judge_responses)."""
+    floor = jr.flag_everything_f1(COMPOSED_PREVALENCE)
+    print(
+        f"RAG-shaped answers composed from each set's claims ({COMPOSED_PREVALENCE:.0%} hallucinated,"
+        " one unsupported claim among k;"
+    )
+    print(f"{COMPOSED_ANSWERS} per row): F1 (share of clean / of hallucinated answers flagged);")
+    print(f"flagging every answer scores F1 {floor:.3f}")
+    records = np.array([i["response"] for i in data.items])
+    for s in dev.SOURCES:
+        rows = np.flatnonzero(data.src == s)
+        pool = jr.pools(records[rows], data.fold[rows])
+        results[s]["composed"] = {}
+        for k in COMPOSED_K:
+            answers = jr.compose(data.y[rows] == 1, pool, k, COMPOSED_PREVALENCE, COMPOSED_ANSWERS, seed=k)
+            gold = np.array([h for _, h in answers])
+            flags = _response_preds(data, cv, [rows[a] for a, _ in answers])
+            cells, figures = [], {}
+            for name in ("lexical", "v3", "v4"):
+                f = flags[name].astype(bool)
+                figures[name] = {
+                    "f1": jm.f1(f, gold),
+                    "clean": f[~gold].mean(),
+                    "hallucinated": f[gold].mean(),
+                }
+                cells.append(f"{name} {figures[name]['f1']:.3f} ({f[~gold].mean():.2f}/{f[gold].mean():.2f})")
+            figures["v4_unsure"] = float(flags["v4_unsure"].mean())
+            results[s]["composed"][k] = figures
+            print(f"  {s:<17}k={k}  " + "  ".join(cells) + f"  v4 unsure {figures['v4_unsure']:.2f}")
+
+
 def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
     """Print the tables; return the figures."""
     results: dict[str, Any] = {}
     _claim_table(data, cv, results)
+    _composed_table(data, cv, results)
     resp = _response_preds(data, cv)
     print("response level (positive = hallucinated: any claim not supported; bal.acc's 95% interval")
     print("from a bootstrap over the responses' groups, a measure of how few responses decide it)")

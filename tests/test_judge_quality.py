@@ -170,3 +170,43 @@ def test_cross_validation_finds_the_signal_and_calibrates_it(bench) -> None:
     assert jm.ece(p, data.y) < 0.06
     assert set(np.round(cv["thr"], 2)) <= set(jq.THRESHOLDS)
     assert (cv["weak"] <= cv["thr"]).all()
+
+
+@pytest.fixture(scope="module")
+def responses():
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("judge_responses")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_composed_answers_have_k_claims_from_one_pool_and_the_asked_share_hallucinated(responses) -> None:
+    rng = np.random.default_rng(5)
+    supported = rng.random(900) < 0.7
+    pool = np.array([f"r{i // 30}" for i in range(900)])
+    answers = responses.compose(supported, pool, k=4, prevalence=0.2, n=3000, seed=1)
+    assert len(answers) == 3000
+    for rows, hallucinated in answers:
+        assert len(rows) == len(set(rows.tolist())) == 4
+        assert len(set(pool[rows])) == 1
+        assert int((~supported[rows]).sum()) == int(hallucinated)
+    share = np.mean([h for _, h in answers])
+    assert 0.17 < share < 0.23
+    again = responses.compose(supported, pool, k=4, prevalence=0.2, n=3000, seed=1)
+    assert all((a == b).all() and h == g for (a, h), (b, g) in zip(answers, again, strict=True))
+    one = responses.compose(supported, pool, k=1, prevalence=1.0, n=50)
+    assert all(rows.dtype.kind == "i" and not supported[rows].any() for rows, _ in one)
+
+
+def test_composition_pools_and_its_limits(responses) -> None:
+    folds = np.array([0, 1, 0, 1, 2, 2])
+    # One claim per record: the fold is the pool; many claims per record: the record is.
+    assert list(responses.pools(np.array(list("abcdef")), folds)) == [f"fold {f}" for f in folds]
+    records = np.array(["a"] * 4 + ["b"] * 4)
+    assert list(responses.pools(records, np.zeros(8, dtype=int))) == list(records)
+    with pytest.raises(ValueError, match="answers of 3"):
+        responses.compose(np.array([True, True, False]), np.array(["p"] * 3), 3, 0.0, 10)
+    with pytest.raises(ValueError):
+        responses.compose(np.array([True]), np.array(["p"]), 1, 1.5, 10)
+    assert responses.flag_everything_f1(0.2) == pytest.approx(1 / 3)
