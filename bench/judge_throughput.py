@@ -14,9 +14,10 @@
    cache never hits across traces here: a lower bound for real traffic. The pseudo-words
    split into many more word pieces than English does, so the same two rates are also
    measured, in the same run, on traces of the same shape cut from the development data
-   (``../shared/data``, when present): four labelled claims of a FActScore or Factcheck-GPT
-   record as the answer (FActScore's atomic facts are short: ~6 words), up to ten of its
-   chunks cut to ~500 characters.
+   (``../shared/data``, when present), up to ten chunks cut to ~500 characters: four atomic
+   facts of a FActScore biography (short: ~6 words each) against its article, and four claims
+   of a Factcheck-GPT response (answer sentences, ~12 words) against their retrieved passages,
+   the closest of the three to the synthetic traces' answers.
 3. LLM judge through litellm against a local OpenAI-compatible server (in its
    own process, like a remote provider) that answers every request after
    300 ms: judged traces per second and the server-side request count (must
@@ -29,6 +30,7 @@ Usage: python bench/judge_throughput.py [--local-traces 600] [--llm-traces 400] 
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing as mp
 import os
 import random
@@ -155,32 +157,52 @@ def _pin() -> str:
         return "not pinned (no sched_setaffinity)"
 
 
-def dev_traces(n: int) -> list[dict]:
-    """Up to ``n`` traces of the synthetic traces' shape in real English, from the dev data:
-    four claims of a record as its answer, up to ten of its chunks cut to ~500 characters;
-    FActScore and Factcheck-GPT records taken in turn (WiCE and AttributionBench records have
-    one claim each). Empty without the data."""
+def _trace(i: int, query: str, claims: list[str], chunks: list[str]) -> dict:
+    """A trace of the synthetic traces' shape: the claims as its answer, up to ten distinct
+    chunks cut to ~500 characters."""
+    cut = list(dict.fromkeys(c[:500].rsplit(" ", 1)[0] for c in chunks))[:10]
+    return {
+        "trace_id": f"{i:032x}",
+        "query": query,
+        "answer": " ".join(c.strip() for c in claims),
+        "chunks": [{"id": f"D{k + 1}", "content": c, "score": 0.5} for k, c in enumerate(cut)],
+    }
+
+
+def dev_traces(n: int) -> dict[str, list[dict]]:
+    """Up to ``n`` traces of the synthetic traces' shape in real English from the dev data, per
+    kind of answer (empty without the data):
+
+    - FActScore: four atomic facts of a biography (~6 words each) against its article's chunks;
+    - Factcheck-GPT: four claims of one ChatGPT response (answer sentences, ~12 words each)
+      against the passages retrieved for them (each record is one claim; a response's records
+      share its ``response``).
+    """
     import judge_dev_data as dev
 
     if not dev.DATA.is_dir():
-        return []
-    sources = [dev.iter_records(dev.DATA, s) for s in ("factscore", "factcheck-gpt")]
-    out: list[dict] = []
-    while len(out) < n and sources:
-        for it in list(sources):
-            rec = next((r for r in it if len(r["claims"]) >= 4 and r["chunks"]), None)
-            if rec is None:
-                sources.remove(it)
-                continue
-            chunks = [
-                {"id": f"D{i + 1}", "content": c["content"][:500].rsplit(" ", 1)[0], "score": 0.5}
-                for i, c in enumerate(rec["chunks"][:10])
-            ]
-            answer = " ".join(text.strip() for text, _ in rec["claims"][:4])
-            out.append(
-                {"trace_id": f"{len(out):032x}", "query": rec["query"], "answer": answer, "chunks": chunks}
-            )
-    return out[:n]
+        return {}
+    bios = (r for r in dev.iter_records(dev.DATA, "factscore") if len(r["claims"]) >= 4 and r["chunks"])
+    factscore = [
+        _trace(i, r["query"], [t for t, _ in r["claims"][:4]], [c["content"] for c in r["chunks"]])
+        for i, r in enumerate(itertools.islice(bios, n))
+    ]
+    by_response: dict[str, list[dict]] = {}
+    for r in dev.iter_records(dev.DATA, "factcheck-gpt"):
+        by_response.setdefault(r["response"], []).append(r)
+    factcheck = [
+        _trace(
+            i,
+            recs[0]["query"],
+            [r["claims"][0][0] for r in recs[:4]],
+            [c["content"] for r in recs[:4] for c in r["chunks"]],
+        )
+        for i, recs in enumerate(v for v in by_response.values() if len(v) >= 4)
+    ][:n]
+    return {
+        "dev-data traces, FActScore atomic facts": factscore,
+        "dev-data traces, Factcheck-GPT answer sentences": factcheck,
+    }
 
 
 def bench_tiers(n: int, repeats: int = 3) -> None:
@@ -188,11 +210,10 @@ def bench_tiers(n: int, repeats: int = 3) -> None:
     the synthetic traces and on traces of the same shape from the dev data."""
     pinned = _pin()
     print(f"MiniLM second tier ({pinned}; CPU time; median of {repeats} passes)")
-    sets = {"synthetic traces": synthetic_traces(n, seed=3), "dev-data traces": dev_traces(n)}
+    sets = {"synthetic traces": synthetic_traces(n, seed=3)} | dev_traces(n)
+    if len(sets) == 1:
+        print("  dev-data traces: none (no ../shared/data)")
     for label, traces in sets.items():
-        if not traces:
-            print(f"  {label}: none (no ../shared/data)")
-            continue
         words = sum(len(r["answer"].split()) for r in traces) / len(traces)
         print(f"  {label}: {len(traces)} traces, ~{words:.0f} answer words each")
         _tier_rates(traces, repeats)
