@@ -6,8 +6,9 @@ computed for every dev claim. The claim model's features ("tier1", 26), then the
 these four ("+minilm", the tier-2 head), are fit by :func:`judge_quality.fit_model` on the
 same grouped folds; per set the script prints balanced accuracy, macro-F1, AUROC and ECE of
 both and of the tiered judge ("banded": the tier-2 probability only for claims whose tier-1
-probability lies in ``--band``, as :class:`~ragpulse.collector.judge.second_tier.MiniLMTier`
-does), and the share of claims escalated. Verdicts use tier 1's threshold throughout, as the
+probability lies in ``--band`` and that no chunk supports on its own, as
+:class:`~ragpulse.collector.judge.second_tier.MiniLMTier` does; ``--rescore-settled`` escalates
+those too), and the share of claims escalated. Verdicts use tier 1's threshold throughout, as the
 judge does. The features are cached under ``.cache/judge-quality/``. FActScore is
 subsampled by person (``--factscore-share``, default a quarter) to keep the run to minutes.
 
@@ -164,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--band", type=float, nargs=2, default=(0.35, 0.65), help="tier-1 probabilities escalated"
     )
+    ap.add_argument(
+        "--rescore-settled", action="store_true", help="escalate the claims one chunk supports on its own too"
+    )
     ap.add_argument("--write-weights", action="store_true", help="write weights/claim-minilm-v1.json")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
@@ -185,12 +189,17 @@ def main(argv: list[str] | None = None) -> int:
     cv = _cv(base, plus, args.folds)
     p1, p2 = cv["p1"], cv["p2"]
     band = (p1 >= args.band[0]) & (p1 < args.band[1])
+    if not args.rescore_settled:  # one chunk supports them on their own: tier 1 settles them
+        band &= ~base.strong
     judges = {
         "tier1": (p1, cv["pred1"]),
         "+minilm": (p2, cv["pred2"]),
         "banded": (np.where(band, p2, p1), np.where(band, cv["pred2"], cv["pred1"])),
     }
-    print(f"banded: tier 2 on the claims whose tier-1 probability is in [{args.band[0]}, {args.band[1]})")
+    print(
+        f"banded: tier 2 on the claims whose tier-1 probability is in [{args.band[0]}, {args.band[1]})"
+        + (", all of them" if args.rescore_settled else " that no chunk supports on its own")
+    )
     results = _table(base, judges, band)
     if args.write_weights:
         write_weights(plus, args)

@@ -138,7 +138,8 @@ def test_judge_options_that_do_not_fit_the_judge_are_refused(
 def test_minilm_tier_from_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str) -> None:
     """``--minilm-band`` turns the second tier on: with its weights package the judge id names
     the tier and its band; without it the command says how to install it (exit 2)."""
-    src = _write(tmp_path / "in.jsonl", [json.dumps(RECORD)])
+    record = RECORD | {"answer": RECORD["answer"] + " Backups are copied to tape every hour."}
+    src = _write(tmp_path / "in.jsonl", [json.dumps(record)])
     dst = tmp_path / "o.jsonl"
     rc = main(["judge", str(src), "-o", str(dst), "--judge", spec, "--minilm-band", "0", "1"])
     if not _minilm_installed():
@@ -148,4 +149,6 @@ def test_minilm_tier_from_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert rc == 0
     (out,) = [json.loads(line) for line in dst.read_text().splitlines()]
     assert "+minilm-" in out["judge_id"] and out["error"] is None
-    assert out["tier2_claims"] == len(out["claims"]) >= 1  # band [0, 1]: every claim re-scored
+    # Band [0, 1]: every claim re-scored but the one its chunk supports on its own.
+    assert [c["verdict"] for c in out["claims"]] == ["supported", "unsupported"]
+    assert out["tier2_claims"] == 1

@@ -237,7 +237,7 @@ def test_the_local_judge_with_an_empty_band_judges_as_tier_one(tiny_dir) -> None
 
 def test_the_local_judge_rescores_every_claim_with_a_full_band(tiny_dir) -> None:
     base = LocalJudge().judge(RECORD)
-    judge = LocalJudge(minilm={"band": (0.0, 1.0), "model_dir": str(tiny_dir)})
+    judge = LocalJudge(minilm={"band": (0.0, 1.0), "model_dir": str(tiny_dir), "rescore_settled": True})
     out = judge.judge(RECORD)
     assert out["tier2_claims"] == len(out["claims"]) == len(base["claims"]) == 2
     assert judge.second_tier is not None and judge.second_tier.claims_escalated == 2
@@ -245,6 +245,26 @@ def test_the_local_judge_rescores_every_claim_with_a_full_band(tiny_dir) -> None
         c["support_probability"] for c in base["claims"]
     ]
     assert all(0.0 <= c["support_probability"] <= 1.0 for c in out["claims"])
+
+
+def test_claims_one_chunk_supports_are_not_escalated_and_no_verdict_depends_on_it(tiny_dir) -> None:
+    """RECORD's first claim is its chunk's sentence (supported whatever its probability), the
+    second is made up: by default only the second is escalated."""
+    base = LocalJudge().judge(RECORD)
+    settings = {"band": (0.0, 1.0), "model_dir": str(tiny_dir)}
+    default = LocalJudge(minilm=settings)
+    everything = LocalJudge(minilm=settings | {"rescore_settled": True})
+    assert default.judge_id != everything.judge_id
+    out, all_out = default.judge(RECORD), everything.judge(RECORD)
+    assert (out["tier2_claims"], all_out["tier2_claims"]) == (1, 2)
+    settled, made_up = out["claims"]
+    assert settled["verdict"] == "supported"
+    assert settled["support_probability"] == base["claims"][0]["support_probability"]
+    assert made_up["support_probability"] == all_out["claims"][1]["support_probability"]
+    assert all_out["claims"][0]["support_probability"] != settled["support_probability"]
+    for field in ("verdict", "supporting_chunk_ids", "contradicting_chunk_ids"):
+        assert [c[field] for c in out["claims"]] == [c[field] for c in all_out["claims"]]
+    assert out["response_verdict"] == all_out["response_verdict"]
 
 
 def test_the_band_the_encoder_and_its_backend_are_pinned_in_the_judge_id(tiny_dir) -> None:
@@ -274,11 +294,12 @@ def test_the_tiered_judge_without_an_llm_runs_the_local_tiers(tiny_dir) -> None:
     judge = get_judge("tiered", minilm={"band": (0.0, 1.0), "model_dir": str(tiny_dir)})
     assert isinstance(judge, TieredJudge) and judge.llm is None
     out = judge.judge(RECORD)
-    assert out["escalation"] is None and out["tier2_claims"] == 2 and out["judge_tier"] == "local"
+    # Band [0, 1]: every claim but the one its chunk supports on its own.
+    assert out["escalation"] is None and out["tier2_claims"] == 1 and out["judge_tier"] == "local"
     assert (
         judge.judge_id.startswith("tiered-") and "+minilm-1:" in judge.judge_id and "|" not in judge.judge_id
     )
-    assert [o["tier2_claims"] for o in judge.judge_many([RECORD, RECORD])] == [2, 2]
+    assert [o["tier2_claims"] for o in judge.judge_many([RECORD, RECORD])] == [1, 1]
     judge.close()
     with pytest.raises(ValueError, match="without an LLM model"):
         TieredJudge(None, api_base="http://127.0.0.1:9")

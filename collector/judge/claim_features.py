@@ -75,6 +75,13 @@ class ClaimEvidence:
     best: int  # index of the best chunk (pair probability, then coverage); -1 without chunks
     best_sentence: tuple[int, int] | None  # (chunk index, sentence index) of the best-aligned sentence
 
+    @property
+    def one_chunk_supports(self) -> bool:
+        """One chunk supports the claim on its own by the pair model (its number veto
+        included): the verdict is ``supported`` whatever the claim probability (unless the
+        chunk's sentence conflicts with the claim)."""
+        return max(self.pair_probs, default=0.0) >= 0.5
+
 
 def _pair_logit(model: SupportModel, feats: list[float]) -> float:
     s = model.intercept

