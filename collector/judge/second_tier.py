@@ -1,7 +1,8 @@
 """The local judge's optional second tier: MiniLM token alignment on its unsure claims.
 
 Tier 1's calibrated probability decides most claims; the ones in the ``band`` (by default
-[0.35, 0.65): the claims it gets right least often) are re-scored by a second claim model
+[0.35, 0.65): the claims it gets right least often), less those one chunk supports on its own
+(supported whatever their probability), are re-scored by a second claim model
 over tier 1's claim features plus the four MiniLM alignment features of
 :mod:`.minilm` against the three chunk sentences tier 1 aligns the claim with. The second
 model (``weights/claim-minilm-v1.json``: logistic, isotonic map, number cap) is fit by
