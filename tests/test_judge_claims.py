@@ -92,3 +92,68 @@ def test_abbreviations_do_not_end_sentences() -> None:
 def test_normalise_claim_strips_markers_and_list_bullets() -> None:
     assert normalise_claim("1. Choose a location [3]") == "Choose a location"
     assert normalise_claim("• Ask questions [2][4].") == "Ask questions."
+
+
+def _texts(answer: str) -> list[str]:
+    return [c.text for c in extract_claims(answer, IDS).claims]
+
+
+def test_list_numbers_are_not_sentences_and_markdown_is_not_read() -> None:
+    answer = (
+        "## Retention\n\n"
+        "1. **Audit logs**: Logs are kept for five years [1].\n"
+        "2. Deletion needs `approval` from the records officer [2].\n\n"
+        "**Summary**\n\n"
+        "10. Backups run nightly."
+    )
+    claims = extract_claims(answer, IDS).claims
+    assert [(c.text, c.citations) for c in claims] == [
+        ("Audit logs: Logs are kept for five years.", ["C1"]),
+        ("Deletion needs approval from the records officer.", ["C2"]),
+        ("Backups run nightly.", []),
+    ]
+
+
+def test_source_prefixes_are_stripped_and_meta_sentences_behind_them_dropped() -> None:
+    assert _texts("Based on the passages provided, the median wage was $77,090 in May 2020.") == [
+        "The median wage was $77,090 in May 2020."
+    ]
+    assert _texts("According to the information provided in the passages, Canberra is the capital.") == [
+        "Canberra is the capital."
+    ]
+    assert _texts("According to Passage 2, water boils at 194 degrees at 10,000 feet.") == [
+        "Water boils at 194 degrees at 10,000 feet."
+    ]
+    assert _texts("The passages state that water boils at 100 degrees at sea level.") == [
+        "Water boils at 100 degrees at sea level."
+    ]
+    assert _texts("Based on the given passages, here are the main causes of hiccups:") == []
+    # A named source is part of what the claim says; "in the context of" is no source.
+    assert _texts("According to the International Trade Centre, output is 20,000 tons.") == [
+        "According to the International Trade Centre, output is 20,000 tons."
+    ]
+    assert _texts("In the context of cooking, water boils faster at altitude.") == [
+        "In the context of cooking, water boils faster at altitude."
+    ]
+
+
+def test_a_list_introduction_frames_its_items() -> None:
+    # Fragments are read with the introduction; the introduction is no claim of its own.
+    assert _texts("Common triggers include:\n- eating a large meal\n- sudden excitement\n\nThey pass.") == [
+        "Common triggers include: eating a large meal.",
+        "Common triggers include: sudden excitement.",
+        "They pass.",
+    ]
+    # Items that are sentences stand alone.
+    assert _texts(
+        "There are two steps:\n1. Preheat the oven to 180 degrees.\n2. Bake it for 20 minutes."
+    ) == [
+        "Preheat the oven to 180 degrees.",
+        "Bake it for 20 minutes.",
+    ]
+    # An introduction that cites a chunk stays; a colon without items is an ordinary claim.
+    assert _texts("Logs are kept for five years [1]:\n- audit logs") == [
+        "Logs are kept for five years.",
+        "Logs are kept for five years: audit logs.",
+    ]
+    assert _texts("Logs are kept for five years:") == ["Logs are kept for five years."]

@@ -31,10 +31,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "f8f651dc49438817",
-    "worked": "ffece565953cb1ab",
-    "demo": "8404a10a536fee5a",
-    "synthetic": "aba23d285c7be56a",
+    "attribution": "06f74af5752dfca2",
+    "worked": "63fff621ec7eee9c",
+    "demo": "c4b1e77be10a7d85",
+    "synthetic": "e28e920c293a2aa4",
     "lexutil": "98b7925b03f9cab5",
 }
 

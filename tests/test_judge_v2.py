@@ -47,7 +47,7 @@ def test_every_claim_carries_a_probability_and_the_record_a_response_verdict(jud
     assert probs[0] > probs[1]
     assert [c["verdict"] for c in out["claims"]] == ["supported", "unsupported"]
     assert out["response_verdict"] == "hallucinated"
-    assert out["judge_id"].startswith("local-4.0:")
+    assert out["judge_id"].startswith("local-4.1:")
 
 
 def test_negation_of_the_cited_sentence_is_a_contradiction_not_a_valid_citation(judge: LocalJudge) -> None:
@@ -154,3 +154,39 @@ def test_rag_claims_rows_store_the_support_probability(judge: LocalJudge) -> Non
     llm_like = dict(out, claims=[dict(out["claims"][0], support_probability=None)])
     _, rows = judgment_rows({"trace_id": "t", "service": "s"}, llm_like, out["judge_id"], 1.0, 0)
     assert rows[0]["support_probability"] is None
+
+
+def test_a_faithful_answer_formatted_as_a_markdown_list_is_faithful(judge: LocalJudge) -> None:
+    """An LLM's usual formatting (a source prefix, a meta opening, numbered items with bold
+    labels, a nested list under an introduction, a closer) adds no claim to verify."""
+    chunks = [
+        {
+            "id": "C1",
+            "content": "Hiccups are caused by involuntary contractions of the diaphragm. Each contraction is "
+            "followed by a sudden closure of the vocal cords, which produces the hic sound.",
+        },
+        {
+            "id": "C2",
+            "content": "Common triggers for short-term hiccups include eating a large meal, drinking alcohol "
+            "or carbonated beverages, and sudden excitement. Hiccups are usually harmless.",
+        },
+    ]
+    answer = (
+        "Based on the passages provided, here are the main causes of hiccups:\n\n"
+        "1. **Diaphragm contractions**: Hiccups are caused by involuntary contractions of the diaphragm\n"
+        "2. **Vocal cord closure** - each contraction is followed by a sudden closure of the vocal cords\n"
+        "3. Common triggers include:\n"
+        "   - eating a large meal\n"
+        "   - drinking alcohol or carbonated beverages\n\n"
+        "Overall, hiccups are usually harmless. I hope this helps!"
+    )
+    out = judge.judge({"trace_id": "md", "query": "What causes hiccups?", "answer": answer, "chunks": chunks})
+    assert [c["text"] for c in out["claims"]] == [
+        "Diaphragm contractions: Hiccups are caused by involuntary contractions of the diaphragm.",
+        "Vocal cord closure - each contraction is followed by a sudden closure of the vocal cords.",
+        "Common triggers include: eating a large meal.",
+        "Common triggers include: drinking alcohol or carbonated beverages.",
+        "Hiccups are usually harmless.",
+    ]
+    assert all(c["verdict"] == "supported" for c in out["claims"])
+    assert out["response_verdict"] == "faithful"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from .text import has_content, strip_markers
 
 __all__ = [
+    "EXTRACTION_VERSION",
     "Claim",
     "Marker",
     "ExtractedAnswer",
@@ -33,6 +34,10 @@ __all__ = [
     "PREPOSITIONS",
 ]
 
+# The version of what this module calls a claim: both judges pin it in their ids, since a change
+# here changes their verdicts on the same answer.
+EXTRACTION_VERSION = "2"
+
 _MARKER_RE = re.compile(r"\[([^\[\]\n]{1,60})\]")
 _ITEM_SEP_RE = re.compile(r"[,;]")
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
@@ -40,6 +45,14 @@ _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|wh
 _LEADING_CONJ_RE = re.compile(r"^\s*(?:,\s*)?(?:and|or|but|while|whereas|so|yet)\s+", re.I)
 _ITEM_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-.:#/]*$")
 _SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+# A list number on its own ("1.", "iv)"): the item's text follows it, it ends no sentence.
+_BARE_ENUM_RE = re.compile(r"\(?(?:\d{1,2}|[ivx]{1,4})[.)]", re.I)
+# Markdown that formats rather than says: emphasis and code marks, heading lines, and lines
+# that are only a bold label ("**Causes**", "2. **Treatment:**").
+_MARKDOWN_RE = re.compile(
+    r"^[ \t]{0,3}#{1,6}[ \t].*$|^[ \t]*(?:[-*\u2022]\s+|\d{1,2}[.)]\s+)?\*\*[^*\n]+\*\*:?[ \t]*$|\*\*|__|`",
+    re.M,
+)
 _ABBREV = frozenset(
     "e.g i.e etc vs mr mrs ms dr prof st no fig al approx inc ltd co corp jr sr u.s u.k cf sec art para".split()
 )
@@ -72,11 +85,21 @@ _META_RE = re.compile(
     r"in this (?:answer|response)|this (?:answer|response) (?:is|explains|covers|summari[sz]es))\b",
     re.I,
 )
+# What a RAG answer calls its evidence: "the passages provided", "passage 2", "the given context".
+_SOURCE = (
+    r"(?:the |these |this |those |your )?(?:provided |available |given |retrieved |above |supplied |cited )?"
+    r"(?:context|sources?|documents?|information|passages?|texts?|excerpts?|articles?|search results|"
+    r"references?)(?: \d{1,2}| [a-z]\d{1,2})?"
+    r"(?: (?:provided|given|above|supplied|retrieved|you (?:have )?(?:provided|shared|given)))?"
+)
 _HEDGE_PREFIX_RE = re.compile(
     r"^\s*(?:(?:i think|i believe|in my opinion|it seems(?: that)?|it appears(?: that)?|basically|"
-    r"in summary|in short|to summari[sz]e|overall|based on (?:the )?(?:provided |available |given )?"
-    r"(?:context|sources|documents|information|passages)|according to (?:the )?(?:provided |available |given )?"
-    r"(?:context|sources|documents|information|passages))\s*,?\s*)+",
+    r"in summary|in short|to summari[sz]e|overall|"
+    rf"(?:based (?:solely |only |entirely )?on|according to|as per) {_SOURCE}"
+    rf"(?: (?:provided|given|contained|found) (?:in|by) {_SOURCE})?|"
+    rf"(?:from|in|as (?:stated|mentioned|described|noted|explained|indicated) in) {_SOURCE}(?=\s*,)|"
+    rf"{_SOURCE} (?:states?|says?|mentions?|indicates?|suggests?|notes?|explains?|shows?|reports?) that)"
+    r"\s*,?\s*)+",
     re.I,
 )
 _ABSTAIN_RE = re.compile(
@@ -192,6 +215,8 @@ def _sentence_spans(answer: str) -> list[tuple[int, int]]:
             nxt = answer[m.end() : m.end() + 1]
             if last in _ABBREV or (len(last) == 1 and last.isalpha()) or (nxt and nxt.islower()):
                 continue
+        if _BARE_ENUM_RE.fullmatch(answer[start:end].strip()):
+            continue
         spans.append((start, end))
         start = m.end()
     spans.append((start, len(answer)))
@@ -301,8 +326,10 @@ def is_non_claim(text: str) -> bool:
     questions (a restated or rhetorical question asserts nothing): not claims."""
     if _GREETING_RE.match(text) or text.rstrip(" \"')]").endswith("?"):
         return True
+    # "Based on the passages, here are the causes:" is a meta sentence behind a hedge.
+    bare = _HEDGE_PREFIX_RE.sub("", text)
     # "Here is the rule: logs are kept five years" states a fact after its colon.
-    return bool(_META_RE.match(text)) and not (":" in text and has_content(text.split(":", 1)[1]))
+    return bool(_META_RE.match(bare)) and not (":" in bare and has_content(bare.split(":", 1)[1]))
 
 
 def normalise_claim(text: str) -> str:
@@ -334,12 +361,18 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
     """Split ``answer`` into claims with the chunk ids their markers cite."""
     markers = find_markers(answer, chunk_ids)
     masked = list(answer)
-    for m in markers:
-        masked[m.start : m.end] = " " * (m.end - m.start)
+    for span in (*((m.start, m.end) for m in markers), *(m.span() for m in _MARKDOWN_RE.finditer(answer))):
+        masked[span[0] : span[1]] = " " * (span[1] - span[0])
     plain = "".join(masked)
     claims: list[Claim] = []
     abstentions: list[str] = []
+    # A sentence ending in a colon ("Common triggers include:") introduces the list items after
+    # it: it frames them and is no claim of its own, and an item that is a fragment (no subject
+    # of its own, no full stop: "eating a large meal") is read with it.
+    intro: _Intro | None = None
     for s_start, s_end in _sentence_spans(answer):
+        if intro is not None and not _ENUM_RE.match(plain[s_start:s_end]):
+            intro = None
         # Markers that open a sentence belong to the previous one ("... end. [2] Next").
         sent_markers = [m for m in markers if s_start <= m.start < s_end]
         lead = s_start
@@ -387,6 +420,11 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
                 continue
             if is_non_claim(text) or not has_content(_HEDGE_PREFIX_RE.sub("", text)):
                 continue
+            if intro is not None:
+                intro.used(claims)
+                body = _ENUM_RE.sub("", text)
+                if body[-1:] not in ".!?" and not independent_clause(body):
+                    text = f"{intro.text}: {body}"
             if head_words:
                 cleaned = _clean(_complete(text, head_words, verb_at))
             else:
@@ -394,4 +432,24 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
                 head_words = cleaned.rstrip(".").split()
                 verb_at = _verb_index(head_words)
             claims.append(Claim(cleaned, f_start, f_end, [d for m in own for d in m.doc_ids]))
+        if plain[s_start:s_end].rstrip().endswith(":") and claims and claims[-1].start >= s_start:
+            intro = _Intro(claims[-1])
     return ExtractedAnswer(claims, abstentions, markers)
+
+
+class _Intro:
+    """A list's introduction (a claim whose sentence ends in a colon) while its items follow."""
+
+    __slots__ = ("claim", "text", "dropped")
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        self.text = claim.text.rstrip(".")
+        self.dropped = False
+
+    def used(self, claims: list[Claim]) -> None:
+        """An item follows: the introduction leaves the claims (unless it cites a chunk, which
+        the items do not inherit)."""
+        if not self.dropped and not self.claim.citations and self.claim in claims:
+            claims.remove(self.claim)
+        self.dropped = True

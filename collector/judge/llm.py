@@ -32,7 +32,7 @@ from typing import Any
 
 from .budget import CostBudget
 from .cache import JudgmentCache, content_key
-from .claims import Claim, extract_claims
+from .claims import EXTRACTION_VERSION, Claim, extract_claims
 from .evidence import build_evidence, is_usable
 from .local import attach_citations, lexical_utilization
 from .prompt import load_prompt, response_schema
@@ -168,6 +168,7 @@ class LLMJudge:
             "shuffle_seed": self.shuffle_seed if self.shuffle_chunks else None,
             "max_chunk_chars": self.max_chunk_chars,
             "require_citations": self.require_citations,
+            "claims": EXTRACTION_VERSION,
         }
         digest = hashlib.sha256(json.dumps(pinned, sort_keys=True).encode()).hexdigest()[:8]
         return f"llm-{self.prompt.version}:{self.model}:{digest}"

@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from .claim_features import ChunkIndex, ClaimEvidence, claim_evidence
 from .claim_model import ClaimModel, load_claim_model, response_verdict
-from .claims import PREPOSITIONS, Claim, extract_claims, independent_clause, split_head, starts_with_verb
+from .claims import (
+    EXTRACTION_VERSION,
+    PREPOSITIONS,
+    Claim,
+    extract_claims,
+    independent_clause,
+    split_head,
+    starts_with_verb,
+)
 from .conflicts import best_sentence, conflicts, negation_conflicts
 from .conflicts import contradicting as find_contradicting
 from .evidence import ChunkEvidence, build_evidence
@@ -41,7 +49,7 @@ __all__ = [
     "lexical_utilization",
 ]
 
-LOCAL_VERSION = "4.0"
+LOCAL_VERSION = "4.1"
 
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
@@ -98,6 +106,7 @@ class LocalJudge:
             "weights": self.model.digest,
             "claim_weights": self.claim_model.digest,
             "lexicon": lexicon_digest(),
+            "claims": EXTRACTION_VERSION,
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
         self.judge_id = f"local-{LOCAL_VERSION}:{digest}"
