@@ -4,7 +4,7 @@ LLM answers come as numbered lists with bold labels, bullets under an introducti
 "Based on the passages provided, ..." opening, headings and closers; none of that is a claim,
 so none of it should move a verdict. From the development data (``../shared/data``), per
 FActScore biography, four facts labelled supported, against the biography's article chunks,
-are written as plain prose and in five formats (:data:`FORMATS`), and every version is
+are written as plain prose and in seven other formats (:data:`FORMATS`), and every version is
 judged whole by the local judge (claim extraction included). Per format: the share of these
 faithful answers judged ``hallucinated``, the share whose response verdict differs from the
 plain version's, and the claims per answer (plain prose: four).
@@ -32,6 +32,16 @@ def _label(fact: str) -> str:
     return " ".join(fact.split()[:2]).strip(",.")
 
 
+def _lower_first(fact: str) -> str:
+    """The fact continuing a sentence ("The film" -> "the film"; names keep their capital)."""
+    first = fact.split(" ", 1)[0]
+    return (
+        fact[0].lower() + fact[1:]
+        if first in ("The", "A", "An", "He", "She", "It", "They", "His", "Her")
+        else fact
+    )
+
+
 FORMATS: dict[str, Callable[[str, list[str]], str]] = {
     "plain prose": lambda topic, facts: " ".join(facts),
     "numbered list": lambda topic, facts: "\n".join(f"{i}. {f}" for i, f in enumerate(facts, 1)),
@@ -47,6 +57,22 @@ FORMATS: dict[str, Callable[[str, list[str]], str]] = {
     ),
     "introduced fragments": lambda topic, facts: (
         f"Here is what the sources say about {topic}:\n\n" + "\n".join(f"* {f.rstrip('.')}" for f in facts)
+    ),
+    "passage citations": lambda topic, facts: " ".join(
+        f"{f.rstrip('.')} {'[Passage 1]' if i % 2 else '(passages 1 and 2)'}." for i, f in enumerate(facts)
+    ),
+    "framing phrases": lambda topic, facts: " ".join(
+        f"{frame}{_lower_first(f)}"
+        for frame, f in zip(
+            (
+                "According to the passages provided, ",
+                "It is important to note that ",
+                "Passage 2 also mentions that ",
+                "In conclusion, ",
+            ),
+            facts,
+            strict=True,
+        )
     ),
 }
 

@@ -157,3 +157,37 @@ def test_a_list_introduction_frames_its_items() -> None:
         "Logs are kept for five years: audit logs.",
     ]
     assert _texts("Logs are kept for five years:") == ["Logs are kept for five years."]
+
+
+def test_chunks_named_by_position_are_citation_markers() -> None:
+    ids = ["P1", "P2", "P3"]
+    answer = (
+        "The tattoo heals in three weeks [Passage 1]. Deeper layers take six months (passages 2 and 3). "
+        "It may ooze (Source: document 2). It itches (passages 1-3). The cost rose (2019)."
+    )
+    claims = extract_claims(answer, ids).claims
+    assert [(c.text, c.citations) for c in claims] == [
+        ("The tattoo heals in three weeks.", ["P1"]),
+        ("Deeper layers take six months.", ["P2", "P3"]),
+        ("It may ooze.", ["P2"]),
+        ("It itches.", ["P1", "P2", "P3"]),
+        ("The cost rose (2019).", []),
+    ]
+    assert [m.text for m in find_markers("A [1] and (passage 2) and [doc-7].", IDS)] == [
+        "[1]",
+        "(passage 2)",
+        "[doc-7]",
+    ]
+
+
+def test_framing_phrases_of_llm_answers_are_stripped() -> None:
+    for framed in (
+        "According to passages 1 and 2, the tattoo heals in three weeks.",
+        "Passage 2 also mentions that the tattoo heals in three weeks.",
+        "It is important to note that the tattoo heals in three weeks.",
+        "It's worth noting that the tattoo heals in three weeks.",
+        "Please note that the tattoo heals in three weeks.",
+        "In conclusion, the tattoo heals in three weeks.",
+        "The answer to your question is that the tattoo heals in three weeks.",
+    ):
+        assert _texts(framed) == ["The tattoo heals in three weeks."], framed

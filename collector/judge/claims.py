@@ -39,6 +39,13 @@ __all__ = [
 EXTRACTION_VERSION = "2"
 
 _MARKER_RE = re.compile(r"\[([^\[\]\n]{1,60})\]")
+_NUMBERS = r"\d{1,2}(?:\s*(?:,|\band\b|&|-|\u2013)\s*\d{1,2})*"
+# "[Passage 2]", "(passages 1 and 3)", "(Source: document 4)": chunks named by position.
+_NAMED_MARKER_RE = re.compile(
+    rf"[\[(](?:sources?:\s*)?(?:passages?|docs?\.?|documents?|sources?|refs?\.?|references?|chunks?|contexts?)"
+    rf"\s*({_NUMBERS})[\])]",
+    re.I,
+)
 _ITEM_SEP_RE = re.compile(r"[,;]")
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
@@ -89,16 +96,20 @@ _META_RE = re.compile(
 _SOURCE = (
     r"(?:the |these |this |those |your )?(?:provided |available |given |retrieved |above |supplied |cited )?"
     r"(?:context|sources?|documents?|information|passages?|texts?|excerpts?|articles?|search results|"
-    r"references?)(?: \d{1,2}| [a-z]\d{1,2})?"
+    r"references?)(?: \d{1,2}(?:(?:, ?| and | ?- ?)\d{1,2})*| [a-z]\d{1,2})?"
     r"(?: (?:provided|given|above|supplied|retrieved|you (?:have )?(?:provided|shared|given)))?"
 )
 _HEDGE_PREFIX_RE = re.compile(
     r"^\s*(?:(?:i think|i believe|in my opinion|it seems(?: that)?|it appears(?: that)?|basically|"
-    r"in summary|in short|to summari[sz]e|overall|"
+    r"in summary|in short|in conclusion|to conclude|to summari[sz]e|overall|"
+    r"(?:it is|it's) (?:important|worth|interesting) (?:to note|noting|mentioning|pointing out) that|"
+    r"(?:please )?note that|keep in mind that|it should be noted that|"
+    r"the answer (?:to (?:your|the|this) question )?is that|"
     rf"(?:based (?:solely |only |entirely )?on|according to|as per) {_SOURCE}"
     rf"(?: (?:provided|given|contained|found) (?:in|by) {_SOURCE})?|"
     rf"(?:from|in|as (?:stated|mentioned|described|noted|explained|indicated) in) {_SOURCE}(?=\s*,)|"
-    rf"{_SOURCE} (?:states?|says?|mentions?|indicates?|suggests?|notes?|explains?|shows?|reports?) that)"
+    rf"{_SOURCE} (?:also |further |additionally )?"
+    r"(?:states?|says?|mentions?|indicates?|suggests?|notes?|explains?|shows?|reports?) that)"
     r"\s*,?\s*)+",
     re.I,
 )
@@ -162,12 +173,37 @@ def _resolve_item(item: str, chunk_ids: list[str], lower_ids: dict[str, str]) ->
     return lower_ids.get(item.lower(), item)
 
 
+def _numbered(numbers: str) -> list[str]:
+    """The numbers of "1, 2 and 4" or "1-3", in order, ranges spelled out."""
+    out: list[str] = []
+    for part in re.split(r"\s*(?:,|\band\b|&)\s*", numbers.strip()):
+        lo, _, hi = part.partition("-") if "-" in part else part.partition("\u2013")
+        if hi and lo.strip().isdigit() and hi.strip().isdigit() and 0 <= int(hi) - int(lo) < 10:
+            out.extend(str(n) for n in range(int(lo), int(hi) + 1))
+        elif part.strip():
+            out.append(part.strip())
+    return out
+
+
 def find_markers(answer: str, chunk_ids: list[str]) -> list[Marker]:
     """Citation markers in ``answer``: ``[1]`` is the first chunk, ``[C1]``/``[doc-7]``
-    a chunk id, ``[1, 3]`` two citations. Brackets holding prose are not markers."""
+    a chunk id, ``[1, 3]`` two citations; ``[Passage 2]``, ``(passages 1 and 3)``,
+    ``(Source: document 4)`` name chunks by position. Brackets holding prose are not markers."""
     lower_ids = {cid.lower(): cid for cid in chunk_ids}
     out: list[Marker] = []
+    for m in _NAMED_MARKER_RE.finditer(answer):
+        out.append(
+            Marker(
+                m.start(),
+                m.end(),
+                m.group(0),
+                [_resolve_item(i, chunk_ids, lower_ids) for i in _numbered(m.group(1))],
+            )
+        )
+    taken = [(m.start, m.end) for m in out]
     for m in _MARKER_RE.finditer(answer):
+        if any(a <= m.start() < b for a, b in taken):
+            continue
         items = [i.strip() for i in _ITEM_SEP_RE.split(m.group(1))]
         if not items or not all(_ITEM_RE.match(i) for i in items):
             continue
@@ -176,7 +212,7 @@ def find_markers(answer: str, chunk_ids: list[str]) -> list[Marker]:
         out.append(
             Marker(m.start(), m.end(), m.group(0), [_resolve_item(i, chunk_ids, lower_ids) for i in items])
         )
-    return out
+    return sorted(out, key=lambda m: m.start)
 
 
 # Every alternative of _ABSTAIN_RE contains one of these words (case-insensitively), so ASCII
