@@ -187,3 +187,33 @@ def test_frequency_words_are_not_numbers(judge: LocalJudge) -> None:
         rec("The recovery objective is 2 hours [1].", chunks, query="What is the recovery objective?")
     )
     assert out["claims"][0]["verdict"] == "contradicted"
+
+
+def test_a_number_in_another_written_form_is_the_same_number(judge: LocalJudge) -> None:
+    """Digits, number words, thousands separators and scale words: "4-6" is "four to six",
+    "1.5 million" is "1,500,000" (matched, not contradicted)."""
+    chunks = [
+        {
+            "id": "N1",
+            "content": "Routine passport service takes four to six weeks. The agency processed "
+            "1,500,000 applications in 2019 and hired two thousand staff.",
+        }
+    ]
+    for answer in (
+        "Routine passport service takes 4-6 weeks [1].",
+        "The agency processed 1.5 million applications in 2019 [1].",
+        "The agency hired 2,000 staff [1].",
+    ):
+        (claim,) = judge.judge(rec(answer, chunks, query="How long does a passport take?"))["claims"]
+        assert claim["verdict"] == "supported", (answer, claim)
+    (changed,) = judge.judge(rec("The agency processed 2.5 million applications in 2019 [1].", chunks))["claims"]
+    assert changed["verdict"] == "contradicted"
+
+
+def test_numbers_written_with_scale_words_have_one_value() -> None:
+    from ragpulse.collector.judge.text import profile
+
+    assert profile("1.5 million users").numbers == profile("1,500,000 users").numbers == {"1500000"}
+    assert profile("1.5 million users").stems == profile("1,500,000 users").stems == ["1500000", "user"]
+    assert profile("four to six weeks").numbers == profile("4-6 weeks").numbers == {"4", "6"}
+    assert profile("the first album").stems == ["first", "album"]  # ordinals keep their own stems

@@ -29,6 +29,7 @@ __all__ = [
     "plain_classes",
     "spaced",
     "normalise_numbers",
+    "scaled_numbers",
     "strip_markers",
 ]
 
@@ -120,6 +121,12 @@ _NUMBER_WORDS: dict[str, str] = {
     "fourth": "4th",
     "fifth": "5th",
 }
+
+# Cardinal number words: their stem is their value ("four" matches "4"); ordinals and scale
+# words alone keep their own stems.
+_CARDINALS = frozenset(
+    w for w, v in _NUMBER_WORDS.items() if v.isdigit() and int(v) < 100 and w not in ("one", "dozen")
+)
 
 _SUFFIXES: tuple[str, ...] = (
     "ational",
@@ -294,7 +301,14 @@ class _Lexicon:
     def _learn_token(self, tok: str) -> str:
         low = tok.lower()
         nums = normalise_numbers([low])
-        st = "" if low in STOPWORDS else stem(low)
+        # A number's stem is its value, so "4", "four" and "1,500" match "4", "4" and "1500".
+        st = (
+            ""
+            if low in STOPWORDS
+            else next(iter(nums))
+            if nums and (low[0].isdigit() or low in _CARDINALS)
+            else stem(low)
+        )
         if nums:
             self.number_of[tok] = next(iter(nums))
         if low in NEGATIONS or low.endswith("n't"):
@@ -311,7 +325,7 @@ class _Lexicon:
         return key
 
     def _learn_key(self, st: str) -> str:
-        key = st[:4]
+        key = st if st[:1].isdigit() else st[:4]  # a number's key is all of it: 1500 is not 150000
         self.key_of[st] = key
         return key
 
@@ -380,9 +394,16 @@ class TextProfile:
     @property
     def numbers(self) -> frozenset[str]:
         if self._numbers is None:
-            # The distinct tokens that are numbers (a C-level set intersection), then their values.
+            # The distinct tokens that are numbers (a C-level set intersection), then their values;
+            # a number with a scale word is its value ("1.5 million": 1500000, not 1.5 and 1000000).
             number_of = self._lex.number_of
-            self._numbers = frozenset(map(number_of.__getitem__, number_of.keys() & set(self._tokens)))
+            tokens, values = self._tokens, frozenset()
+            if not _SCALE_FORMS.isdisjoint(tokens):
+                scaled = scaled_numbers(tokens)
+                merged = {i - 1 for i, _ in scaled} | {i for i, _ in scaled}
+                tokens = [t for i, t in enumerate(tokens) if i not in merged]
+                values = frozenset(v for _, v in scaled)
+            self._numbers = frozenset(map(number_of.__getitem__, number_of.keys() & set(tokens))) | values
         return self._numbers
 
     @property
@@ -400,13 +421,58 @@ class TextProfile:
         return self._negated
 
 
+_SCALES: dict[str, float] = {
+    "hundred": 1e2,
+    "thousand": 1e3,
+    "million": 1e6,
+    "billion": 1e9,
+    "trillion": 1e12,
+}
+_SCALE_FORMS = frozenset(f(w) for w in _SCALES for f in (str.lower, str.capitalize, str.upper))
+
+
+def scaled_numbers(tokens: list[str]) -> list[tuple[int, str]]:
+    """A number written with a scale word ("1.5 million", "two thousand"): the index of the
+    scale word and the value (``1500000``)."""
+    out = []
+    for i in range(1, len(tokens)):
+        scale = _SCALES.get(tokens[i].lower())
+        if scale is not None:
+            base = normalise_numbers([tokens[i - 1].lower()])
+            if base and len(base) == 1:
+                try:
+                    value = float(next(iter(base))) * scale
+                except ValueError:
+                    continue
+                out.append((i, str(int(value)) if value.is_integer() else str(value)))
+    return out
+
+
 def profile(text: str) -> TextProfile:
     """Tokenise ``text`` once: content stems, stem bigrams, numbers, capitalised
-    entities (not text-initial), and whether it contains a negation."""
+    entities (not text-initial), and whether it contains a negation. A number written with
+    a scale word is one stem and one number, its value ("1.5 million" -> ``1500000``)."""
     lex = _lexicon()
     tokens = tokenise(text)
-    stems = list(filter(None, map(lex.stem_of.__getitem__, tokens)))
+    stems = content_stems(tokens, lex)
     return TextProfile(stems, frozenset(map(lex.key_of.__getitem__, stems)), tokens, lex)
+
+
+def content_stems(tokens: list[str], lex: _Lexicon) -> list[str]:
+    """The content stems of ``tokens`` in order, a number with a scale word as one stem, its
+    value (:func:`scaled_numbers`)."""
+    stems = list(filter(None, map(lex.stem_of.__getitem__, tokens)))
+    if _SCALE_FORMS.isdisjoint(tokens):
+        return stems
+    scaled = dict(scaled_numbers(tokens))
+    out = []
+    for i, tok in enumerate(tokens):
+        if i + 1 in scaled:
+            continue  # the number before a scale word: the scale word's position holds the value
+        st = scaled.get(i) or lex.stem_of[tok]
+        if st:
+            out.append(st)
+    return out
 
 
 def stem_set(tokens: list[str]) -> frozenset[str]:
@@ -423,7 +489,12 @@ def profile_sentences(
     lex = _lexicon()
     stem_of = lex.stem_of.__getitem__
     key_of = lex.key_of.__getitem__
-    sentence_stems = [list(filter(None, map(stem_of, toks))) for toks in sentence_tokens]
+    sentence_stems = [
+        content_stems(toks, lex)
+        if not _SCALE_FORMS.isdisjoint(toks)
+        else list(filter(None, map(stem_of, toks)))
+        for toks in sentence_tokens
+    ]
     key_sets = [frozenset(map(key_of, stems)) for stems in sentence_stems]
     tokens = list(chain.from_iterable(sentence_tokens))
     stems = list(chain.from_iterable(sentence_stems))
