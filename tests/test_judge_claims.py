@@ -191,3 +191,11 @@ def test_framing_phrases_of_llm_answers_are_stripped() -> None:
         "The answer to your question is that the tattoo heals in three weeks.",
     ):
         assert _texts(framed) == ["The tattoo heals in three weeks."], framed
+
+
+def test_tables_and_answer_labels_are_formatting() -> None:
+    table = "| Service | Time |\n| :--- | ---: |\n| Routine | 4-6 weeks |\n| Expedited | 2-3 weeks |"
+    assert _texts(table) == ["Routine 4-6 weeks.", "Expedited 2-3 weeks."]  # no header row, no rule
+    assert _texts("Answer: Routine service takes six weeks.") == ["Routine service takes six weeks."]
+    assert _texts("Q: How long?\nA: Routine service takes six weeks.") == ["Routine service takes six weeks."]
+    assert _texts("Note: fees may change.") == ["Fees may change."]

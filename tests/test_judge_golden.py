@@ -32,10 +32,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "767055b7ae3dd4c6",
-    "worked": "60407c9b15be2474",
-    "demo": "c58fddde16947be6",
-    "synthetic": "e3e7729f98acda97",
+    "attribution": "10aee7469ca3c7e3",
+    "worked": "26eea790feca58ed",
+    "demo": "bc7be414de07868d",
+    "synthetic": "ffd2d6a27c07e75a",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -36,7 +36,7 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "2"
+EXTRACTION_VERSION = "3"
 
 _MARKER_RE = re.compile(r"\[([^\[\]\n]{1,60})\]")
 _NUMBERS = r"\d{1,2}(?:\s*(?:,|\band\b|&|-|\u2013)\s*\d{1,2})*"
@@ -57,7 +57,9 @@ _BARE_ENUM_RE = re.compile(r"\(?(?:\d{1,2}|[ivx]{1,4})[.)]", re.I)
 # Markdown that formats rather than says: emphasis and code marks, heading lines, and lines
 # that are only a bold label ("**Causes**", "2. **Treatment:**").
 _MARKDOWN_RE = re.compile(
-    r"^[ \t]{0,3}#{1,6}[ \t].*$|^[ \t]*(?:[-*\u2022]\s+|\d{1,2}[.)]\s+)?\*\*[^*\n]+\*\*:?[ \t]*$|\*\*|__|`",
+    r"^[ \t]{0,3}#{1,6}[ \t].*$|^[ \t]*(?:[-*\u2022]\s+|\d{1,2}[.)]\s+)?\*\*[^*\n]+\*\*:?[ \t]*$|\*\*|__|`"
+    # a table's header row (the row above its |---| rule), the rule itself, and the cell bars
+    r"|^[ \t]*\|.*\|[ \t]*$(?=\n[ \t]*\|?[ \t:]*-{3,})|^[ \t]*\|?(?:[ \t:]*-{3,}[ \t:]*\|)+[ \t:-]*$|\|",
     re.M,
 )
 _ABBREV = frozenset(
@@ -102,6 +104,7 @@ _SOURCE = (
 _HEDGE_PREFIX_RE = re.compile(
     r"^\s*(?:(?:i think|i believe|in my opinion|it seems(?: that)?|it appears(?: that)?|basically|"
     r"in summary|in short|in conclusion|to conclude|to summari[sz]e|overall|"
+    r"(?:(?:short|final|direct|brief) )?answer:|a:|note:|summary:|tl;?dr:?|"
     r"(?:it is|it's) (?:important|worth|interesting) (?:to note|noting|mentioning|pointing out) that|"
     r"(?:please )?note that|keep in mind that|it should be noted that|"
     r"the answer (?:to (?:your|the|this) question )?is that|"
