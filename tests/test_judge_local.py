@@ -206,8 +206,8 @@ def test_a_number_in_another_written_form_is_the_same_number(judge: LocalJudge) 
     ):
         (claim,) = judge.judge(rec(answer, chunks, query="How long does a passport take?"))["claims"]
         assert claim["verdict"] == "supported", (answer, claim)
-    (changed,) = judge.judge(rec("The agency processed 2.5 million applications in 2019 [1].", chunks))["claims"]
-    assert changed["verdict"] == "contradicted"
+    changed = judge.judge(rec("The agency processed 2.5 million applications in 2019 [1].", chunks))
+    assert [c["verdict"] for c in changed["claims"]] == ["contradicted"]
 
 
 def test_numbers_written_with_scale_words_have_one_value() -> None:
