@@ -189,6 +189,10 @@ def test_framing_phrases_of_llm_answers_are_stripped() -> None:
         "Please note that the tattoo heals in three weeks.",
         "In conclusion, the tattoo heals in three weeks.",
         "The answer to your question is that the tattoo heals in three weeks.",
+        "To answer your question, the tattoo heals in three weeks.",
+        "From the passages provided, it can be inferred that the tattoo heals in three weeks.",
+        "It is mentioned in the passages that the tattoo heals in three weeks.",
+        "The first passage explains that the tattoo heals in three weeks.",
     ):
         assert _texts(framed) == ["The tattoo heals in three weeks."], framed
 
@@ -199,3 +203,18 @@ def test_tables_and_answer_labels_are_formatting() -> None:
     assert _texts("Answer: Routine service takes six weeks.") == ["Routine service takes six weeks."]
     assert _texts("Q: How long?\nA: Routine service takes six weeks.") == ["Routine service takes six weeks."]
     assert _texts("Note: fees may change.") == ["Fees may change."]
+
+
+def test_a_source_named_after_a_clause_is_its_citation() -> None:
+    claims = extract_claims(
+        "The tattoo heals in three weeks, as mentioned in passage 1. Deeper layers take six months, "
+        "according to passage 2, and they itch.",
+        ["P1", "P2"],
+    ).claims
+    assert [(c.text, c.citations) for c in claims] == [
+        ("The tattoo heals in three weeks.", ["P1"]),
+        ("Deeper layers take six months.", ["P2"]),
+        ("They itch.", []),  # a clause with a subject of its own borrows no head
+    ]
+    # A named authority is no chunk: it stays in the claim.
+    assert _texts("Per the IRS, the fee is 50 dollars.") == ["Per the IRS, the fee is 50 dollars."]

@@ -32,10 +32,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "10aee7469ca3c7e3",
-    "worked": "26eea790feca58ed",
-    "demo": "bc7be414de07868d",
-    "synthetic": "ffd2d6a27c07e75a",
+    "attribution": "b711990aabe10393",
+    "worked": "c8e4e51fee610387",
+    "demo": "c1a0cc653e3088c3",
+    "synthetic": "0c6a3eccb813e468",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -36,14 +36,17 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "3"
+EXTRACTION_VERSION = "4"
 
 _MARKER_RE = re.compile(r"\[([^\[\]\n]{1,60})\]")
 _NUMBERS = r"\d{1,2}(?:\s*(?:,|\band\b|&|-|\u2013)\s*\d{1,2})*"
 # "[Passage 2]", "(passages 1 and 3)", "(Source: document 4)": chunks named by position.
+_CHUNK_NOUN = r"(?:passages?|docs?\.?|documents?|sources?|refs?\.?|references?|chunks?|contexts?)"
 _NAMED_MARKER_RE = re.compile(
-    rf"[\[(](?:sources?:\s*)?(?:passages?|docs?\.?|documents?|sources?|refs?\.?|references?|chunks?|contexts?)"
-    rf"\s*({_NUMBERS})[\])]",
+    rf"[\[(](?:sources?:\s*)?{_CHUNK_NOUN}\s*({_NUMBERS})[\])]"
+    # after a clause: ", as mentioned in passage 1", ", according to passages 2 and 3"
+    rf"|,?\s*(?:as (?:stated|mentioned|described|noted|explained|indicated|shown|reported) in|according to|per)"
+    rf"\s+(?:the\s+)?{_CHUNK_NOUN}\s*({_NUMBERS})(?=\s*[.;,!?]|\s*$)",
     re.I,
 )
 _ITEM_SEP_RE = re.compile(r"[,;]")
@@ -89,14 +92,15 @@ _GREETING_RE = re.compile(
 # Sentences about the answer itself rather than the world: they assert nothing to verify.
 _META_RE = re.compile(
     r"^\s*(?:here (?:is|are)|here's|below (?:is|are)|the following (?:is|are)|let me|let's|i will|i'll|"
-    r"i can help|i'd be happy|i would be happy|to answer (?:your|this|the) question|as an ai|"
+    r"i can help|i'd be happy|i would be happy|as an ai|"
     r"you (?:asked|want to know|are asking)|your question (?:is|was|asks)|i found the following|"
     r"in this (?:answer|response)|this (?:answer|response) (?:is|explains|covers|summari[sz]es))\b",
     re.I,
 )
 # What a RAG answer calls its evidence: "the passages provided", "passage 2", "the given context".
 _SOURCE = (
-    r"(?:the |these |this |those |your )?(?:provided |available |given |retrieved |above |supplied |cited )?"
+    r"(?:the |these |this |those |your )?(?:(?:first|second|third|fourth|fifth|last) )?"
+    r"(?:provided |available |given |retrieved |above |supplied |cited )?"
     r"(?:context|sources?|documents?|information|passages?|texts?|excerpts?|articles?|search results|"
     r"references?)(?: \d{1,2}(?:(?:, ?| and | ?- ?)\d{1,2})*| [a-z]\d{1,2})?"
     r"(?: (?:provided|given|above|supplied|retrieved|you (?:have )?(?:provided|shared|given)))?"
@@ -107,7 +111,9 @@ _HEDGE_PREFIX_RE = re.compile(
     r"(?:(?:short|final|direct|brief) )?answer:|a:|note:|summary:|tl;?dr:?|"
     r"(?:it is|it's) (?:important|worth|interesting) (?:to note|noting|mentioning|pointing out) that|"
     r"(?:please )?note that|keep in mind that|it should be noted that|"
-    r"the answer (?:to (?:your|the|this) question )?is that|"
+    r"the answer (?:to (?:your|the|this) question )?is that|to answer (?:your|this|the) question[,:]|"
+    rf"it (?:can be|could be|is|was) (?:inferred|stated|mentioned|noted|said|reported|explained|suggested)"
+    rf"(?: (?:in|by) {_SOURCE})? that|"
     rf"(?:based (?:solely |only |entirely )?on|according to|as per) {_SOURCE}"
     rf"(?: (?:provided|given|contained|found) (?:in|by) {_SOURCE})?|"
     rf"(?:from|in|as (?:stated|mentioned|described|noted|explained|indicated) in) {_SOURCE}(?=\s*,)|"
@@ -200,7 +206,7 @@ def find_markers(answer: str, chunk_ids: list[str]) -> list[Marker]:
                 m.start(),
                 m.end(),
                 m.group(0),
-                [_resolve_item(i, chunk_ids, lower_ids) for i in _numbered(m.group(1))],
+                [_resolve_item(i, chunk_ids, lower_ids) for i in _numbered(m.group(1) or m.group(2))],
             )
         )
     taken = [(m.start, m.end) for m in out]
@@ -348,6 +354,8 @@ def _complete(fragment: str, head_words: list[str], verb_at: int) -> str:
     if not words or verb_at < 0:
         return fragment
     first = words[0].lower().strip(",")
+    if first in _PRONOUNS:
+        return fragment  # "they pass": a subject of its own
     verb = head_words[verb_at].lower()
     same_form = (first.endswith("s") and verb.endswith("s")) or (first.endswith("ed") and verb.endswith("ed"))
     if first in _AUX or (len(first) > 3 and same_form and not first.endswith("ss")):
