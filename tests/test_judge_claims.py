@@ -218,3 +218,24 @@ def test_a_source_named_after_a_clause_is_its_citation() -> None:
     ]
     # A named authority is no chunk: it stays in the claim.
     assert _texts("Per the IRS, the fee is 50 dollars.") == ["Per the IRS, the fee is 50 dollars."]
+
+
+def test_an_opening_greeting_or_answer_particle_keeps_the_claim_after_it() -> None:
+    for opened in (
+        "Sure, the tattoo heals in three weeks.",
+        "Certainly! The tattoo heals in three weeks.",
+        "Of course, the tattoo heals in three weeks.",
+        "Sure thing, the tattoo heals in three weeks.",
+        "Yes, the tattoo heals in three weeks.",
+        "No, the tattoo heals in three weeks.",  # answers the question: the claim is not negated
+        "No. The tattoo heals in three weeks.",
+    ):
+        assert _texts(opened) == ["The tattoo heals in three weeks."], opened
+    for nothing in (
+        "Sure! Here is the answer.",
+        "Yes!",
+        "No.",
+        "Sure, I hope this helps.",
+        "Hello there, welcome.",
+    ):
+        assert _texts(nothing) == [], nothing

@@ -32,10 +32,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "b711990aabe10393",
-    "worked": "c8e4e51fee610387",
-    "demo": "c1a0cc653e3088c3",
-    "synthetic": "0c6a3eccb813e468",
+    "attribution": "26aab4ce70b55c86",
+    "worked": "bbdca7a498e3036d",
+    "demo": "eebcb6ecc50de0a1",
+    "synthetic": "c85adbe975d21e48",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -36,7 +36,7 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "4"
+EXTRACTION_VERSION = "5"
 
 _MARKER_RE = re.compile(r"\[([^\[\]\n]{1,60})\]")
 _NUMBERS = r"\d{1,2}(?:\s*(?:,|\band\b|&|-|\u2013)\s*\d{1,2})*"
@@ -107,6 +107,10 @@ _SOURCE = (
 )
 _HEDGE_PREFIX_RE = re.compile(
     r"^\s*(?:(?:i think|i believe|in my opinion|it seems(?: that)?|it appears(?: that)?|basically|"
+    # "No, X" answers the question, it does not negate X; "Sure, X" and "Certainly! X" say X.
+    r"(?:yes|no|yeah|nope|correct|indeed)\s*[,.!;:\u2014-]|"
+    r"(?:hi|hello|hey|sure(?: thing)?|certainly|of course|absolutely|great question|good question|thanks for asking|"
+    r"happy to help)\s*[,.!:]|"
     r"in summary|in short|in conclusion|to conclude|to summari[sz]e|overall|"
     r"(?:(?:short|final|direct|brief) )?answer:|a:|note:|summary:|tl;?dr:?|"
     r"(?:it is|it's) (?:important|worth|interesting) (?:to note|noting|mentioning|pointing out) that|"
@@ -371,10 +375,11 @@ _ENUM_RE = re.compile(r"^\s*(?:[-*\u2022\u00b7]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+"
 def is_non_claim(text: str) -> bool:
     """Greetings and closers, meta sentences about the answer ("Here is what I found"), and
     questions (a restated or rhetorical question asserts nothing): not claims."""
-    if _GREETING_RE.match(text) or text.rstrip(" \"')]").endswith("?"):
-        return True
-    # "Based on the passages, here are the causes:" is a meta sentence behind a hedge.
+    # "Based on the passages, here are the causes:" is a meta sentence behind a hedge, and
+    # "Sure, logs are kept five years" a claim behind a greeting.
     bare = _HEDGE_PREFIX_RE.sub("", text)
+    if _GREETING_RE.match(bare) or text.rstrip(" \"')]").endswith("?"):
+        return True
     # "Here is the rule: logs are kept five years" states a fact after its colon.
     return bool(_META_RE.match(bare)) and not (":" in bare and has_content(bare.split(":", 1)[1]))
 
