@@ -4,7 +4,7 @@ LLM answers come as numbered lists with bold labels, bullets under an introducti
 "Based on the passages provided, ..." opening, headings and closers; none of that is a claim,
 so none of it should move a verdict. From the development data (``../shared/data``), per
 FActScore biography, four facts labelled supported, against the biography's article chunks,
-are written as plain prose and in seven other formats (:data:`FORMATS`), and every version is
+are written as plain prose and in eight other formats (:data:`FORMATS`), and every version is
 judged whole by the local judge (claim extraction included). Per format: the share of these
 faithful answers judged ``hallucinated``, the share whose response verdict differs from the
 plain version's, and the claims per answer (plain prose: four).
@@ -60,6 +60,9 @@ FORMATS: dict[str, Callable[[str, list[str]], str]] = {
     ),
     "passage citations": lambda topic, facts: " ".join(
         f"{f.rstrip('.')} {'[Passage 1]' if i % 2 else '(passages 1 and 2)'}." for i, f in enumerate(facts)
+    ),
+    "greeting opening": lambda topic, facts: (
+        f"Sure, {_lower_first(facts[0])} " + " ".join(facts[1:]) + " I hope this helps!"
     ),
     "framing phrases": lambda topic, facts: " ".join(
         f"{frame}{_lower_first(f)}"
