@@ -42,7 +42,9 @@ from ragpulse.collector.judge import (
     evidence,
     lexicon,
     local,
+    markers,
     morphology,
+    numbers,
     support,
     text,
 )
@@ -144,7 +146,19 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
 
 def _cache_key(data: Path) -> str:
     h = hashlib.sha256()
-    mods = (claim_features, claim_model, claims, conflicts, evidence, local, morphology, support, text)
+    mods = (
+        claim_features,
+        claim_model,
+        claims,
+        conflicts,
+        evidence,
+        local,
+        markers,
+        morphology,
+        numbers,
+        support,
+        text,
+    )
     for mod in (*mods, sys.modules[__name__]):
         h.update(Path(mod.__file__).read_bytes())
     h.update(Path(support.__file__).with_name("weights").joinpath("support-v1.json").read_bytes())

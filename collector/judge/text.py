@@ -12,6 +12,7 @@ from collections.abc import Callable
 from itertools import chain
 
 from .morphology import base_form, derive
+from .numbers import CARDINALS, SCALE_FORMS, normalise_numbers, scaled_numbers
 
 __all__ = [
     "STOPWORDS",
@@ -81,53 +82,6 @@ _CLASSES = bytes(ord(_char_class(ch)) for ch in map(chr, range(128))) + bytes(12
 _SPACED = str.maketrans({i: ch if ch.isalnum() else " " for i, ch in enumerate(map(chr, range(128)))})
 _MARKER_RE = re.compile(r"\s*\[(?:[^\[\]]{1,40})\]")
 
-_NUMBER_WORDS: dict[str, str] = {
-    "zero": "0",
-    "one": "1",
-    "two": "2",
-    "three": "3",
-    "four": "4",
-    "five": "5",
-    "six": "6",
-    "seven": "7",
-    "eight": "8",
-    "nine": "9",
-    "ten": "10",
-    "eleven": "11",
-    "twelve": "12",
-    "thirteen": "13",
-    "fourteen": "14",
-    "fifteen": "15",
-    "sixteen": "16",
-    "seventeen": "17",
-    "eighteen": "18",
-    "nineteen": "19",
-    "twenty": "20",
-    "thirty": "30",
-    "forty": "40",
-    "fifty": "50",
-    "sixty": "60",
-    "seventy": "70",
-    "eighty": "80",
-    "ninety": "90",
-    "hundred": "100",
-    "thousand": "1000",
-    "million": "1000000",
-    "billion": "1000000000",
-    "dozen": "12",
-    "first": "1st",
-    "second": "2nd",
-    "third": "3rd",
-    "fourth": "4th",
-    "fifth": "5th",
-}
-
-# Cardinal number words: their stem is their value ("four" matches "4"); ordinals and scale
-# words alone keep their own stems.
-_CARDINALS = frozenset(
-    w for w, v in _NUMBER_WORDS.items() if v.isdigit() and int(v) < 100 and w not in ("one", "dozen")
-)
-
 _SUFFIXES: tuple[str, ...] = (
     "ational",
     "ization",
@@ -188,22 +142,6 @@ def stem(word: str) -> str:
 def strip_markers(text: str) -> str:
     """Remove citation markers such as ``[1]``, ``[C2]`` or ``[1, 3]``."""
     return _MARKER_RE.sub("", text)
-
-
-def normalise_numbers(tokens: list[str]) -> set[str]:
-    """Numbers mentioned in ``tokens`` as canonical strings (``five`` -> ``5``, ``1,000`` -> ``1000``)."""
-    out: set[str] = set()
-    for t in tokens:
-        if t[0].isdigit():
-            v = t.rstrip("%").replace(",", "")
-            if v.endswith(".0"):
-                v = v[:-2]
-            out.add(v)
-        else:
-            w = _NUMBER_WORDS.get(t)
-            if w is not None and t not in ("one", "second"):
-                out.add(w)
-    return out
 
 
 def is_plain(text: str) -> bool:
@@ -306,7 +244,7 @@ class _Lexicon:
             ""
             if low in STOPWORDS
             else next(iter(nums))
-            if nums and (low[0].isdigit() or low in _CARDINALS)
+            if nums and (low[0].isdigit() or low in CARDINALS)
             else stem(low)
         )
         if nums:
@@ -398,7 +336,7 @@ class TextProfile:
             # a number with a scale word is its value ("1.5 million": 1500000, not 1.5 and 1000000).
             number_of = self._lex.number_of
             tokens, values = self._tokens, frozenset()
-            if not _SCALE_FORMS.isdisjoint(tokens):
+            if not SCALE_FORMS.isdisjoint(tokens):
                 scaled = scaled_numbers(tokens)
                 merged = {i - 1 for i, _ in scaled} | {i for i, _ in scaled}
                 tokens = [t for i, t in enumerate(tokens) if i not in merged]
@@ -421,33 +359,6 @@ class TextProfile:
         return self._negated
 
 
-_SCALES: dict[str, float] = {
-    "hundred": 1e2,
-    "thousand": 1e3,
-    "million": 1e6,
-    "billion": 1e9,
-    "trillion": 1e12,
-}
-_SCALE_FORMS = frozenset(f(w) for w in _SCALES for f in (str.lower, str.capitalize, str.upper))
-
-
-def scaled_numbers(tokens: list[str]) -> list[tuple[int, str]]:
-    """A number written with a scale word ("1.5 million", "two thousand"): the index of the
-    scale word and the value (``1500000``)."""
-    out = []
-    for i in range(1, len(tokens)):
-        scale = _SCALES.get(tokens[i].lower())
-        if scale is not None:
-            base = normalise_numbers([tokens[i - 1].lower()])
-            if base and len(base) == 1:
-                try:
-                    value = float(next(iter(base))) * scale
-                except ValueError:
-                    continue
-                out.append((i, str(int(value)) if value.is_integer() else str(value)))
-    return out
-
-
 def profile(text: str) -> TextProfile:
     """Tokenise ``text`` once: content stems, stem bigrams, numbers, capitalised
     entities (not text-initial), and whether it contains a negation. A number written with
@@ -462,7 +373,7 @@ def content_stems(tokens: list[str], lex: _Lexicon) -> list[str]:
     """The content stems of ``tokens`` in order, a number with a scale word as one stem, its
     value (:func:`scaled_numbers`)."""
     stems = list(filter(None, map(lex.stem_of.__getitem__, tokens)))
-    if _SCALE_FORMS.isdisjoint(tokens):
+    if SCALE_FORMS.isdisjoint(tokens):
         return stems
     scaled = dict(scaled_numbers(tokens))
     out = []
@@ -491,7 +402,7 @@ def profile_sentences(
     key_of = lex.key_of.__getitem__
     sentence_stems = [
         content_stems(toks, lex)
-        if not _SCALE_FORMS.isdisjoint(toks)
+        if not SCALE_FORMS.isdisjoint(toks)
         else list(filter(None, map(stem_of, toks)))
         for toks in sentence_tokens
     ]

@@ -1,0 +1,99 @@
+"""Numbers in text: number words, canonical values, and numbers written with a scale word.
+
+One definition of what a number is, shared by the stems (a number's stem is its value, so
+"four" matches "4") and by the number sets the judges compare ("1.5 million" is 1500000).
+"""
+
+from __future__ import annotations
+
+__all__ = ["CARDINALS", "NUMBER_WORDS", "SCALES", "SCALE_FORMS", "normalise_numbers", "scaled_numbers"]
+
+NUMBER_WORDS: dict[str, str] = {
+    "zero": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
+    "thirteen": "13",
+    "fourteen": "14",
+    "fifteen": "15",
+    "sixteen": "16",
+    "seventeen": "17",
+    "eighteen": "18",
+    "nineteen": "19",
+    "twenty": "20",
+    "thirty": "30",
+    "forty": "40",
+    "fifty": "50",
+    "sixty": "60",
+    "seventy": "70",
+    "eighty": "80",
+    "ninety": "90",
+    "hundred": "100",
+    "thousand": "1000",
+    "million": "1000000",
+    "billion": "1000000000",
+    "dozen": "12",
+    "first": "1st",
+    "second": "2nd",
+    "third": "3rd",
+    "fourth": "4th",
+    "fifth": "5th",
+}
+
+# Cardinal number words: their stem is their value ("four" matches "4"); ordinals and scale
+# words alone keep their own stems.
+CARDINALS = frozenset(
+    w for w, v in NUMBER_WORDS.items() if v.isdigit() and int(v) < 100 and w not in ("one", "dozen")
+)
+
+
+def normalise_numbers(tokens: list[str]) -> set[str]:
+    """Numbers mentioned in ``tokens`` as canonical strings (``five`` -> ``5``, ``1,000`` -> ``1000``)."""
+    out: set[str] = set()
+    for t in tokens:
+        if t[0].isdigit():
+            v = t.rstrip("%").replace(",", "")
+            if v.endswith(".0"):
+                v = v[:-2]
+            out.add(v)
+        else:
+            w = NUMBER_WORDS.get(t)
+            if w is not None and t not in ("one", "second"):
+                out.add(w)
+    return out
+
+
+SCALES: dict[str, float] = {
+    "hundred": 1e2,
+    "thousand": 1e3,
+    "million": 1e6,
+    "billion": 1e9,
+    "trillion": 1e12,
+}
+SCALE_FORMS = frozenset(f(w) for w in SCALES for f in (str.lower, str.capitalize, str.upper))
+
+
+def scaled_numbers(tokens: list[str]) -> list[tuple[int, str]]:
+    """A number written with a scale word ("1.5 million", "two thousand"): the index of the
+    scale word and the value (``1500000``)."""
+    out = []
+    for i in range(1, len(tokens)):
+        scale = SCALES.get(tokens[i].lower())
+        if scale is not None:
+            base = normalise_numbers([tokens[i - 1].lower()])
+            if base and len(base) == 1:
+                try:
+                    value = float(next(iter(base))) * scale
+                except ValueError:
+                    continue
+                out.append((i, str(int(value)) if value.is_integer() else str(value)))
+    return out
