@@ -193,6 +193,7 @@ def test_framing_phrases_of_llm_answers_are_stripped() -> None:
         "From the passages provided, it can be inferred that the tattoo heals in three weeks.",
         "It is mentioned in the passages that the tattoo heals in three weeks.",
         "The first passage explains that the tattoo heals in three weeks.",
+        'The answer to the question "how long does it take" is: the tattoo heals in three weeks.',
     ):
         assert _texts(framed) == ["The tattoo heals in three weeks."], framed
 

@@ -32,10 +32,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "26aab4ce70b55c86",
-    "worked": "bbdca7a498e3036d",
-    "demo": "eebcb6ecc50de0a1",
-    "synthetic": "c85adbe975d21e48",
+    "attribution": "704180850bdda6ed",
+    "worked": "397f50656fc8ce5c",
+    "demo": "8986b07ae0d72399",
+    "synthetic": "718ef5797b7bf748",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -37,7 +37,7 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "5"
+EXTRACTION_VERSION = "6"
 
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
@@ -104,6 +104,7 @@ _HEDGE_PREFIX_RE = re.compile(
     r"(?:it is|it's) (?:important|worth|interesting) (?:to note|noting|mentioning|pointing out) that|"
     r"(?:please )?note that|keep in mind that|it should be noted that|"
     r"the answer (?:to (?:your|the|this) question )?is that|to answer (?:your|this|the) question[,:]|"
+    r"the (?:short |simple |direct )?answer (?:to (?:your|the|this) question(?: \"[^\"]*\"| '[^']*')? )?is:?|"
     rf"it (?:can be|could be|is|was) (?:inferred|stated|mentioned|noted|said|reported|explained|suggested)"
     rf"(?: (?:in|by) {_SOURCE})? that|"
     rf"(?:based (?:solely |only |entirely )?on|according to|as per) {_SOURCE}"
