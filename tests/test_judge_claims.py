@@ -240,3 +240,14 @@ def test_an_opening_greeting_or_answer_particle_keeps_the_claim_after_it() -> No
         "Hello there, welcome.",
     ):
         assert _texts(nothing) == [], nothing
+
+
+def test_source_lines_are_not_claims_and_a_meta_opening_leaves_its_fact() -> None:
+    answer = (
+        "Here is the answer: the tattoo heals in three weeks.\n"
+        "Source: passage 2\n\nReferences: [1], [2]\n\nSources:\n- Passage 1\n- Passage 2"
+    )
+    assert _texts(answer) == ["The tattoo heals in three weeks."]
+    # Sentences about sources that say something stay claims.
+    assert _texts("Documents 1 and 2 were signed in 1990.") == ["Documents 1 and 2 were signed in 1990."]
+    assert _texts("The source of the river is in the Alps.") == ["The source of the river is in the Alps."]

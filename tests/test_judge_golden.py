@@ -32,10 +32,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "704180850bdda6ed",
-    "worked": "397f50656fc8ce5c",
-    "demo": "8986b07ae0d72399",
-    "synthetic": "718ef5797b7bf748",
+    "attribution": "4c012a4af4050bc4",
+    "worked": "7e01cb3ae9e427e2",
+    "demo": "0503566d70485d7d",
+    "synthetic": "6f42c80689228b64",
     "lexutil": "98b7925b03f9cab5",
 }
 

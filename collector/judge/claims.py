@@ -37,7 +37,7 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "6"
+EXTRACTION_VERSION = "7"
 
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
@@ -113,6 +113,13 @@ _HEDGE_PREFIX_RE = re.compile(
     rf"{_SOURCE} (?:also |further |additionally )?"
     r"(?:states?|says?|mentions?|indicates?|suggests?|notes?|explains?|shows?|reports?) that)"
     r"\s*,?\s*)+",
+    re.I,
+)
+# A line that only names sources ("Source: passage 2", "References: [1], [2]", "- Passage 1"):
+# where the claims come from, not a claim.
+_SOURCE_LINE_RE = re.compile(
+    r"^\W*(?:(?:sources?|references?|citations?)\W*)?"
+    r"(?:(?:passages?|documents?|docs?|sources?|chunks?)\s*\d{1,2}(?:\s*(?:,|and|&|-)\s*\d{1,2})*\W*)*$",
     re.I,
 )
 _ABSTAIN_RE = re.compile(
@@ -300,15 +307,25 @@ _ENUM_RE = re.compile(r"^\s*(?:[-*\u2022\u00b7]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+"
 
 
 def is_non_claim(text: str) -> bool:
-    """Greetings and closers, meta sentences about the answer ("Here is what I found"), and
-    questions (a restated or rhetorical question asserts nothing): not claims."""
+    """Greetings and closers, meta sentences about the answer ("Here is what I found"),
+    questions (a restated or rhetorical question asserts nothing) and lines that only name
+    sources ("Source: passage 2"): not claims."""
     # "Based on the passages, here are the causes:" is a meta sentence behind a hedge, and
     # "Sure, logs are kept five years" a claim behind a greeting.
     bare = _HEDGE_PREFIX_RE.sub("", text)
-    if _GREETING_RE.match(bare) or text.rstrip(" \"')]").endswith("?"):
+    if _GREETING_RE.match(bare) or text.rstrip(" \"')]").endswith("?") or _SOURCE_LINE_RE.match(text):
         return True
     # "Here is the rule: logs are kept five years" states a fact after its colon.
     return bool(_META_RE.match(bare)) and not (":" in bare and has_content(bare.split(":", 1)[1]))
+
+
+def _after_meta_opening(text: str) -> str:
+    """The fact after a meta opening's colon ("Here is the answer: logs are kept five years"
+    -> "logs are kept five years"); other text as it is."""
+    bare = _HEDGE_PREFIX_RE.sub("", text)
+    if ":" in bare and _META_RE.match(bare):
+        return bare.split(":", 1)[1].strip()
+    return text
 
 
 def normalise_claim(text: str) -> str:
@@ -399,6 +416,7 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
                 continue
             if is_non_claim(text) or not has_content(_HEDGE_PREFIX_RE.sub("", text)):
                 continue
+            text = _after_meta_opening(text)
             if intro is not None:
                 intro.used(claims)
                 body = _ENUM_RE.sub("", text)
