@@ -239,14 +239,13 @@ class _Lexicon:
     def _learn_token(self, tok: str) -> str:
         low = tok.lower()
         nums = normalise_numbers([low])
-        # A number's stem is its value, so "4", "four" and "1,500" match "4", "4" and "1500".
-        st = (
-            ""
-            if low in STOPWORDS
-            else next(iter(nums))
-            if nums and (low[0].isdigit() or low in CARDINALS)
-            else stem(low)
-        )
+        if low in STOPWORDS:
+            st = ""
+        elif nums and (low[0].isdigit() or low in CARDINALS):
+            # A number's stem is its value: "4", "four" and "1,500" match "4", "4" and "1500".
+            st = next(iter(nums))
+        else:
+            st = stem(low)
         if nums:
             self.number_of[tok] = next(iter(nums))
         if low in NEGATIONS or low.endswith("n't"):
@@ -372,9 +371,8 @@ def profile(text: str) -> TextProfile:
 def content_stems(tokens: list[str], lex: _Lexicon) -> list[str]:
     """The content stems of ``tokens`` in order, a number with a scale word as one stem, its
     value (:func:`scaled_numbers`)."""
-    stems = list(filter(None, map(lex.stem_of.__getitem__, tokens)))
     if SCALE_FORMS.isdisjoint(tokens):
-        return stems
+        return list(filter(None, map(lex.stem_of.__getitem__, tokens)))
     scaled = dict(scaled_numbers(tokens))
     out = []
     for i, tok in enumerate(tokens):
@@ -398,14 +396,8 @@ def profile_sentences(
     stems (in order) and match keys, and the full profile of their concatenation. Each
     token is looked up once (its stem); only content stems are looked up for keys."""
     lex = _lexicon()
-    stem_of = lex.stem_of.__getitem__
     key_of = lex.key_of.__getitem__
-    sentence_stems = [
-        content_stems(toks, lex)
-        if not SCALE_FORMS.isdisjoint(toks)
-        else list(filter(None, map(stem_of, toks)))
-        for toks in sentence_tokens
-    ]
+    sentence_stems = [content_stems(toks, lex) for toks in sentence_tokens]
     key_sets = [frozenset(map(key_of, stems)) for stems in sentence_stems]
     tokens = list(chain.from_iterable(sentence_tokens))
     stems = list(chain.from_iterable(sentence_stems))
