@@ -310,19 +310,26 @@ def is_non_claim(text: str) -> bool:
     """Greetings and closers, meta sentences about the answer ("Here is what I found"),
     questions (a restated or rhetorical question asserts nothing) and lines that only name
     sources ("Source: passage 2"): not claims."""
+    return _non_claim(text, _HEDGE_PREFIX_RE.sub("", text))
+
+
+def _non_claim(text: str, bare: str) -> bool:
+    """:func:`is_non_claim` given ``bare``, the text without its hedge prefixes."""
     # "Based on the passages, here are the causes:" is a meta sentence behind a hedge, and
     # "Sure, logs are kept five years" a claim behind a greeting.
-    bare = _HEDGE_PREFIX_RE.sub("", text)
     if _GREETING_RE.match(bare) or text.rstrip(" \"')]").endswith("?") or _SOURCE_LINE_RE.match(text):
         return True
     # "Here is the rule: logs are kept five years" states a fact after its colon.
     return bool(_META_RE.match(bare)) and not (":" in bare and has_content(bare.split(":", 1)[1]))
 
 
-def _after_meta_opening(text: str) -> str:
-    """The fact after a meta opening's colon ("Here is the answer: logs are kept five years"
-    -> "logs are kept five years"); other text as it is."""
+def _claim_body(text: str) -> str | None:
+    """``text`` read as a claim: None when it is none (:func:`is_non_claim`, or nothing but a
+    hedge), the fact after a meta opening's colon ("Here is the answer: X" -> "X"), else
+    ``text``. The hedge prefixes are stripped once, for every test."""
     bare = _HEDGE_PREFIX_RE.sub("", text)
+    if _non_claim(text, bare) or not has_content(bare):
+        return None
     if ":" in bare and _META_RE.match(bare):
         return bare.split(":", 1)[1].strip()
     return text
@@ -414,9 +421,10 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
             if is_abstention(text):
                 abstentions.append(_clean(text))
                 continue
-            if is_non_claim(text) or not has_content(_HEDGE_PREFIX_RE.sub("", text)):
+            body = _claim_body(text)
+            if body is None:
                 continue
-            text = _after_meta_opening(text)
+            text = body
             if intro is not None:
                 intro.used(claims)
                 body = _ENUM_RE.sub("", text)
@@ -437,16 +445,14 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
 class _Intro:
     """A list's introduction (a claim whose sentence ends in a colon) while its items follow."""
 
-    __slots__ = ("claim", "text", "dropped")
+    __slots__ = ("claim", "text")
 
     def __init__(self, claim: Claim) -> None:
         self.claim = claim
         self.text = claim.text.rstrip(".")
-        self.dropped = False
 
     def used(self, claims: list[Claim]) -> None:
         """An item follows: the introduction leaves the claims (unless it cites a chunk, which
         the items do not inherit)."""
-        if not self.dropped and not self.claim.citations and self.claim in claims:
+        if not self.claim.citations and self.claim in claims:
             claims.remove(self.claim)
-        self.dropped = True
