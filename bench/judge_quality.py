@@ -171,10 +171,13 @@ def best_threshold(score: np.ndarray, y: np.ndarray, src: np.ndarray) -> float:
     return float(max(THRESHOLDS, key=lambda t: _mean_ba(score, y, src, t)))
 
 
-def composed_answers(data: Data, rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """RAG-shaped answers composed from the claims in ``rows`` (:mod:`judge_responses`: per set,
-    answers of :data:`WEAK_FIT_K` claims, :data:`COMPOSED_PREVALENCE` of them hallucinated):
-    per (set, k), the answers' claim rows and whether each is hallucinated."""
+def composed_answers(
+    data: Data, rows: np.ndarray, lengths: tuple[int, ...], n: int
+) -> list[tuple[str, int, list[np.ndarray], np.ndarray]]:
+    """RAG-shaped answers composed from the claims in ``rows`` (:mod:`judge_responses`: per set
+    and per length k in ``lengths``, ``n`` answers of k claims, :data:`COMPOSED_PREVALENCE` of
+    them hallucinated): (set, k, each answer's claim rows, whether each is hallucinated). A set
+    too small among ``rows`` for answers of k claims is left out."""
     records = np.array([i["response"] for i in data.items])
     out = []
     for s in dev.SOURCES:
@@ -182,12 +185,12 @@ def composed_answers(data: Data, rows: np.ndarray) -> list[tuple[np.ndarray, np.
         if not len(idx):
             continue
         pool = jr.pools(records[idx], data.fold[idx])
-        for k in WEAK_FIT_K:
+        for k in lengths:
             try:
-                answers = jr.compose(data.y[idx] == 1, pool, k, COMPOSED_PREVALENCE, WEAK_FIT_ANSWERS, seed=k)
+                answers = jr.compose(data.y[idx] == 1, pool, k, COMPOSED_PREVALENCE, n, seed=k)
             except ValueError:  # too few claims of a kind among these rows
                 continue
-            out.append(([idx[a] for a, _ in answers], np.array([h for _, h in answers])))
+            out.append((s, k, [idx[a] for a, _ in answers], np.array([h for _, h in answers])))
     return out
 
 
@@ -198,7 +201,7 @@ def _composed_ba(answers: list, score: np.ndarray, thr: float, weak: float) -> f
             np.array([response_verdict(list(score[r]), thr, weak) == "hallucinated" for r in claim_rows]),
             gold,
         )
-        for claim_rows, gold in answers
+        for _, _, claim_rows, gold in answers
     ]
     return float(np.nanmean(vals)) if vals else float("nan")
 
@@ -236,7 +239,7 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
     cal = _capped(_apply_iso(oof, xs, ys), data.x[:, _NUM_MISS] > 0, cap, data.neg)
     score = verdict_score(cal, data.strong, data.neg)
     thr = best_threshold(score[rows], y[rows], data.src[rows])
-    answers = composed_answers(data, rows)
+    answers = composed_answers(data, rows, WEAK_FIT_K, WEAK_FIT_ANSWERS)
     weak = max(
         (t for t in THRESHOLDS if t <= thr),
         key=lambda t: _composed_ba(answers, score, thr, float(t)),
@@ -325,27 +328,21 @@ def _composed_table(data: Data, cv: dict[str, Any], results: dict[str, Any]) -> 
     )
     print(f"{COMPOSED_ANSWERS} per row): F1 (share of clean / of hallucinated answers flagged);")
     print(f"flagging every answer scores F1 {floor:.3f}")
-    records = np.array([i["response"] for i in data.items])
-    for s in dev.SOURCES:
-        rows = np.flatnonzero(data.src == s)
-        pool = jr.pools(records[rows], data.fold[rows])
-        results[s]["composed"] = {}
-        for k in COMPOSED_K:
-            answers = jr.compose(data.y[rows] == 1, pool, k, COMPOSED_PREVALENCE, COMPOSED_ANSWERS, seed=k)
-            gold = np.array([h for _, h in answers])
-            flags = _response_preds(data, cv, [rows[a] for a, _ in answers])
-            cells, figures = [], {}
-            for name in ("lexical", "v3", "v4"):
-                f = flags[name].astype(bool)
-                figures[name] = {
-                    "f1": jm.f1(f, gold),
-                    "clean": f[~gold].mean(),
-                    "hallucinated": f[gold].mean(),
-                }
-                cells.append(f"{name} {figures[name]['f1']:.3f} ({f[~gold].mean():.2f}/{f[gold].mean():.2f})")
-            figures["v4_unsure"] = float(flags["v4_unsure"].mean())
-            results[s]["composed"][k] = figures
-            print(f"  {s:<17}k={k}  " + "  ".join(cells) + f"  v4 unsure {figures['v4_unsure']:.2f}")
+    everything = np.ones(len(data.y), dtype=bool)
+    for s, k, claim_rows, gold in composed_answers(data, everything, COMPOSED_K, COMPOSED_ANSWERS):
+        flags = _response_preds(data, cv, claim_rows)
+        cells, figures = [], {}
+        for name in ("lexical", "v3", "v4"):
+            f = flags[name].astype(bool)
+            figures[name] = {
+                "f1": jm.f1(f, gold),
+                "clean": f[~gold].mean(),
+                "hallucinated": f[gold].mean(),
+            }
+            cells.append(f"{name} {figures[name]['f1']:.3f} ({f[~gold].mean():.2f}/{f[gold].mean():.2f})")
+        figures["v4_unsure"] = float(flags["v4_unsure"].mean())
+        results[s].setdefault("composed", {})[k] = figures
+        print(f"  {s:<17}k={k}  " + "  ".join(cells) + f"  v4 unsure {figures['v4_unsure']:.2f}")
 
 
 def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
