@@ -34,20 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ragpulse.collector.judge import (
-    claim_features,
-    claim_model,
-    claims,
-    conflicts,
-    evidence,
-    lexicon,
-    local,
-    markers,
-    morphology,
-    numbers,
-    support,
-    text,
-)
+from ragpulse.collector import judge as judge_package
 from ragpulse.collector.judge.claim_features import ChunkIndex, claim_evidence
 from ragpulse.collector.judge.claims import normalise_claim
 from ragpulse.collector.judge.conflicts import conflicts as conflicts_with
@@ -146,25 +133,13 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
 
 def _cache_key(data: Path) -> str:
     h = hashlib.sha256()
-    mods = (
-        claim_features,
-        claim_model,
-        claims,
-        conflicts,
-        evidence,
-        local,
-        markers,
-        morphology,
-        numbers,
-        support,
-        text,
-    )
-    for mod in (*mods, sys.modules[__name__]):
-        h.update(Path(mod.__file__).read_bytes())
-    h.update(Path(support.__file__).with_name("weights").joinpath("support-v1.json").read_bytes())
-    # The word relations the conflict rules read: their loader and the packaged table.
-    h.update(Path(lexicon.__file__).read_bytes())
-    h.update(Path(lexicon.__file__).with_name("wordnet").joinpath("relations.tsv").read_bytes())
+    # Every module of the judge (a feature may come from any of them, and a new module needs
+    # no entry here) and this one, the pair model the v1 column reads, the word relations.
+    package = Path(judge_package.__file__).parent
+    for path in (*sorted(package.glob("*.py")), Path(__file__)):
+        h.update(path.read_bytes())
+    h.update((package / "weights" / "support-v1.json").read_bytes())
+    h.update((package / "wordnet" / "relations.tsv").read_bytes())
     for name in _FILES.values():
         st = (data / name).stat()
         h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
