@@ -251,3 +251,32 @@ def test_source_lines_are_not_claims_and_a_meta_opening_leaves_its_fact() -> Non
     # Sentences about sources that say something stay claims.
     assert _texts("Documents 1 and 2 were signed in 1990.") == ["Documents 1 and 2 were signed in 1990."]
     assert _texts("The source of the river is in the Alps.") == ["The source of the river is in the Alps."]
+
+
+def test_a_summary_s_framing_of_its_source_is_stripped() -> None:
+    for framed in (
+        "The article reports that the council closed the library in March.",
+        "The news article highlights that the council closed the library in March.",
+        "The passage describes how the council closed the library in March.",
+        "The author explains that the council closed the library in March.",
+        "The story mainly focuses on how the council closed the library in March.",
+        "The text talks about how the council closed the library in March.",
+        "Therefore, the council closed the library in March.",
+        "I would say that the council closed the library in March.",
+    ):
+        assert _texts(framed) == ["The council closed the library in March."], framed
+    assert _texts("This article is about the library's closure.") == ["The library's closure."]
+    # "about" before a number or "to" is the claim's own word, not the frame's.
+    assert _texts("The author is about 50 years old.") == ["The author is about 50 years old."]
+    assert _texts("The report was published in 2019.") == ["The report was published in 2019."]
+
+
+def test_courtesy_sentences_of_chat_answers_are_not_claims() -> None:
+    for closer in (
+        "I'm happy to help!",
+        "I'd be glad to help with that.",
+        "I am glad to assist you.",
+        "If you have any further questions, please let me know.",
+        "If you have any questions, feel free to ask.",
+    ):
+        assert _texts(f"Logs are kept for five years. {closer}") == ["Logs are kept for five years."], closer

@@ -32,10 +32,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "4c012a4af4050bc4",
-    "worked": "7e01cb3ae9e427e2",
-    "demo": "0503566d70485d7d",
-    "synthetic": "6f42c80689228b64",
+    "attribution": "86054470cc22d0c8",
+    "worked": "4b4cd9ae4dea9dec",
+    "demo": "a6e1c6c174698c54",
+    "synthetic": "c32e5da911a4a1d1",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -37,7 +37,7 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "7"
+EXTRACTION_VERSION = "8"
 
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
@@ -73,14 +73,16 @@ _CONJ_SPLIT_RE = re.compile(
 )
 _GREETING_RE = re.compile(
     r"^\s*(?:hi|hello|hey|greetings|thanks|thank you|sure|certainly|of course|absolutely|great question|"
-    r"good question|happy to help|i hope (?:this|that) helps|hope (?:this|that) helps|let me know|feel free|"
-    r"please let me know|please note that this is not|this is not (?:legal|medical|financial) advice)\b",
+    r"good question|happy to help|glad to help|i hope (?:this|that) helps|hope (?:this|that) helps|let me know|"
+    r"feel free|please let me know|please note that this is not|this is not (?:legal|medical|financial) advice|"
+    r"i(?:'m| am) (?:happy|glad) to (?:help|assist)|i(?:'d| would) be (?:happy|glad) to|"
+    r"if you have any (?:further |other |more |additional )?questions)\b",
     re.I,
 )
 # Sentences about the answer itself rather than the world: they assert nothing to verify.
 _META_RE = re.compile(
     r"^\s*(?:here (?:is|are)|here's|below (?:is|are)|the following (?:is|are)|let me|let's|i will|i'll|"
-    r"i can help|i'd be happy|i would be happy|as an ai|"
+    r"i can help|i'd be (?:happy|glad)|i would be (?:happy|glad)|as an ai|"
     r"you (?:asked|want to know|are asking)|your question (?:is|was|asks)|i found the following|"
     r"in this (?:answer|response)|this (?:answer|response) (?:is|explains|covers|summari[sz]es))\b",
     re.I,
@@ -89,9 +91,19 @@ _META_RE = re.compile(
 _SOURCE = (
     r"(?:the |these |this |those |your )?(?:(?:first|second|third|fourth|fifth|last) )?"
     r"(?:provided |available |given |retrieved |above |supplied |cited )?"
-    r"(?:context|sources?|documents?|information|passages?|texts?|excerpts?|articles?|search results|"
-    r"references?)(?: \d{1,2}(?:(?:, ?| and | ?- ?)\d{1,2})*| [a-z]\d{1,2})?"
+    r"(?:(?:news )?(?:context|sources?|documents?|information|passages?|texts?|excerpts?|articles?|"
+    r"search results|references?|stor(?:y|ies)|reports?|pieces?)|news|author|writer)(?: \d{1,2}(?:(?:, ?| and | ?- ?)\d{1,2})*| [a-z]\d{1,2})?"
     r"(?: (?:provided|given|above|supplied|retrieved|you (?:have )?(?:provided|shared|given)))?"
+)
+# What a source is said to do with what follows it: "The article states that X", "The
+# passage describes how X", "The story focuses on X" (a summary's framing, not its claim).
+_REPORTING = (
+    r"(?:states?|stated|says?|said|mentions?|mentioned|indicates?|indicated|suggests?|suggested|notes?|"
+    r"noted|explains?|explained|shows?|showed|reports?|reported|describes?|described|highlights?|"
+    r"highlighted|discusses|discussed|details|detailed|outlines?|outlined|emphasi[sz]es|emphasi[sz]ed|"
+    r"stresses|stressed|reveals?|revealed|adds|added|confirms?|confirmed|points out|pointed out|"
+    r"concludes|concluded|clarifies|clarified|(?:talks|talked|is|was) about(?!\s+(?:to\b|\d))|"
+    r"(?:focuses|focused) on|(?:deals|dealt) with|covers|covered)(?: that| how)?"
 )
 _HEDGE_PREFIX_RE = re.compile(
     r"^\s*(?:(?:i think|i believe|in my opinion|it seems(?: that)?|it appears(?: that)?|basically|"
@@ -110,8 +122,9 @@ _HEDGE_PREFIX_RE = re.compile(
     rf"(?:based (?:solely |only |entirely )?on|according to|as per) {_SOURCE}"
     rf"(?: (?:provided|given|contained|found) (?:in|by) {_SOURCE})?|"
     rf"(?:from|in|as (?:stated|mentioned|described|noted|explained|indicated) in) {_SOURCE}(?=\s*,)|"
-    rf"{_SOURCE} (?:also |further |additionally )?"
-    r"(?:states?|says?|mentions?|indicates?|suggests?|notes?|explains?|shows?|reports?) that)"
+    rf"{_SOURCE} (?:also |further |additionally |mainly |mostly |primarily )?{_REPORTING}|"
+    r"i would say(?: that)?|(?:therefore|thus|hence|finally|lastly|firstly|secondly|additionally|furthermore|"
+    r"moreover|in addition|also|however)\s*,)"
     r"\s*,?\s*)+",
     re.I,
 )
