@@ -263,6 +263,8 @@ def test_a_summary_s_framing_of_its_source_is_stripped() -> None:
         "The text talks about how the council closed the library in March.",
         "Therefore, the council closed the library in March.",
         "I would say that the council closed the library in March.",
+        "From what I can tell, the council closed the library in March.",
+        "I should note that the council closed the library in March.",
     ):
         assert _texts(framed) == ["The council closed the library in March."], framed
     assert _texts("This article is about the library's closure.") == ["The library's closure."]
@@ -271,12 +273,14 @@ def test_a_summary_s_framing_of_its_source_is_stripped() -> None:
     assert _texts("The report was published in 2019.") == ["The report was published in 2019."]
 
 
-def test_courtesy_sentences_of_chat_answers_are_not_claims() -> None:
+def test_courtesy_and_sentences_about_the_question_are_not_claims() -> None:
     for closer in (
         "I'm happy to help!",
         "I'd be glad to help with that.",
         "I am glad to assist you.",
         "If you have any further questions, please let me know.",
         "If you have any questions, feel free to ask.",
+        "The question is asking about the retention period.",
+        "The user wants to know how long logs are kept.",
     ):
         assert _texts(f"Logs are kept for five years. {closer}") == ["Logs are kept for five years."], closer

@@ -84,6 +84,7 @@ _META_RE = re.compile(
     r"^\s*(?:here (?:is|are)|here's|below (?:is|are)|the following (?:is|are)|let me|let's|i will|i'll|"
     r"i can help|i'd be (?:happy|glad)|i would be (?:happy|glad)|as an ai|"
     r"you (?:asked|want to know|are asking)|your question (?:is|was|asks)|i found the following|"
+    r"the (?:question|user|query) (?:is )?(?:asks?|asking|wants?|wanting|seeks|seeking)|"
     r"in this (?:answer|response)|this (?:answer|response) (?:is|explains|covers|summari[sz]es))\b",
     re.I,
 )
@@ -123,7 +124,8 @@ _HEDGE_PREFIX_RE = re.compile(
     rf"(?: (?:provided|given|contained|found) (?:in|by) {_SOURCE})?|"
     rf"(?:from|in|as (?:stated|mentioned|described|noted|explained|indicated) in) {_SOURCE}(?=\s*,)|"
     rf"{_SOURCE} (?:also |further |additionally |mainly |mostly |primarily )?{_REPORTING}|"
-    r"i would say(?: that)?|(?:therefore|thus|hence|finally|lastly|firstly|secondly|additionally|furthermore|"
+    r"i would say(?: that)?|(?:from what|as far as) i can (?:tell|see)|"
+    r"i (?:should|must|want to|would like to) (?:note|mention|point out|add)(?: that)?|(?:therefore|thus|hence|finally|lastly|firstly|secondly|additionally|furthermore|"
     r"moreover|in addition|also|however)\s*,)"
     r"\s*,?\s*)+",
     re.I,
