@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ragpulse.collector import judge as judge_package
+from ragpulse.collector.judge.approximate import claim_profile
 from ragpulse.collector.judge.claim_features import ChunkIndex, claim_evidence
 from ragpulse.collector.judge.claims import normalise_claim
 from ragpulse.collector.judge.conflicts import conflicts as conflicts_with
@@ -110,7 +111,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
     all_stems = index.all_stems
     out = []
     for claim_text, label in rec["claims"]:
-        cp = profile(normalise_claim(claim_text))
+        cp = claim_profile(normalise_claim(claim_text), index.all_numbers)
         view = claim_view(cp, qstems)
         ce = claim_evidence(view, index, model)
         v1_conf = max((p for p, _ in v1.support_all(view, chunks)), default=0.0)

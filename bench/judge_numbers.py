@@ -7,12 +7,20 @@ each is judged against its record's chunks as written and with its first number 
 (:func:`rewrite`), by the local judge, whole (claim extraction included). Printed: the share
 whose verdict is kept, turned from supported to not supported, and turned contradicted.
 
+They also round and qualify them: 1,523,400 as "about 1.5 million", 312 as "more than 310",
+48.7% as "nearly 49%" or plain "49%". Per style of :data:`ROUNDINGS`, the supported claims
+with a number of three or more significant digits (not a year, not part of a name such as
+"Boeing 747") are judged as written and
+with that number rounded to two (:func:`rounded`); a control writes "about" a number 30%
+off, which should not keep a supported verdict.
+
 Usage: python bench/judge_numbers.py [--claims 150]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import re
 import sys
@@ -23,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import judge_dev_data as dev  # noqa: E402
 from ragpulse.collector.judge import get_judge  # noqa: E402
+from ragpulse.collector.judge.approximate import QUALIFIERS  # noqa: E402
 from ragpulse.collector.judge.claims import normalise_claim  # noqa: E402
 
 __all__ = ["main", "rewrite"]
@@ -61,6 +70,59 @@ def rewrite(text: str) -> str | None:
     return None
 
 
+_PRECISE_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\d,]*\d)")
+ROUNDINGS: dict[str, tuple[str, str, float]] = {
+    # style: (qualifier, rounding, factor)
+    "about": ("about ", "nearest", 1.0),
+    "more than": ("more than ", "down", 1.0),
+    "nearly": ("nearly ", "up", 1.0),
+    "plain, rounded": ("", "nearest", 1.0),
+    "control: about, 30% off": ("about ", "nearest", 1.3),
+}
+
+
+def _two_figures(x: float, how: str) -> float:
+    """``x`` to two significant figures, rounded to nearest, down or up."""
+    step = 10.0 ** (math.floor(math.log10(abs(x))) - 1)
+    q = x / step
+    return {"nearest": round(q), "down": math.floor(q), "up": math.ceil(q)}[how] * step
+
+
+def _spell(x: float) -> str:
+    """A rounded value as an answer writes it: "1.5 million", "1,200", "49", "0.35"."""
+    if x >= 1e6:
+        return f"{x / 1e6:g} million"
+    if x >= 1 and float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:.4g}"
+
+
+def _qualified(before: str) -> bool:
+    """Whether ``before`` ends in a qualifier ("about", "more than"): the number is already approximate."""
+    words = tuple(before.lower().split()[-3:])
+    return any(words[-n:] in QUALIFIERS for n in range(1, len(words) + 1))
+
+
+def rounded(text: str, style: str) -> str | None:
+    """``text`` with its first number of three or more significant digits (not a year)
+    rounded to two and qualified as ``style`` (:data:`ROUNDINGS`); None when it has none."""
+    qualifier, how, factor = ROUNDINGS[style]
+    for m in _PRECISE_RE.finditer(text):
+        whole, frac = m.group(1), m.group(2) or ""
+        if "," not in whole and len(whole) == 4 and not frac and 1000 <= int(whole) <= 2100:
+            continue  # a year
+        digits = (whole.replace(",", "") + frac).lstrip("0")
+        before = text[: m.start()].split()
+        if (len(digits) if frac else len(digits.rstrip("0"))) < 3 or _qualified(text[: m.start()]):
+            continue
+        if len(before) > 1 and before[-1][:1].isupper():
+            continue  # part of a name: "Produce 101", "Boeing 747"
+        x = float(whole.replace(",", "") + (f".{frac}" if frac else ""))
+        new = _spell(_two_figures(x * factor, how))
+        return text[: m.start()] + qualifier + new + text[m.end() :]
+    return None
+
+
 def _verdict(judge, rec: dict, answer: str) -> str:
     chunks = [{"id": f"P{i + 1}", "content": c["content"]} for i, c in enumerate(rec["chunks"])]
     out = judge.judge({"trace_id": "0" * 32, "query": rec["query"], "answer": answer, "chunks": chunks})
@@ -76,6 +138,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dev data not found under {dev.DATA}: nothing measured")
         return 0
     judge = get_judge("local")
+    moves = _moves(judge, rewrite, args.claims)
+    print(
+        f"{sum(moves.values())} supported dev claims holding a number, judged as written and rewritten, by {judge.judge_id}"
+    )
+    _report(moves)
+    print("rounded and qualified (three or more significant digits rounded to two):")
+    for style in ROUNDINGS:
+        moves = _moves(judge, lambda claim, style=style: rounded(claim, style), args.claims)
+        print(f"  {style} ({sum(moves.values())} claims)")
+        _report(moves, indent="    ")
+    return 0
+
+
+def _moves(judge, change, per_set: int) -> Counter[tuple[str, str]]:
+    """(verdict as written, verdict changed) over up to ``per_set`` supported claims per set."""
     rng = random.Random(0)
     moves: Counter[tuple[str, str]] = Counter()
     for source in dev.SOURCES:
@@ -85,19 +162,21 @@ def main(argv: list[str] | None = None) -> int:
         for rec in records:
             for text, label in rec["claims"]:
                 claim = normalise_claim(text)
-                other = rewrite(claim) if label == 1 and taken < args.claims else None
+                other = change(claim) if label == 1 and taken < per_set else None
                 if other is not None:
                     moves[(_verdict(judge, rec, claim), _verdict(judge, rec, other))] += 1
                     taken += 1
+    return moves
+
+
+def _report(moves: Counter[tuple[str, str]], indent: str = "  ") -> None:
     n = sum(moves.values())
     kept = sum(c for (a, b), c in moves.items() if a == b) / n
     lost = sum(c for (a, b), c in moves.items() if a == "supported" and b != "supported") / n
     contradicted = sum(c for (a, b), c in moves.items() if b == "contradicted" and a != "contradicted") / n
-    print(f"{n} supported dev claims holding a number, judged as written and rewritten, by {judge.judge_id}")
-    print(f"  verdict kept            {kept:.3f}")
-    print(f"  supported -> not        {lost:.3f}")
-    print(f"  turned contradicted     {contradicted:.3f}")
-    return 0
+    print(f"{indent}verdict kept            {kept:.3f}")
+    print(f"{indent}supported -> not        {lost:.3f}")
+    print(f"{indent}turned contradicted     {contradicted:.3f}")
 
 
 if __name__ == "__main__":

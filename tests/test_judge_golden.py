@@ -32,10 +32,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "86054470cc22d0c8",
-    "worked": "4b4cd9ae4dea9dec",
-    "demo": "a6e1c6c174698c54",
-    "synthetic": "c32e5da911a4a1d1",
+    "attribution": "0fbf26a20e871655",
+    "worked": "3e160f1be722ee44",
+    "demo": "d2125fe7a98ad7fc",
+    "synthetic": "41d7bf9229f5375e",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .approximate import claim_profile
 from .claim_features import ChunkIndex, ClaimEvidence, claim_evidence
 from .claim_model import ClaimModel, load_claim_model, response_verdict
 from .claims import (
@@ -49,7 +50,7 @@ __all__ = [
     "lexical_utilization",
 ]
 
-LOCAL_VERSION = "4.1"
+LOCAL_VERSION = "4.2"
 
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
@@ -152,13 +153,14 @@ class LocalJudge:
         evidence_stems: set[str] = set()
         answer_stems: set[str] = set()
         verdict_scores: list[float] = []
-        claim_profiles = [profile(c.text) for c in claims]
+        index = ChunkIndex(chunks)
+        claim_profiles = [claim_profile(c.text, index.all_numbers) for c in claims]
         ctx = _TraceContext(
             chunks=chunks,
             ids=ids,
             by_id=by_id,
             pos={cid: i for i, cid in enumerate(ids)},
-            index=ChunkIndex(chunks),
+            index=index,
             qstems=qstems,
             answer_all=frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset(),
         )
@@ -344,8 +346,9 @@ def lexical_utilization(
     by_id = {c.id: c for c in chunks}
     evidence: set[str] = set()
     answer: set[str] = set()
+    numbers = ChunkIndex(chunks).all_numbers
     for text, sup in zip(claim_texts, supporting, strict=True):
-        cp = profile(text)
+        cp = claim_profile(text, numbers)
         answer |= cp.stem_set
         usable = [s for s in sup if s in by_id and by_id[s].usable]
         if usable:

@@ -30,6 +30,7 @@ __all__ = [
     "plain_classes",
     "spaced",
     "normalise_numbers",
+    "profile_tokens",
     "scaled_numbers",
     "strip_markers",
 ]
@@ -362,8 +363,12 @@ def profile(text: str) -> TextProfile:
     """Tokenise ``text`` once: content stems, stem bigrams, numbers, capitalised
     entities (not text-initial), and whether it contains a negation. A number written with
     a scale word is one stem and one number, its value ("1.5 million" -> ``1500000``)."""
+    return profile_tokens(tokenise(text))
+
+
+def profile_tokens(tokens: list[str]) -> TextProfile:
+    """:func:`profile` of already tokenised text (:func:`tokenise`)."""
     lex = _lexicon()
-    tokens = tokenise(text)
     stems = content_stems(tokens, lex)
     return TextProfile(stems, frozenset(map(lex.key_of.__getitem__, stems)), tokens, lex)
 
