@@ -111,7 +111,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
     all_stems = index.all_stems
     out = []
     for claim_text, label in rec["claims"]:
-        cp = claim_profile(normalise_claim(claim_text), index.all_numbers)
+        cp = claim_profile(normalise_claim(claim_text), chunks, index.all_numbers)
         view = claim_view(cp, qstems)
         ce = claim_evidence(view, index, model)
         v1_conf = max((p for p, _ in v1.support_all(view, chunks)), default=0.0)

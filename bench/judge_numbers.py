@@ -9,10 +9,14 @@ whose verdict is kept, turned from supported to not supported, and turned contra
 
 They also round and qualify them: 1,523,400 as "about 1.5 million", 312 as "more than 310",
 48.7% as "nearly 49%" or plain "49%". Per style of :data:`ROUNDINGS`, the supported claims
-with a number of three or more significant digits (not a year, not part of a name such as
+with a number of three or more significant digits (not a year, BC or AD
+included, not part of a name such as
 "Boeing 747") are judged as written and
 with that number rounded to two (:func:`rounded`); a control writes "about" a number 30%
-off, which should not keep a supported verdict.
+off, which should not keep a supported verdict. And they name the period a year falls in:
+"in 1994" as "in the 1990s", "in the mid-1990s", "in the 20th century" (:func:`periodised`;
+the control names a decade 20 years off, or 30 where that
+would be a century's first decade).
 
 Usage: python bench/judge_numbers.py [--claims 150]
 """
@@ -117,10 +121,42 @@ def rounded(text: str, style: str) -> str | None:
             continue
         if len(before) > 1 and before[-1][:1].isupper():
             continue  # part of a name: "Produce 101", "Boeing 747"
+        if re.match(r"\s*(?:BCE?|AD|CE)\b", text[m.end() :]):
+            continue  # a year: "540 BC"
         x = float(whole.replace(",", "") + (f".{frac}" if frac else ""))
         new = _spell(_two_figures(x * factor, how))
         return text[: m.start()] + qualifier + new + text[m.end() :]
     return None
+
+
+_YEAR_RE = re.compile(r"\bin (1[0-9]{3}|20[0-9]{2})\b(?!\s*(?:BCE?|AD|CE)\b)")
+PERIODS: tuple[str, ...] = ("decade", "part of the decade", "century", "control: decade 20-30 years off")
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def periodised(text: str, style: str) -> str | None:
+    """``text`` with its first "in <year>" written as the period it falls in, as ``style``
+    (:data:`PERIODS`): "in the 1990s", "in the mid-1990s", "in the 20th century", or a decade
+    20 years off; None when it has no such year."""
+    m = _YEAR_RE.search(text)
+    if m is None:
+        return None
+    year = int(m.group(1))
+    decade = year - year % 10
+    if style == "decade":
+        new = f"in the {decade}s"
+    elif style == "part of the decade":
+        part = "early" if year % 10 <= 3 else "mid" if year % 10 <= 6 else "late"
+        new = f"in the {part}{'-' if part == 'mid' else ' '}{decade}s"
+    elif style == "century":
+        new = f"in the {_ordinal(year // 100 + 1)} century"
+    else:  # 20 years off, 30 where that is a century's first decade ("the 1900s" is the century too)
+        off = decade - 20 if (decade - 20) % 100 else decade - 30
+        new = f"in the {off}s"
+    return text[: m.start()] + new + text[m.end() :]
 
 
 def _verdict(judge, rec: dict, answer: str) -> str:
@@ -146,6 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     print("rounded and qualified (three or more significant digits rounded to two):")
     for style in ROUNDINGS:
         moves = _moves(judge, lambda claim, style=style: rounded(claim, style), args.claims)
+        print(f"  {style} ({sum(moves.values())} claims)")
+        _report(moves, indent="    ")
+    print('a year ("in 1994") written as its period:')
+    for style in PERIODS:
+        moves = _moves(judge, lambda claim, style=style: periodised(claim, style), args.claims)
         print(f"  {style} ({sum(moves.values())} claims)")
         _report(moves, indent="    ")
     return 0

@@ -2,35 +2,47 @@
 stands for.
 
 LLM answers round the numbers of their sources ("1.5 million" for 1,523,400, "49%" for
-48.7%) and qualify them ("about 300", "more than 300", "nearly 50 percent" for 312 and
-48.7). Compared as exact values, each such number is missing from the evidence, and a
-number that differs from the evidence sentence's contradicts it: a faithful answer would be
-judged contradicted, the costliest verdict. :func:`claim_profile` profiles a claim with each
-of its numbers that the evidence does not hold exactly replaced by the evidence number it
-approximates (the closest one), and the qualifier dropped, so every later comparison sees
-the value the claim stands for. The claim's stored text is unchanged.
+48.7%), qualify them ("about 300", "more than 300", "nearly 50 percent" for 312 and 48.7) and
+name the period a year falls in ("the mid-1990s" for 1994, "the 19th century" for 1883).
+Compared as exact values, each such number is missing from the evidence, and a number that
+differs from the evidence sentence's contradicts it: a faithful answer would be judged
+contradicted, the costliest verdict. :func:`claim_profile` profiles a claim with each of its
+numbers that the chunks do not hold exactly replaced by the number it stands for (the
+closest), qualifier or period words dropped, so every later comparison sees that value. The
+candidates are the numbers of the chunk sentences on the claim's subject (sharing 40% of its
+terms): a long chunk has many numbers to meet by chance. The claim's stored text is
+unchanged.
 
 What counts as approximating ``x``, for a claim number ``c`` whose last significant digit
 has the place value ``unit`` (300: 100; 310: 10; 48.7: 0.1; "1.5 million": 100,000):
 
 - "about", "around", "approximately", "roughly", "some", "close to", ...: ``|x - c| <= unit/2``
-  (``x`` rounds to ``c``);
-- "over", "more than", "at least", "upwards of", ...: ``c <= x <= c + unit``;
-- "less than", "nearly", "almost", "up to", ...: ``c - unit <= x <= c``;
-- no qualifier: ``x`` rounds to ``c`` (``|x - c| <= unit/2``) and ``c`` is written with at
-  least two significant digits but fewer than ``x`` has, and is not a year ("1.5 million"
-  and "49%" round 1,523,400 and 48.7; "300" does not round 312, nor "2010" 2013);
+  (``x`` rounds to ``c``) and within a tenth of ``c``;
+- "over", "more than", "at least", "upwards of", ...: ``c <= x <= c + unit``, within a quarter;
+- "less than", "nearly", "almost", "up to", ...: ``c - unit <= x <= c``, within a quarter
+  ("under" is not one: "the under-18 level" names an age group);
+- no qualifier: ``x`` rounds to ``c`` within a tenth, and ``c`` is written with at least two
+  significant digits but fewer than ``x`` has, and is not a year ("1.5 million" and "49%"
+  round 1,523,400 and 48.7; "300" does not round 312, nor "2010" 2013).
 
-and in every case ``x`` lies within a tenth of ``c``.
+A decade ("the 1990s") holds its ten years, a century ("the 1800s", "the 19th century") its
+hundred; "early", "mid" and "late" narrow them to the first 40%, the middle 40% and the last
+40% ("the early 1990s": 1990-1993).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING
 
 from .numbers import SCALES
 from .text import TextProfile, normalise_numbers, profile_tokens, tokenise
+
+if TYPE_CHECKING:
+    from .evidence import ChunkEvidence
 
 __all__ = ["QUALIFIERS", "approximates", "claim_profile"]
 
@@ -52,9 +64,11 @@ QUALIFIERS: dict[tuple[str, ...], str] = {
 }
 _LONGEST = max(map(len, QUALIFIERS))
 _YEARS = (1000, 2100)
-# However few digits the claim writes, it stands for a value within a tenth of it: "about
-# 100" is not 60, nor "over 200" 290 (and a long chunk has many numbers to meet by chance).
-_RELATIVE = Decimal("0.1")
+# However few digits the claim writes, it stands for a value near it: "about 100" is not 60
+# (a tenth of it at most), nor "over 200" 290 (a quarter, for a bound: "more than 30" is 35).
+_RELATIVE: dict[str | None, Decimal] = {None: Decimal("0.1"), "about": Decimal("0.1")}
+_RELATIVE |= dict.fromkeys(("over", "under"), Decimal("0.25"))
+_PARTS = {"early": (0.0, 0.4), "mid": (0.3, 0.7), "middle": (0.3, 0.7), "late": (0.6, 1.0)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +125,7 @@ def _qualifier(tokens: list[str], i: int) -> tuple[str | None, int]:
 def approximates(c: _Written, kind: str | None, x: Decimal) -> bool:
     """Whether the claim number ``c``, after the qualifier ``kind``, approximates the evidence
     value ``x`` (the rules in the module docstring)."""
-    if abs(x - c.value) > _RELATIVE * abs(c.value):
+    if abs(x - c.value) > _RELATIVE[kind] * abs(c.value):
         return False
     if kind == "about":
         return abs(x - c.value) * 2 <= c.unit
@@ -123,23 +137,82 @@ def approximates(c: _Written, kind: str | None, x: Decimal) -> bool:
     return not c.year and 2 <= c.significant < x_significant and abs(x - c.value) * 2 <= c.unit
 
 
-def claim_profile(text: str, evidence_numbers: frozenset[str]) -> TextProfile:
-    """The claim's profile (:func:`.text.profile`) with each number the evidence lacks but
-    approximates read as that evidence number (the closest), its qualifier dropped."""
-    tokens = tokenise(text)
-    base = profile_tokens(tokens)
-    missing = base.numbers - evidence_numbers
-    if not missing or not evidence_numbers:
-        return base
+def _period(tokens: list[str], i: int) -> tuple[int, int, int, int] | None:
+    """A decade or century written at ``tokens[i]`` ("1990s", "the 19th century", with
+    "early", "mid" or "late" before it): its first and last year, the tokens its modifier
+    spans before ``i`` and the tokens it spans from ``i``. None when there is none."""
+    tok = tokens[i]
+    if not tok.isdigit():
+        return None
+    after = [t.lower() for t in tokens[i + 1 : i + 3]]
+    if len(tok) == 4 and tok.endswith("0") and after[:1] == ["s"]:
+        first, width, span = int(tok), 100 if tok.endswith("00") else 10, 2
+    elif 1 <= int(tok) <= 21 and after[:1] in (["st"], ["nd"], ["rd"], ["th"]) and after[1:] == ["century"]:
+        first, width, span = (int(tok) - 1) * 100, 100, 3
+    else:
+        return None
+    part = _PARTS.get(tokens[i - 1].lower()) if i else None
+    if part is None:
+        return first, first + width - 1, 0, span
+    return first + math.floor(part[0] * width), first + math.ceil(part[1] * width) - 1, 1, span
+
+
+def _context_numbers(
+    claim: TextProfile, chunks: Sequence[ChunkEvidence], all_numbers: frozenset[str]
+) -> list[tuple[Decimal, str]]:
+    """The numbers of the chunk sentences on the claim's subject, as values: the numbers the
+    claim's could stand for. A sentence is on its subject when it shares at least 40% of the
+    claim's terms: its content stems less numbers, and the numbers the chunks hold exactly
+    ("45 passes for about 690 yards" and "45 receptions ... 694 receiving yards")."""
+    words = frozenset(w for w in claim.stem_set if not w[:1].isdigit()) | (claim.numbers & all_numbers)
+    need = max(1, math.ceil(0.4 * len(words)))
+    found: set[str] = set()
+    for chunk in chunks:
+        for i, stems in enumerate(chunk.sentence_stems):
+            if len(words & stems) >= need:
+                found |= chunk.sentence_profile(i).numbers
     values = []
-    for e in evidence_numbers:
+    for e in found:
         try:
             values.append((Decimal(e), e))
         except InvalidOperation:
             continue
+    return values
+
+
+def claim_profile(
+    text: str, chunks: Sequence[ChunkEvidence], all_numbers: frozenset[str] | None = None
+) -> TextProfile:
+    """The claim's profile (:func:`.text.profile`) with each number the chunks lack (their
+    numbers: ``all_numbers``, computed when None) read as the number of a chunk sentence on
+    the claim's subject that it approximates or whose year its decade or century holds (the
+    closest), its qualifier dropped."""
+    tokens = tokenise(text)
+    base = profile_tokens(tokens)
+    if all_numbers is None:
+        all_numbers = frozenset().union(*(c.whole.numbers for c in chunks))
+    missing = base.numbers - all_numbers
+    if not missing:
+        return base
+    values = _context_numbers(base, chunks, all_numbers)
+    if not values:
+        return base
     out: list[str] = []
     i, changed = 0, False
     while i < len(tokens):
+        period = _period(tokens, i)
+        if period is not None and tokens[i] in missing:
+            first, last, before, span = period
+            mid = Decimal(first + last) / 2
+            years = [
+                (abs(x - mid), e) for x, e in values if first <= x <= last and x == x.to_integral_value()
+            ]
+            if years:
+                del out[len(out) - before :]
+                out.append(min(years)[1])
+                changed = True
+                i += span
+                continue
         written = _written(tokens, i)
         if written is None or _canonical(written.value) not in missing:
             out.append(tokens[i])

@@ -154,7 +154,7 @@ class LocalJudge:
         answer_stems: set[str] = set()
         verdict_scores: list[float] = []
         index = ChunkIndex(chunks)
-        claim_profiles = [claim_profile(c.text, index.all_numbers) for c in claims]
+        claim_profiles = [claim_profile(c.text, chunks, index.all_numbers) for c in claims]
         ctx = _TraceContext(
             chunks=chunks,
             ids=ids,
@@ -346,9 +346,8 @@ def lexical_utilization(
     by_id = {c.id: c for c in chunks}
     evidence: set[str] = set()
     answer: set[str] = set()
-    numbers = ChunkIndex(chunks).all_numbers
     for text, sup in zip(claim_texts, supporting, strict=True):
-        cp = claim_profile(text, numbers)
+        cp = claim_profile(text, chunks)
         answer |= cp.stem_set
         usable = [s for s in sup if s in by_id and by_id[s].usable]
         if usable:
