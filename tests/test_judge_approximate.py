@@ -92,3 +92,25 @@ def test_a_rounded_or_qualified_number_is_not_a_contradiction() -> None:
         assert verdict(faithful) == "supported", faithful
     assert verdict("The agency processed 2.5 million applications in 2019.") == "contradicted"
     assert verdict("The office employs about 400 staff.") == "contradicted"
+
+
+@pytest.mark.parametrize(
+    ("claim", "verdict"),
+    [
+        ("About a third of applicants apply in spring.", "supported"),  # 35 percent
+        ("Nearly half of applicants are women.", "supported"),  # 48.7 percent
+        ("About three quarters renew online.", "supported"),  # 74 percent
+        ("About two thirds of applicants apply in spring.", "contradicted"),
+        ("More than half of applicants are women.", "unsupported"),  # 48.7 is not more than half
+        ("He finished third in 2004.", "supported"),  # an ordinal, not a fraction
+    ],
+)
+def test_a_fraction_reads_as_the_percentage_it_names(claim: str, verdict: str) -> None:
+    chunk = (
+        "About 35 percent of applicants apply in spring, and 48.7 percent are women. "
+        "Roughly 74 percent renew online. He finished third in 2004."
+    )
+    out = get_judge("local").judge(
+        {"trace_id": "t", "query": "q?", "answer": claim, "chunks": [{"id": "C1", "content": chunk}]}
+    )
+    assert out["claims"][0]["verdict"] == verdict

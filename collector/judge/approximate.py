@@ -25,6 +25,10 @@ has the place value ``unit`` (300: 100; 310: 10; 48.7: 0.1; "1.5 million": 100,0
   significant digits but fewer than ``x`` has, and is not a year ("1.5 million" and "49%"
   round 1,523,400 and 48.7; "300" does not round 312, nor "2010" 2013).
 
+A fraction of a whole ("half", "a third", "two-thirds", "three quarters") names the
+percentage within 5 points of it (from it to 10 above after "more than", from 10 below to it
+after "nearly"): "about a third of applicants" for 35 percent.
+
 A decade ("the 1990s") holds its ten years, a century ("the 1800s", "the 19th century") its
 hundred; "early", "mid" and "late" narrow them to the first 40%, the middle 40% and the last
 40% ("the early 1990s": 1990-1993).
@@ -69,6 +73,14 @@ _YEARS = (1000, 2100)
 _RELATIVE: dict[str | None, Decimal] = {None: Decimal("0.1"), "about": Decimal("0.1")}
 _RELATIVE |= dict.fromkeys(("over", "under"), Decimal("0.25"))
 _PARTS = {"early": (0.0, 0.4), "mid": (0.3, 0.7), "middle": (0.3, 0.7), "late": (0.6, 1.0)}
+# Fractions of a whole, read as percentages: "half" (50), "a third" (33.3), "two-thirds"
+# (66.7), "three quarters" (75); "third" alone is the ordinal.
+_FRACTIONS = {"half": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4, "fifth": 5, "fifths": 5}
+_FRACTION_FORMS = frozenset(f(w) for w in _FRACTIONS for f in (str.lower, str.capitalize))
+_MULTIPLIERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4}
+# The percentages a fraction stands for, around its value, after each qualifier.
+_FRACTION_WINDOW: dict[str | None, tuple[int, int]] = {None: (-5, 5), "about": (-5, 5), "over": (0, 10)}
+_FRACTION_WINDOW["under"] = (-10, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,19 +192,58 @@ def _context_numbers(
     return values
 
 
+def _fraction(tokens: list[str], i: int) -> tuple[Decimal, int] | None:
+    """A fraction of a whole written at ``tokens[i]`` ("half", "a third", "two-thirds",
+    "three quarters") as a percentage, and the tokens its multiplier spans before ``i``."""
+    denominator = _FRACTIONS.get(tokens[i].lower())
+    if denominator is None:
+        return None
+    before = tokens[i - 1].lower() if i else ""
+    if before in _MULTIPLIERS:
+        return Decimal(100 * _MULTIPLIERS[before]) / denominator, 1
+    return (Decimal(50), 0) if denominator == 2 else None
+
+
+def _reading(
+    tokens: list[str], i: int, missing: frozenset[str], values: list[tuple[Decimal, str]]
+) -> tuple[int, int, str] | None:
+    """How the number written at ``tokens[i]`` reads against the evidence ``values``: the
+    tokens to drop before ``i`` (qualifier, period or fraction words), the tokens it spans
+    from ``i`` and the evidence number that replaces them; None to keep it as written."""
+    period = _period(tokens, i)
+    if period is not None and tokens[i] in missing:
+        first, last, before, span = period
+        mid = Decimal(first + last) / 2
+        years = [(abs(x - mid), e) for x, e in values if first <= x <= last and x == x.to_integral_value()]
+        return (before, span, min(years)[1]) if years else None
+    fraction = _fraction(tokens, i)
+    if fraction is not None:
+        share, multiplier = fraction
+        kind, qualifier_span = _qualifier(tokens, i - multiplier)
+        low, high = _FRACTION_WINDOW[kind]
+        near = [(abs(x - share), e) for x, e in values if share + low <= x <= share + high]
+        return (multiplier + qualifier_span, 1, min(near)[1]) if near else None
+    written = _written(tokens, i)
+    if written is None or _canonical(written.value) not in missing:
+        return None
+    kind, qualifier_span = _qualifier(tokens, i)
+    near = [(abs(x - written.value), e) for x, e in values if approximates(written, kind, x)]
+    return (qualifier_span, written.span, min(near)[1]) if near else None
+
+
 def claim_profile(
     text: str, chunks: Sequence[ChunkEvidence], all_numbers: frozenset[str] | None = None
 ) -> TextProfile:
     """The claim's profile (:func:`.text.profile`) with each number the chunks lack (their
-    numbers: ``all_numbers``, computed when None) read as the number of a chunk sentence on
-    the claim's subject that it approximates or whose year its decade or century holds (the
-    closest), its qualifier dropped."""
+    numbers: ``all_numbers``, computed when None) and each fraction read as the number of a
+    chunk sentence on the claim's subject that it approximates, whose year its decade or
+    century holds or whose percentage it names (the closest), its qualifier dropped."""
     tokens = tokenise(text)
     base = profile_tokens(tokens)
     if all_numbers is None:
         all_numbers = frozenset().union(*(c.whole.numbers for c in chunks))
     missing = base.numbers - all_numbers
-    if not missing:
+    if not missing and _FRACTION_FORMS.isdisjoint(tokens):
         return base
     values = _context_numbers(base, chunks, all_numbers)
     if not values:
@@ -200,31 +251,14 @@ def claim_profile(
     out: list[str] = []
     i, changed = 0, False
     while i < len(tokens):
-        period = _period(tokens, i)
-        if period is not None and tokens[i] in missing:
-            first, last, before, span = period
-            mid = Decimal(first + last) / 2
-            years = [
-                (abs(x - mid), e) for x, e in values if first <= x <= last and x == x.to_integral_value()
-            ]
-            if years:
-                del out[len(out) - before :]
-                out.append(min(years)[1])
-                changed = True
-                i += span
-                continue
-        written = _written(tokens, i)
-        if written is None or _canonical(written.value) not in missing:
+        reading = _reading(tokens, i, missing, values)
+        if reading is None:
             out.append(tokens[i])
             i += 1
             continue
-        kind, qualifier_span = _qualifier(tokens, i)
-        near = [(abs(x - written.value), e) for x, e in values if approximates(written, kind, x)]
-        if near:
-            del out[len(out) - qualifier_span :]
-            out.append(min(near)[1])
-            changed = True
-        else:
-            out.extend(tokens[i : i + written.span])
-        i += written.span
+        drop, span, number = reading
+        del out[len(out) - drop :]
+        out.append(number)
+        changed = True
+        i += span
     return profile_tokens(out) if changed else base
