@@ -16,7 +16,8 @@ with that number rounded to two (:func:`rounded`); a control writes "about" a nu
 off, which should not keep a supported verdict. And they name the period a year falls in:
 "in 1994" as "in the 1990s", "in the mid-1990s", "in the 20th century" (:func:`periodised`;
 the control names a decade 20 years off, or 30 where that
-would be a century's first decade).
+would be a century's first decade). And they convert units: "10 years" as "120 months"
+(:func:`converted`; the control keeps the number, "10 months").
 
 Usage: python bench/judge_numbers.py [--claims 150]
 """
@@ -159,6 +160,22 @@ def periodised(text: str, style: str) -> str | None:
     return text[: m.start()] + new + text[m.end() :]
 
 
+_YEARS_RE = re.compile(r"\b(\d+|" + "|".join(_WORDS[1:]) + r") years?\b", re.I)
+CONVERSIONS: tuple[str, ...] = ("years as months", "control: years as months, number kept")
+
+
+def converted(text: str, style: str) -> str | None:
+    """``text`` with its first "N years" written in months (:data:`CONVERSIONS`): "10 years"
+    as "120 months", or, the control, as "10 months"; None when it has none."""
+    m = _YEARS_RE.search(text)
+    if m is None:
+        return None
+    raw = m.group(1).lower()
+    n = int(raw) if raw.isdigit() else _WORDS.index(raw)
+    new = f"{n * 12} months" if style == "years as months" else f"{raw} months"
+    return text[: m.start()] + new + text[m.end() :]
+
+
 def _verdict(judge, rec: dict, answer: str) -> str:
     chunks = [{"id": f"P{i + 1}", "content": c["content"]} for i, c in enumerate(rec["chunks"])]
     out = judge.judge({"trace_id": "0" * 32, "query": rec["query"], "answer": answer, "chunks": chunks})
@@ -182,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     print("rounded and qualified (three or more significant digits rounded to two):")
     for style in ROUNDINGS:
         moves = _moves(judge, lambda claim, style=style: rounded(claim, style), args.claims)
+        print(f"  {style} ({sum(moves.values())} claims)")
+        _report(moves, indent="    ")
+    print('a duration in another unit ("10 years"):')
+    for style in CONVERSIONS:
+        moves = _moves(judge, lambda claim, style=style: converted(claim, style), args.claims)
         print(f"  {style} ({sum(moves.values())} claims)")
         _report(moves, indent="    ")
     print('a year ("in 1994") written as its period:')

@@ -114,3 +114,32 @@ def test_a_fraction_reads_as_the_percentage_it_names(claim: str, verdict: str) -
         {"trace_id": "t", "query": "q?", "answer": claim, "chunks": [{"id": "C1", "content": chunk}]}
     )
     assert out["claims"][0]["verdict"] == verdict
+
+
+@pytest.mark.parametrize(
+    ("claim", "verdict"),
+    [
+        ("Routine processing takes six weeks.", "supported"),  # 42 days
+        ("The trail is about 62 miles long.", "supported"),  # 100 km
+        ("The pack weighs 22 pounds.", "supported"),  # 10 kg
+        ("The course lasts about three months.", "supported"),  # 12 weeks
+        ("The break is 1.5 hours.", "supported"),  # 90 minutes
+        ("Routine processing takes six months.", "contradicted"),
+        ("The trail is 100 miles long.", "contradicted"),  # the number of another unit
+        ("The course lasts 12 months.", "contradicted"),
+    ],
+)
+def test_a_quantity_in_another_unit_is_converted(claim: str, verdict: str) -> None:
+    chunk = "Routine processing takes 42 days. The trail is 100 km long and the pack weighs 10 kg. The course lasts 12 weeks and the break is 90 minutes."
+    out = get_judge("local").judge(
+        {"trace_id": "t", "query": "q?", "answer": claim, "chunks": [{"id": "C1", "content": chunk}]}
+    )
+    assert out["claims"][0]["verdict"] == verdict
+
+
+def test_a_small_number_in_another_unit_is_left_to_chance() -> None:
+    # "two days" elsewhere does not make "two years" another quantity: small numbers meet often.
+    chunks = build_evidence(
+        [{"id": "C1", "content": "He resigned and two days later he was back in Coimbra."}]
+    )
+    assert claim_profile("He resigned and was back two years later.", chunks).numbers == {"2"}

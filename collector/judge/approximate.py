@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from .numbers import SCALES
 from .text import TextProfile, normalise_numbers, profile_tokens, tokenise
+from .units import UNITS, quantity_at
 
 if TYPE_CHECKING:
     from .evidence import ChunkEvidence
@@ -76,6 +77,7 @@ _PARTS = {"early": (0.0, 0.4), "mid": (0.3, 0.7), "middle": (0.3, 0.7), "late": 
 # Fractions of a whole, read as percentages: "half" (50), "a third" (33.3), "two-thirds"
 # (66.7), "three quarters" (75); "third" alone is the ordinal.
 _FRACTIONS = {"half": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4, "fifth": 5, "fifths": 5}
+_UNIT_FORMS = frozenset(f(w) for w in UNITS for f in (str.lower, str.capitalize))
 _FRACTION_FORMS = frozenset(f(w) for w in _FRACTIONS for f in (str.lower, str.capitalize))
 _MULTIPLIERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4}
 # The percentages a fraction stands for, around its value, after each qualifier.
@@ -169,27 +171,74 @@ def _period(tokens: list[str], i: int) -> tuple[int, int, int, int] | None:
     return first + math.floor(part[0] * width), first + math.ceil(part[1] * width) - 1, 1, span
 
 
-def _context_numbers(
-    claim: TextProfile, chunks: Sequence[ChunkEvidence], all_numbers: frozenset[str]
-) -> list[tuple[Decimal, str]]:
-    """The numbers of the chunk sentences on the claim's subject, as values: the numbers the
-    claim's could stand for. A sentence is on its subject when it shares at least 40% of the
-    claim's terms: its content stems less numbers, and the numbers the chunks hold exactly
-    ("45 passes for about 690 yards" and "45 receptions ... 694 receiving yards")."""
+@dataclass(frozen=True, slots=True)
+class _Quantity:
+    """A number with a unit in a chunk sentence."""
+
+    value: Decimal  # as written
+    size: Decimal  # the unit's size in the dimension's base unit
+    dimension: str
+    unit: str
+    tokens: list[str]  # the number and the unit word, as written
+
+    @property
+    def base(self) -> Decimal:
+        """The value in the dimension's base unit."""
+        return self.value * self.size
+
+
+@dataclass(slots=True)
+class _Context:
+    """What the claim's numbers can stand for: the numbers of the chunk sentences on its
+    subject (values and their canonical forms) and those of them written with a unit."""
+
+    values: list[tuple[Decimal, str]]
+    quantities: list[_Quantity]
+    chunks: Sequence[ChunkEvidence]
+    _everywhere: set[tuple[Decimal, str]] | None = None
+
+    @property
+    def everywhere(self) -> set[tuple[Decimal, str]]:
+        """(value, unit name) of every quantity in the chunks, built on first use."""
+        if self._everywhere is None:
+            self._everywhere = {(q.value, q.unit) for c in self.chunks for q in _quantities(c.whole.tokens)}
+        return self._everywhere
+
+
+def _context(claim: TextProfile, chunks: Sequence[ChunkEvidence], all_numbers: frozenset[str]) -> _Context:
+    """The :class:`_Context` of the chunk sentences on the claim's subject: those sharing at
+    least 40% of the claim's terms, its content stems less numbers and the numbers the
+    chunks hold exactly ("45 passes for about 690 yards" and "45 receptions ... 694
+    receiving yards")."""
     words = frozenset(w for w in claim.stem_set if not w[:1].isdigit()) | (claim.numbers & all_numbers)
     need = max(1, math.ceil(0.4 * len(words)))
     found: set[str] = set()
+    quantities = []
     for chunk in chunks:
         for i, stems in enumerate(chunk.sentence_stems):
-            if len(words & stems) >= need:
-                found |= chunk.sentence_profile(i).numbers
+            if len(words & stems) < need:
+                continue
+            sp = chunk.sentence_profile(i)
+            found |= sp.numbers
+            quantities += _quantities(sp.tokens)
     values = []
     for e in found:
         try:
             values.append((Decimal(e), e))
         except InvalidOperation:
             continue
-    return values
+    return _Context(values, quantities, chunks)
+
+
+def _quantities(tokens: list[str]) -> list[_Quantity]:
+    """The numbers of ``tokens`` written with a unit right after them."""
+    out = []
+    for k in range(len(tokens) - 1):
+        unit = UNITS.get(tokens[k + 1].lower())
+        written = _written(tokens, k) if unit is not None else None
+        if written is not None and written.span == 1:
+            out.append(_Quantity(written.value, unit[2], unit[0], unit[1], tokens[k : k + 2]))
+    return out
 
 
 def _fraction(tokens: list[str], i: int) -> tuple[Decimal, int] | None:
@@ -205,30 +254,63 @@ def _fraction(tokens: list[str], i: int) -> tuple[Decimal, int] | None:
 
 
 def _reading(
-    tokens: list[str], i: int, missing: frozenset[str], values: list[tuple[Decimal, str]]
-) -> tuple[int, int, str] | None:
-    """How the number written at ``tokens[i]`` reads against the evidence ``values``: the
+    tokens: list[str], i: int, missing: frozenset[str], context: _Context
+) -> tuple[int, int, list[str]] | None:
+    """How the number written at ``tokens[i]`` reads against the evidence ``context``: the
     tokens to drop before ``i`` (qualifier, period or fraction words), the tokens it spans
-    from ``i`` and the evidence number that replaces them; None to keep it as written."""
+    from ``i`` and the evidence tokens that replace them; None to keep it as written."""
+    values = context.values
     period = _period(tokens, i)
     if period is not None and tokens[i] in missing:
         first, last, before, span = period
         mid = Decimal(first + last) / 2
         years = [(abs(x - mid), e) for x, e in values if first <= x <= last and x == x.to_integral_value()]
-        return (before, span, min(years)[1]) if years else None
+        return (before, span, [min(years)[1]]) if years else None
     fraction = _fraction(tokens, i)
     if fraction is not None:
         share, multiplier = fraction
         kind, qualifier_span = _qualifier(tokens, i - multiplier)
         low, high = _FRACTION_WINDOW[kind]
         near = [(abs(x - share), e) for x, e in values if share + low <= x <= share + high]
-        return (multiplier + qualifier_span, 1, min(near)[1]) if near else None
+        return (multiplier + qualifier_span, 1, [min(near)[1]]) if near else None
     written = _written(tokens, i)
-    if written is None or _canonical(written.value) not in missing:
+    if written is None:
         return None
+    unit = quantity_at(tokens, i + written.span - 1)
+    if _canonical(written.value) not in missing:
+        return _other_unit(written, unit, context) if unit is not None else None
     kind, qualifier_span = _qualifier(tokens, i)
     near = [(abs(x - written.value), e) for x, e in values if approximates(written, kind, x)]
-    return (qualifier_span, written.span, min(near)[1]) if near else None
+    if near:
+        return qualifier_span, written.span, [min(near)[1]]
+    if unit is None:
+        return None
+    # Another unit of the same dimension: a conversion rounds, so a bare number reads as "about".
+    converted = [
+        (abs(q.base / unit[2] - written.value), q.tokens)
+        for q in context.quantities
+        if q.dimension == unit[0]
+        and q.unit != unit[1]
+        and approximates(written, kind or "about", q.base / unit[2])
+    ]
+    return (qualifier_span, written.span + 1, min(converted)[1]) if converted else None
+
+
+def _other_unit(
+    written: _Written, unit: tuple[str, str, Decimal], context: _Context
+) -> tuple[int, int, list[str]] | None:
+    """The claim's number and unit in the evidence's unit when a sentence on its subject
+    gives the same number in another unit of the dimension and no chunk gives it in the
+    claim's ("100 miles" against "100 km" reads as 160.9344 km): a different quantity, not a
+    match. Only for numbers of 10 and more: "two years" and "two days" meet by chance."""
+    dimension, name, size = unit
+    if written.value < 10:
+        return None
+    same = [q for q in context.quantities if q.dimension == dimension and q.value == written.value]
+    if not same or any(q.unit == name for q in same) or (written.value, name) in context.everywhere:
+        return None
+    q = same[0]
+    return 0, written.span + 1, [_canonical(written.value * size / q.size), q.tokens[1]]
 
 
 def claim_profile(
@@ -243,22 +325,22 @@ def claim_profile(
     if all_numbers is None:
         all_numbers = frozenset().union(*(c.whole.numbers for c in chunks))
     missing = base.numbers - all_numbers
-    if not missing and _FRACTION_FORMS.isdisjoint(tokens):
+    if not missing and _FRACTION_FORMS.isdisjoint(tokens) and _UNIT_FORMS.isdisjoint(tokens):
         return base
-    values = _context_numbers(base, chunks, all_numbers)
-    if not values:
+    context = _context(base, chunks, all_numbers)
+    if not context.values:
         return base
     out: list[str] = []
     i, changed = 0, False
     while i < len(tokens):
-        reading = _reading(tokens, i, missing, values)
+        reading = _reading(tokens, i, missing, context)
         if reading is None:
             out.append(tokens[i])
             i += 1
             continue
-        drop, span, number = reading
+        drop, span, replacement = reading
         del out[len(out) - drop :]
-        out.append(number)
+        out.extend(replacement)
         changed = True
         i += span
     return profile_tokens(out) if changed else base
