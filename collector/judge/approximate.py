@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
+from .acronyms import expand_acronyms
 from .numbers import SCALES
 from .text import TextProfile, normalise_numbers, profile_tokens, tokenise
 from .units import UNITS, quantity_at
@@ -316,11 +317,14 @@ def _other_unit(
 def claim_profile(
     text: str, chunks: Sequence[ChunkEvidence], all_numbers: frozenset[str] | None = None
 ) -> TextProfile:
-    """The claim's profile (:func:`.text.profile`) with each number the chunks lack (their
-    numbers: ``all_numbers``, computed when None) and each fraction read as the number of a
-    chunk sentence on the claim's subject that it approximates, whose year its decade or
-    century holds or whose percentage it names (the closest), its qualifier dropped."""
+    """The claim's profile (:func:`.text.profile`) read against the chunks: each acronym
+    they do not use as the name they spell it with (:func:`.acronyms.expand_acronyms`), and
+    each number they lack (their numbers: ``all_numbers``, computed when None) and each
+    fraction as the number of a chunk sentence on the claim's subject that it approximates,
+    whose year its decade or century holds or whose percentage it names (the closest), its
+    qualifier dropped."""
     tokens = tokenise(text)
+    tokens = expand_acronyms(tokens, chunks) or tokens
     base = profile_tokens(tokens)
     if all_numbers is None:
         all_numbers = frozenset().union(*(c.whole.numbers for c in chunks))
