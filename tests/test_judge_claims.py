@@ -284,3 +284,34 @@ def test_courtesy_and_sentences_about_the_question_are_not_claims() -> None:
         "The user wants to know how long logs are kept.",
     ):
         assert _texts(f"Logs are kept for five years. {closer}") == ["Logs are kept for five years."], closer
+
+
+def test_citation_formats_of_chat_products_and_markdown() -> None:
+    ids = ["C1", "C2", "C3"]
+    for answer in (
+        "Logs are kept for five years【1†source】. Backups are encrypted【2†policy.pdf】.",
+        "Logs are kept for five years【4:0†source】. Backups are encrypted【4:1†source】.",
+        "Logs are kept for five years[^1]. Backups are encrypted[^2].",
+        "Logs are kept for five years<sup>1</sup>. Backups are encrypted<sup>[2]</sup>.",
+        "Logs are kept for five years\u00b9. Backups are encrypted\u00b2.",
+        "Logs are kept for five years [[1]]. Backups are encrypted [[2]].",
+        "Logs are kept for five years [source: 1]. Backups are encrypted [source: 2].",
+        # after the full stop, as Wikipedia and answer engines cite
+        "Logs are kept for five years.[1] Backups are encrypted.[2]",
+        "Logs are kept for five years.\u30101\u2020source\u3011 Backups are encrypted.\u30102\u2020source\u3011",
+    ):
+        claims = extract_claims(answer, ids).claims
+        assert [(c.text, c.citations) for c in claims] == [
+            ("Logs are kept for five years.", ["C1"]),
+            ("Backups are encrypted.", ["C2"]),
+        ], answer
+
+
+def test_markers_after_a_stop_run_together() -> None:
+    claims = extract_claims(
+        "Logs are kept for five years.[1][3] Backups are encrypted.", ["C1", "C2", "C3"]
+    ).claims
+    assert [(c.text, c.citations) for c in claims] == [
+        ("Logs are kept for five years.", ["C1", "C3"]),
+        ("Backups are encrypted.", []),
+    ]

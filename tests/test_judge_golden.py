@@ -32,10 +32,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "0fbf26a20e871655",
-    "worked": "3e160f1be722ee44",
-    "demo": "d2125fe7a98ad7fc",
-    "synthetic": "41d7bf9229f5375e",
+    "attribution": "9d51528680bba75c",
+    "worked": "a44168e4d8e30dbd",
+    "demo": "34250e293ea48d0a",
+    "synthetic": "b71126b4563f416d",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .markers import Marker, find_markers
+from .markers import Marker, find_markers, read_markers
 from .text import has_content, strip_markers
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "8"
+EXTRACTION_VERSION = "9"
 
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
@@ -377,7 +377,7 @@ def _clean(text: str) -> str:
 
 def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
     """Split ``answer`` into claims with the chunk ids their markers cite."""
-    markers = find_markers(answer, chunk_ids)
+    answer, markers = read_markers(answer, chunk_ids)
     masked = list(answer)
     for span in (*((m.start, m.end) for m in markers), *(m.span() for m in _MARKDOWN_RE.finditer(answer))):
         masked[span[0] : span[1]] = " " * (span[1] - span[0])

@@ -1,9 +1,12 @@
 """Citation markers in an answer: which chunks each part of it cites.
 
 ``[1]`` is the first chunk (1-based position), ``[C1]``/``[doc-7]`` a chunk id, ``[1, 3]``
-two citations; chunks named by position (``[Passage 2]``, ``(passages 1 and 3)``,
-``(Source: document 4)``, ", as mentioned in passage 1" after a clause) are markers too.
-Brackets holding prose are not markers.
+two citations, ``[[1]]`` the first chunk; chunks named by position (``[Passage 2]``,
+``(passages 1 and 3)``, ``(Source: document 4)``, ``[source: 1]``, ", as mentioned in passage
+1" after a clause) are markers too, and so are the footnote forms of markdown and chat
+products: ``[^1]``, ``<sup>1</sup>``, superscript digits, ``【1†source】`` and
+``【4:0†report.pdf】`` (file search: result 0 is the first chunk). Brackets holding prose are
+not markers.
 """
 
 from __future__ import annotations
@@ -11,14 +14,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Marker", "find_markers"]
+__all__ = ["Marker", "find_markers", "read_markers"]
 
-_MARKER_RE = re.compile(r"\[([^\[\]\n]{1,60})\]")
+# "[1]", "[C1, C3]", and doubled, "[[1]]" (wiki-style).
+_MARKER_RE = re.compile(r"\[(\[)?([^\[\]\n]{1,60})\](?(1)\])")
+# Formats of chat products and markdown, each citing chunks by position: a footnote "[^1]",
+# "<sup>1</sup>" or "<sup>[1]</sup>", superscript digits "¹²", and the file-search
+# annotation "【1†source】" or "【4:0†report.pdf】" (message 4, search result 0: the first chunk).
+_FOOTNOTE_RE = re.compile(
+    r"\[\^(\d{1,2})\]|<sup>\s*\[?(\d{1,2}(?:\s*,\s*\d{1,2})*)\]?\s*</sup>|(?<=[\w.,;:!?)\]])([\u00b9\u00b2\u00b3\u2070-\u2079]+)"
+    r"|\u3010(\d{1,2})(?::(\d{1,2}))?\u2020[^\u3011\n]{0,80}\u3011",
+    re.I,
+)
+_SUPERSCRIPT = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079", "0123456789")
 _NUMBERS = r"\d{1,2}(?:\s*(?:,|\band\b|&|-|\u2013)\s*\d{1,2})*"
 # "[Passage 2]", "(passages 1 and 3)", "(Source: document 4)": chunks named by position.
 _CHUNK_NOUN = r"(?:passages?|docs?\.?|documents?|sources?|refs?\.?|references?|chunks?|contexts?)"
 _NAMED_MARKER_RE = re.compile(
-    rf"[\[(](?:sources?:\s*)?{_CHUNK_NOUN}\s*({_NUMBERS})[\])]"
+    rf"[\[(](?:sources?:\s*)?{_CHUNK_NOUN}\s*[:#]?\s*({_NUMBERS})[\])]"
     # after a clause: ", as mentioned in passage 1", ", according to passages 2 and 3"
     rf"|,?\s*(?:as (?:stated|mentioned|described|noted|explained|indicated|shown|reported) in|according to|per)"
     rf"\s+(?:the\s+)?{_CHUNK_NOUN}\s*({_NUMBERS})(?=\s*[.;,!?]|\s*$)",
@@ -60,6 +73,22 @@ def _numbered(numbers: str) -> list[str]:
     return out
 
 
+def _footnote_ids(m: re.Match[str], chunk_ids: list[str], lower_ids: dict[str, str]) -> list[str]:
+    """The chunk ids a footnote-style marker (:data:`_FOOTNOTE_RE`) cites."""
+    footnote, sup, superscript, _, result = m.groups()
+    if superscript:
+        numbers = (
+            list(superscript.translate(_SUPERSCRIPT))
+            if len(chunk_ids) < 10
+            else [superscript.translate(_SUPERSCRIPT)]
+        )
+    elif result is not None:
+        numbers = [str(int(result) + 1)]  # the file-search result index counts from 0
+    else:
+        numbers = _numbered(footnote or sup or m.group(4))
+    return [_resolve_item(n, chunk_ids, lower_ids) for n in numbers]
+
+
 def find_markers(answer: str, chunk_ids: list[str]) -> list[Marker]:
     """Citation markers in ``answer``: ``[1]`` is the first chunk, ``[C1]``/``[doc-7]``
     a chunk id, ``[1, 3]`` two citations; ``[Passage 2]``, ``(passages 1 and 3)``,
@@ -75,11 +104,13 @@ def find_markers(answer: str, chunk_ids: list[str]) -> list[Marker]:
                 [_resolve_item(i, chunk_ids, lower_ids) for i in _numbered(m.group(1) or m.group(2))],
             )
         )
+    for m in _FOOTNOTE_RE.finditer(answer):
+        out.append(Marker(m.start(), m.end(), m.group(0), _footnote_ids(m, chunk_ids, lower_ids)))
     taken = [(m.start, m.end) for m in out]
     for m in _MARKER_RE.finditer(answer):
         if any(a <= m.start() < b for a, b in taken):
             continue
-        items = [i.strip() for i in _ITEM_SEP_RE.split(m.group(1))]
+        items = [i.strip() for i in _ITEM_SEP_RE.split(m.group(2))]
         if not items or not all(_ITEM_RE.match(i) for i in items):
             continue
         if not all(i.isdigit() or i.lower() in lower_ids or any(c.isdigit() for c in i) for i in items):
@@ -88,3 +119,29 @@ def find_markers(answer: str, chunk_ids: list[str]) -> list[Marker]:
             Marker(m.start(), m.end(), m.group(0), [_resolve_item(i, chunk_ids, lower_ids) for i in items])
         )
     return sorted(out, key=lambda m: m.start)
+
+
+def _stops_after_markers(answer: str, markers: list[Marker]) -> str:
+    """``answer`` with each sentence's end mark moved after the markers right behind it
+    ("weeks.[1] The" -> "weeks[1]. The", "weeks.[1][2]" -> "weeks[1][2].", the way Wikipedia
+    and answer engines cite): the sentence then ends after its markers, and, the length
+    being the same, every offset into the answer holds."""
+    chars = list(answer)
+    i = 0
+    while i < len(markers):
+        j = i
+        while j + 1 < len(markers) and markers[j + 1].start == markers[j].end:
+            j += 1
+        stop, end = markers[i].start - 1, markers[j].end
+        if stop >= 0 and answer[stop] in ".!?" and (end == len(answer) or answer[end].isspace()):
+            chars[stop:end] = [*answer[stop + 1 : end], answer[stop]]
+        i = j + 1
+    return "".join(chars)
+
+
+def read_markers(answer: str, chunk_ids: list[str]) -> tuple[str, list[Marker]]:
+    """``answer`` with its end marks moved after the markers behind them
+    (:func:`_stops_after_markers`), and its markers (:func:`find_markers`)."""
+    markers = find_markers(answer, chunk_ids)
+    moved = _stops_after_markers(answer, markers)
+    return (answer, markers) if moved == answer else (moved, find_markers(moved, chunk_ids))
