@@ -4,7 +4,7 @@ LLM answers come as numbered lists with bold labels, bullets under an introducti
 "Based on the passages provided, ..." opening, headings and closers; none of that is a claim,
 so none of it should move a verdict. From the development data (``../shared/data``), per
 FActScore biography, four facts labelled supported, against the biography's article chunks,
-are written as plain prose and in thirteen other formats (:data:`FORMATS`), and every version is
+are written as plain prose and in fourteen other formats (:data:`FORMATS`), and every version is
 judged whole by the local judge (claim extraction included). Per format: the share of these
 faithful answers judged ``hallucinated``, the share whose response verdict differs from the
 plain version's, and the claims per answer (plain prose: four).
@@ -96,6 +96,11 @@ FORMATS: dict[str, Callable[[str, list[str]], str]] = {
     "markers after the stop": lambda topic, facts: " ".join(f"{f}[{i % 2 + 1}]" for i, f in enumerate(facts)),
     "file-search annotations": lambda topic, facts: " ".join(
         f"{f.rstrip('.')}\u3010{i % 2 + 1}\u2020source\u3011." for i, f in enumerate(facts)
+    ),
+    "sources section": lambda topic, facts: (
+        " ".join(f"{f.rstrip('.')} [{i % 2 + 1}]." for i, f in enumerate(facts))
+        + f"\n\nSources:\n[1] {topic} - Wikipedia, https://en.wikipedia.org/wiki/{topic.replace(' ', '_')}"
+        + f"\n[2] [{topic}: a biography](https://example.org/{len(topic)})"
     ),
     "courtesy closer": lambda topic, facts: (
         "I'm happy to help! " + " ".join(facts) + " If you have any further questions, please let me know."

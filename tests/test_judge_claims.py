@@ -315,3 +315,16 @@ def test_markers_after_a_stop_run_together() -> None:
         ("Logs are kept for five years.", ["C1", "C3"]),
         ("Backups are encrypted.", []),
     ]
+
+
+def test_links_and_a_sources_section_are_not_claims() -> None:
+    answer = (
+        "Logs are kept for five years [1]. See the [retention policy](https://example.org/policy) "
+        "or https://example.org/faq for details.\n\nSources:\n[1] Records policy, https://example.org/policy\n"
+        "- [FAQ](https://example.org/faq)\n\nBackups are encrypted."
+    )
+    assert _texts(answer) == [
+        "Logs are kept for five years.",
+        "See the retention policy or for details.",
+        "Backups are encrypted.",
+    ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .formatting import formatting_spans
 from .markers import Marker, find_markers, read_markers
 from .text import has_content, strip_markers
 
@@ -45,14 +46,6 @@ _LEADING_CONJ_RE = re.compile(r"^\s*(?:,\s*)?(?:and|or|but|while|whereas|so|yet)
 _SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
 # A list number on its own ("1.", "iv)"): the item's text follows it, it ends no sentence.
 _BARE_ENUM_RE = re.compile(r"\(?(?:\d{1,2}|[ivx]{1,4})[.)]", re.I)
-# Markdown that formats rather than says: emphasis and code marks, heading lines, and lines
-# that are only a bold label ("**Causes**", "2. **Treatment:**").
-_MARKDOWN_RE = re.compile(
-    r"^[ \t]{0,3}#{1,6}[ \t].*$|^[ \t]*(?:[-*\u2022]\s+|\d{1,2}[.)]\s+)?\*\*[^*\n]+\*\*:?[ \t]*$|\*\*|__|`"
-    # a table's header row (the row above its |---| rule), the rule itself, and the cell bars
-    r"|^[ \t]*\|.*\|[ \t]*$(?=\n[ \t]*\|?[ \t:]*-{3,})|^[ \t]*\|?(?:[ \t:]*-{3,}[ \t:]*\|)+[ \t:-]*$|\|",
-    re.M,
-)
 _ABBREV = frozenset(
     "e.g i.e etc vs mr mrs ms dr prof st no fig al approx inc ltd co corp jr sr u.s u.k cf sec art para".split()
 )
@@ -379,7 +372,7 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
     """Split ``answer`` into claims with the chunk ids their markers cite."""
     answer, markers = read_markers(answer, chunk_ids)
     masked = list(answer)
-    for span in (*((m.start, m.end) for m in markers), *(m.span() for m in _MARKDOWN_RE.finditer(answer))):
+    for span in (*((m.start, m.end) for m in markers), *formatting_spans(answer)):
         masked[span[0] : span[1]] = " " * (span[1] - span[0])
     plain = "".join(masked)
     claims: list[Claim] = []
