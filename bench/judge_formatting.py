@@ -42,6 +42,11 @@ def _lower_first(fact: str) -> str:
     )
 
 
+def _framed(facts: list[str], frames: tuple[str, ...]) -> str:
+    """Each fact behind its frame ("It is important to note that the film ...")."""
+    return " ".join(f"{frame}{_lower_first(f)}" for frame, f in zip(frames, facts, strict=True))
+
+
 FORMATS: dict[str, Callable[[str, list[str]], str]] = {
     "plain prose": lambda topic, facts: " ".join(facts),
     "numbered list": lambda topic, facts: "\n".join(f"{i}. {f}" for i, f in enumerate(facts, 1)),
@@ -64,31 +69,23 @@ FORMATS: dict[str, Callable[[str, list[str]], str]] = {
     "greeting opening": lambda topic, facts: (
         f"Sure, {_lower_first(facts[0])} " + " ".join(facts[1:]) + " I hope this helps!"
     ),
-    "framing phrases": lambda topic, facts: " ".join(
-        f"{frame}{_lower_first(f)}"
-        for frame, f in zip(
-            (
-                "According to the passages provided, ",
-                "It is important to note that ",
-                "Passage 2 also mentions that ",
-                "In conclusion, ",
-            ),
-            facts,
-            strict=True,
-        )
+    "framing phrases": lambda topic, facts: _framed(
+        facts,
+        (
+            "According to the passages provided, ",
+            "It is important to note that ",
+            "Passage 2 also mentions that ",
+            "In conclusion, ",
+        ),
     ),
-    "summary framing": lambda topic, facts: " ".join(
-        f"{frame}{_lower_first(f)}"
-        for frame, f in zip(
-            (
-                "The article reports that ",
-                "The author also explains that ",
-                "The text describes how ",
-                "Finally, the passage highlights that ",
-            ),
-            facts,
-            strict=True,
-        )
+    "summary framing": lambda topic, facts: _framed(
+        facts,
+        (
+            "The article reports that ",
+            "The author also explains that ",
+            "The text describes how ",
+            "Finally, the passage highlights that ",
+        ),
     ),
     "footnote markers": lambda topic, facts: " ".join(
         f"{f.rstrip('.')}[^{i % 2 + 1}]." for i, f in enumerate(facts)
