@@ -265,12 +265,20 @@ def test_a_summary_s_framing_of_its_source_is_stripped() -> None:
         "I would say that the council closed the library in March.",
         "From what I can tell, the council closed the library in March.",
         "I should note that the council closed the library in March.",
+        "From the given context, we can infer that the council closed the library in March.",
+        "It can be seen from the passages that the council closed the library in March.",
+        "Passage 1 and passage 3 both mention that the council closed the library in March.",
+        "Both passages agree that the council closed the library in March.",
+        "Based on my analysis of the passages, the council closed the library in March.",
+        "Based on the provided JSON data, the council closed the library in March.",
+        "According to the reviews, the council closed the library in March.",
     ):
         assert _texts(framed) == ["The council closed the library in March."], framed
     assert _texts("This article is about the library's closure.") == ["The library's closure."]
     # "about" before a number or "to" is the claim's own word, not the frame's.
     assert _texts("The author is about 50 years old.") == ["The author is about 50 years old."]
     assert _texts("The report was published in 2019.") == ["The report was published in 2019."]
+    assert _texts("Reviews are mixed.") == ["Reviews are mixed."]
 
 
 def test_courtesy_and_sentences_about_the_question_are_not_claims() -> None:

@@ -84,9 +84,10 @@ _META_RE = re.compile(
 # What a RAG answer calls its evidence: "the passages provided", "passage 2", "the given context".
 _SOURCE = (
     r"(?:the |these |this |those |your )?(?:(?:first|second|third|fourth|fifth|last) )?"
-    r"(?:provided |available |given |retrieved |above |supplied |cited )?"
+    r"(?:provided |available |given |retrieved |above |supplied |cited |structured )?"
     r"(?:(?:news )?(?:context|sources?|documents?|information|passages?|texts?|excerpts?|articles?|"
-    r"search results|references?|stor(?:y|ies)|reports?|pieces?)|news|author|writer)(?: \d{1,2}(?:(?:, ?| and | ?- ?)\d{1,2})*| [a-z]\d{1,2})?"
+    r"search results|references?|stor(?:y|ies)|reports?|pieces?|data|json(?: data| object)?|reviews?)|"
+    r"news|author|writer)(?: \d{1,2}(?:(?:, ?| and | ?- ?)\d{1,2})*| [a-z]\d{1,2})?"
     r"(?: (?:provided|given|above|supplied|retrieved|you (?:have )?(?:provided|shared|given)))?"
 )
 # What a source is said to do with what follows it: "The article states that X", "The
@@ -97,7 +98,7 @@ _REPORTING = (
     r"highlighted|discusses|discussed|details|detailed|outlines?|outlined|emphasi[sz]es|emphasi[sz]ed|"
     r"stresses|stressed|reveals?|revealed|adds|added|confirms?|confirmed|points out|pointed out|"
     r"concludes|concluded|clarifies|clarified|(?:talks|talked|is|was) about(?!\s+(?:to\b|\d))|"
-    r"(?:focuses|focused) on|(?:deals|dealt) with|covers|covered)(?: that| how)?"
+    r"(?:focuses|focused) on|(?:deals|dealt) with|covers|covered|agrees?|agreed)(?: that| how)?"
 )
 _HEDGE_PREFIX_RE = re.compile(
     r"^\s*(?:(?:i think|i believe|in my opinion|it seems(?: that)?|it appears(?: that)?|basically|"
@@ -111,12 +112,14 @@ _HEDGE_PREFIX_RE = re.compile(
     r"(?:please )?note that|keep in mind that|it should be noted that|"
     r"the answer (?:to (?:your|the|this) question )?is that|to answer (?:your|this|the) question[,:]|"
     r"the (?:short |simple |direct )?answer (?:to (?:your|the|this) question(?: \"[^\"]*\"| '[^']*')? )?is:?|"
-    rf"it (?:can be|could be|is|was) (?:inferred|stated|mentioned|noted|said|reported|explained|suggested)"
-    rf"(?: (?:in|by) {_SOURCE})? that|"
-    rf"(?:based (?:solely |only |entirely )?on|according to|as per) {_SOURCE}"
+    rf"it (?:can be|could be|is|was) (?:inferred|stated|mentioned|noted|said|reported|explained|suggested|"
+    rf"seen|concluded|gathered|understood)(?: (?:in|by|from) {_SOURCE})? that|"
+    rf"we can (?:infer|see|conclude|tell|say|gather)(?: (?:from|in) {_SOURCE})? that|"
+    rf"(?:based (?:solely |only |entirely )?on|according to|as per) (?:my (?:analysis|reading|review) of )?{_SOURCE}"
     rf"(?: (?:provided|given|contained|found) (?:in|by) {_SOURCE})?|"
     rf"(?:from|in|as (?:stated|mentioned|described|noted|explained|indicated) in) {_SOURCE}(?=\s*,)|"
-    rf"{_SOURCE} (?:also |further |additionally |mainly |mostly |primarily )?{_REPORTING}|"
+    rf"(?:both |all (?:of )?)?{_SOURCE}(?: and {_SOURCE})? (?:also |further |additionally |mainly |mostly |"
+    rf"primarily |both |all )?{_REPORTING}|"
     r"i would say(?: that)?|(?:from what|as far as) i can (?:tell|see)|"
     r"i (?:should|must|want to|would like to) (?:note|mention|point out|add)(?: that)?|(?:therefore|thus|hence|finally|lastly|firstly|secondly|additionally|furthermore|"
     r"moreover|in addition|also|however)\s*,)"
