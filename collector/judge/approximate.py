@@ -50,7 +50,7 @@ from .units import UNITS, quantity_at
 if TYPE_CHECKING:
     from .evidence import ChunkEvidence
 
-__all__ = ["QUALIFIERS", "approximates", "claim_profile"]
+__all__ = ["QUALIFIERS", "claim_profile"]
 
 # Words before a number that make it approximate, and in which direction (lower case).
 QUALIFIERS: dict[tuple[str, ...], str] = {
@@ -137,7 +137,7 @@ def _qualifier(tokens: list[str], i: int) -> tuple[str | None, int]:
     return None, 0
 
 
-def approximates(c: _Written, kind: str | None, x: Decimal) -> bool:
+def _approximates(c: _Written, kind: str | None, x: Decimal) -> bool:
     """Whether the claim number ``c``, after the qualifier ``kind``, approximates the evidence
     value ``x`` (the rules in the module docstring)."""
     if abs(x - c.value) > _RELATIVE[kind] * abs(c.value):
@@ -281,7 +281,7 @@ def _reading(
     if _canonical(written.value) not in missing:
         return _other_unit(written, unit, context) if unit is not None else None
     kind, qualifier_span = _qualifier(tokens, i)
-    near = [(abs(x - written.value), e) for x, e in values if approximates(written, kind, x)]
+    near = [(abs(x - written.value), e) for x, e in values if _approximates(written, kind, x)]
     if near:
         return qualifier_span, written.span, [min(near)[1]]
     if unit is None:
@@ -292,7 +292,7 @@ def _reading(
         for q in context.quantities
         if q.dimension == unit[0]
         and q.unit != unit[1]
-        and approximates(written, kind or "about", q.base / unit[2])
+        and _approximates(written, kind or "about", q.base / unit[2])
     ]
     return (qualifier_span, written.span + 1, min(converted)[1]) if converted else None
 
