@@ -32,6 +32,12 @@ after "nearly"): "about a third of applicants" for 35 percent.
 A decade ("the 1990s") holds its ten years, a century ("the 1800s", "the 19th century") its
 hundred; "early", "mid" and "late" narrow them to the first 40%, the middle 40% and the last
 40% ("the early 1990s": 1990-1993).
+
+A quantity in another unit of its dimension (:mod:`.units`) is converted, and read as
+"about" when bare ("six weeks" for 42 days); the same number in another unit ("100 miles"
+for "100 km", from 10 up) reads as the claim's quantity in the evidence's unit, a different
+number. :func:`claim_profile` is where a claim is read against its evidence: it expands the
+claim's acronyms (:mod:`.acronyms`) before reading its numbers.
 """
 
 from __future__ import annotations
