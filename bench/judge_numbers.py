@@ -17,7 +17,8 @@ off, which should not keep a supported verdict. And they name the period a year 
 "in 1994" as "in the 1990s", "in the mid-1990s", "in the 20th century" (:func:`periodised`;
 the control names a decade 20 years off, or 30 where that
 would be a century's first decade). And they convert units: "10 years" as "120 months"
-(:func:`converted`; the control keeps the number, "10 months").
+(:func:`converted`; the control keeps the number, "10 months"). And they write ordinals
+either way, "third" or "3rd" (:func:`ordinal`).
 
 Usage: python bench/judge_numbers.py [--claims 150]
 """
@@ -176,6 +177,27 @@ def converted(text: str, style: str) -> str | None:
     return text[: m.start()] + new + text[m.end() :]
 
 
+_ORDINAL_WORDS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
+_ORDINAL_RE = re.compile(
+    r"\b(" + "|".join(w for w in _ORDINAL_WORDS if w != "second") + r"|(?:[1-9]|10)(?:st|nd|rd|th))\b", re.I
+)
+
+
+def ordinal(text: str) -> str | None:
+    """``text`` with its first ordinal written the other way ("third" as "3rd", "3rd" as
+    "third"; not "second", also the unit of time); None when it has none."""
+    m = _ORDINAL_RE.search(text)
+    if m is None:
+        return None
+    word = m.group(1).lower()
+    if word[0].isdigit():
+        new = _ORDINAL_WORDS[int(word[:-2]) - 1]
+    else:
+        n = _ORDINAL_WORDS.index(word) + 1
+        new = f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n, 'th') }"
+    return text[: m.start()] + new + text[m.end() :]
+
+
 def _verdict(judge, rec: dict, answer: str) -> str:
     chunks = [{"id": f"P{i + 1}", "content": c["content"]} for i, c in enumerate(rec["chunks"])]
     out = judge.judge({"trace_id": "0" * 32, "query": rec["query"], "answer": answer, "chunks": chunks})
@@ -201,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         moves = _moves(judge, lambda claim, style=style: rounded(claim, style), args.claims)
         print(f"  {style} ({sum(moves.values())} claims)")
         _report(moves, indent="    ")
+    moves = _moves(judge, ordinal, args.claims)
+    print(f'an ordinal written the other way ("third" as "3rd"; {sum(moves.values())} claims):')
+    _report(moves, indent="    ")
     print('a duration in another unit ("10 years"):')
     for style in CONVERSIONS:
         moves = _moves(judge, lambda claim, style=style: converted(claim, style), args.claims)

@@ -143,3 +143,26 @@ def test_a_small_number_in_another_unit_is_left_to_chance() -> None:
         [{"id": "C1", "content": "He resigned and two days later he was back in Coimbra."}]
     )
     assert claim_profile("He resigned and was back two years later.", chunks).numbers == {"2"}
+
+
+@pytest.mark.parametrize(
+    ("claim", "chunk"),
+    [
+        ("She finished 1st in the 2004 race.", "She finished first in the 2004 race."),
+        ("She finished first in the 2004 race.", "She finished 1st in the 2004 race."),
+        ("The team won its 3rd title in 2010.", "The team won its third title in 2010."),
+        ("He came sixth in the final.", "He came 6th in the final."),
+    ],
+)
+def test_an_ordinal_in_words_or_digits_is_one_number(claim: str, chunk: str) -> None:
+    assert profile(claim).numbers == profile(chunk).numbers
+    out = get_judge("local").judge(
+        {"trace_id": "t", "query": "q?", "answer": claim, "chunks": [{"id": "C1", "content": chunk}]}
+    )
+    assert out["claims"][0]["verdict"] == "supported"
+
+
+def test_an_ordinal_is_not_the_cardinal() -> None:
+    # "first" is 1st, not the 1 of a 1-1 score.
+    assert "1st" in profile("The visitors scored first.").numbers
+    assert "1st" not in profile("The match ended 1-1.").numbers

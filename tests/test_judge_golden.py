@@ -32,10 +32,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "9d51528680bba75c",
-    "worked": "a44168e4d8e30dbd",
-    "demo": "34250e293ea48d0a",
-    "synthetic": "b71126b4563f416d",
+    "attribution": "7f5dbf4e0989266c",
+    "worked": "4e9a009cda48733e",
+    "demo": "1c3e6a04da6fd374",
+    "synthetic": "81f305b689247e18",
     "lexutil": "98b7925b03f9cab5",
 }
 

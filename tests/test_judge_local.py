@@ -153,7 +153,7 @@ def test_deterministic_and_json_serialisable(judge: LocalJudge) -> None:
         out.pop("judge_latency_ms")
     assert a == b
     json.dumps(a)
-    assert a["judge_id"].startswith("local-4.2:")
+    assert a["judge_id"].startswith("local-4.3:")
 
 
 def test_judge_id_pins_settings() -> None:
@@ -216,4 +216,7 @@ def test_numbers_written_with_scale_words_have_one_value() -> None:
     assert profile("1.5 million users").numbers == profile("1,500,000 users").numbers == {"1500000"}
     assert profile("1.5 million users").stems == profile("1,500,000 users").stems == ["1500000", "user"]
     assert profile("four to six weeks").numbers == profile("4-6 weeks").numbers == {"4", "6"}
-    assert profile("the first album").stems == ["first", "album"]  # ordinals keep their own stems
+    # An ordinal is its own number, in words or digits ("3rd" is the tokens "3" and "rd"), not
+    # the cardinal: "first" does not match the 1 of "1-1".
+    assert profile("the first album").stems == profile("the 1st album").stems == ["1st", "album"]
+    assert profile("the first album").numbers == {"1st"} and profile("ended 1-1").numbers == {"1"}

@@ -268,7 +268,7 @@ def _reading(
     from ``i`` and the evidence tokens that replace them; None to keep it as written."""
     values = context.values
     period = _period(tokens, i)
-    if period is not None and tokens[i] in missing:
+    if period is not None and (tokens[i] in missing or tokens[i] + tokens[i + 1].lower() in missing):
         first, last, before, span = period
         mid = Decimal(first + last) / 2
         years = [(abs(x - mid), e) for x, e in values if first <= x <= last and x == x.to_integral_value()]

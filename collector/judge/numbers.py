@@ -6,7 +6,17 @@ One definition of what a number is, shared by the stems (a number's stem is its 
 
 from __future__ import annotations
 
-__all__ = ["CARDINALS", "NUMBER_WORDS", "SCALES", "SCALE_FORMS", "normalise_numbers", "scaled_numbers"]
+__all__ = [
+    "CARDINALS",
+    "JOINING_FORMS",
+    "NUMBER_WORDS",
+    "ORDINALS",
+    "ORDINAL_SUFFIXES",
+    "SCALES",
+    "SCALE_FORMS",
+    "joined_numbers",
+    "normalise_numbers",
+]
 
 NUMBER_WORDS: dict[str, str] = {
     "zero": "0",
@@ -47,7 +57,18 @@ NUMBER_WORDS: dict[str, str] = {
     "third": "3rd",
     "fourth": "4th",
     "fifth": "5th",
+    "sixth": "6th",
+    "seventh": "7th",
+    "eighth": "8th",
+    "ninth": "9th",
+    "tenth": "10th",
 }
+# A digit ordinal is tokenised as the digits and a suffix ("21st": "21", "st"); the two are
+# one number, "21st", the value of "twenty-first" and of "first" for "1st".
+ORDINAL_SUFFIXES = frozenset(("st", "nd", "rd", "th"))
+# Ordinal words: their stem is their value ("first" matches "1st"), but not "second", which is
+# also the unit of time.
+ORDINALS = frozenset(w for w, v in NUMBER_WORDS.items() if v[-2:] in ORDINAL_SUFFIXES and w != "second")
 
 # Cardinal number words: their stem is their value ("four" matches "4"); ordinals and scale
 # words alone keep their own stems.
@@ -80,13 +101,20 @@ SCALES: dict[str, float] = {
     "trillion": 1e12,
 }
 SCALE_FORMS = frozenset(f(w) for w in SCALES for f in (str.lower, str.capitalize, str.upper))
+# The tokens that join the number before them into one: scale words and ordinal suffixes.
+JOINING_FORMS = SCALE_FORMS | ORDINAL_SUFFIXES
 
 
-def scaled_numbers(tokens: list[str]) -> list[tuple[int, str]]:
-    """A number written with a scale word ("1.5 million", "two thousand"): the index of the
-    scale word and the value (``1500000``)."""
+def joined_numbers(tokens: list[str]) -> list[tuple[int, str]]:
+    """A number written as two tokens, with a scale word ("1.5 million", "two thousand") or
+    as a digit ordinal ("21st"): the index of the second token and the value (``1500000``,
+    ``21st``)."""
     out = []
     for i in range(1, len(tokens)):
+        if tokens[i] in ORDINAL_SUFFIXES:
+            if tokens[i - 1].isdigit():
+                out.append((i, tokens[i - 1] + tokens[i]))
+            continue
         scale = SCALES.get(tokens[i].lower())
         if scale is not None:
             base = normalise_numbers([tokens[i - 1].lower()])

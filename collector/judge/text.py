@@ -12,7 +12,7 @@ from collections.abc import Callable
 from itertools import chain
 
 from .morphology import base_form, derive
-from .numbers import CARDINALS, SCALE_FORMS, normalise_numbers, scaled_numbers
+from .numbers import CARDINALS, JOINING_FORMS, ORDINALS, joined_numbers, normalise_numbers
 
 __all__ = [
     "STOPWORDS",
@@ -31,7 +31,7 @@ __all__ = [
     "spaced",
     "normalise_numbers",
     "profile_tokens",
-    "scaled_numbers",
+    "joined_numbers",
     "strip_markers",
 ]
 
@@ -242,7 +242,7 @@ class _Lexicon:
         nums = normalise_numbers([low])
         if low in STOPWORDS:
             st = ""
-        elif nums and (low[0].isdigit() or low in CARDINALS):
+        elif nums and (low[0].isdigit() or low in CARDINALS or low in ORDINALS):
             # A number's stem is its value: "4", "four" and "1,500" match "4", "4" and "1500".
             st = next(iter(nums))
         else:
@@ -333,11 +333,12 @@ class TextProfile:
     def numbers(self) -> frozenset[str]:
         if self._numbers is None:
             # The distinct tokens that are numbers (a C-level set intersection), then their values;
-            # a number with a scale word is its value ("1.5 million": 1500000, not 1.5 and 1000000).
+            # a number with a scale word is its value ("1.5 million": 1500000, not 1.5 and 1000000),
+            # and a digit ordinal is one ("21st", not 21).
             number_of = self._lex.number_of
             tokens, values = self._tokens, frozenset()
-            if not SCALE_FORMS.isdisjoint(tokens):
-                scaled = scaled_numbers(tokens)
+            if not JOINING_FORMS.isdisjoint(tokens):
+                scaled = joined_numbers(tokens)
                 merged = {i - 1 for i, _ in scaled} | {i for i, _ in scaled}
                 tokens = [t for i, t in enumerate(tokens) if i not in merged]
                 values = frozenset(v for _, v in scaled)
@@ -375,14 +376,14 @@ def profile_tokens(tokens: list[str]) -> TextProfile:
 
 def content_stems(tokens: list[str], lex: _Lexicon) -> list[str]:
     """The content stems of ``tokens`` in order, a number with a scale word as one stem, its
-    value (:func:`scaled_numbers`)."""
-    if SCALE_FORMS.isdisjoint(tokens):
+    value (:func:`joined_numbers`), and so is a digit ordinal ("21st")."""
+    if JOINING_FORMS.isdisjoint(tokens):
         return list(filter(None, map(lex.stem_of.__getitem__, tokens)))
-    scaled = dict(scaled_numbers(tokens))
+    scaled = dict(joined_numbers(tokens))
     out = []
     for i, tok in enumerate(tokens):
         if i + 1 in scaled:
-            continue  # the number before a scale word: the scale word's position holds the value
+            continue  # the number before a scale word or suffix: the second token holds the value
         st = scaled.get(i) or lex.stem_of[tok]
         if st:
             out.append(st)
