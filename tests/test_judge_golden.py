@@ -32,7 +32,7 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "7f5dbf4e0989266c",
+    "attribution": "da6bfc735c7e204d",
     "worked": "4e9a009cda48733e",
     "demo": "1c3e6a04da6fd374",
     "synthetic": "81f305b689247e18",

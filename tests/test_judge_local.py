@@ -216,6 +216,10 @@ def test_numbers_written_with_scale_words_have_one_value() -> None:
     assert profile("1.5 million users").numbers == profile("1,500,000 users").numbers == {"1500000"}
     assert profile("1.5 million users").stems == profile("1,500,000 users").stems == ["1500000", "user"]
     assert profile("four to six weeks").numbers == profile("4-6 weeks").numbers == {"4", "6"}
+    # abbreviated scale words, case-sensitive: "m" after a number is metres
+    assert profile("$1.2bn").numbers == profile("1.2 billion").numbers == {"1200000000"}
+    assert profile("1.5M downloads").numbers == {"1500000"} and profile("30k users").numbers == {"30000"}
+    assert profile("a 500 m race").numbers == {"500"} and profile("in 2020 B").numbers == {"2020"}
     # An ordinal is its own number, in words or digits ("3rd" is the tokens "3" and "rd"), not
     # the cardinal: "first" does not match the 1 of "1-1".
     assert profile("the first album").stems == profile("the 1st album").stems == ["1st", "album"]

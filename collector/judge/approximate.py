@@ -49,7 +49,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
 from .acronyms import expand_acronyms
-from .numbers import SCALES
+from .numbers import scale_of
 from .text import TextProfile, normalise_numbers, profile_tokens, tokenise
 from .units import UNITS, quantity_at
 
@@ -125,7 +125,7 @@ def _written(tokens: list[str], i: int) -> _Written | None:
     trailing = len(figures) - len("".join(map(str, figures)).rstrip("0")) if exponent >= 0 else 0
     unit = Decimal(10) ** (exponent + trailing)
     significant = max(len(figures) - trailing, 1)
-    scale = SCALES.get(tokens[i + 1].lower()) if i + 1 < len(tokens) else None
+    scale = scale_of(tokens[i + 1], tok) if i + 1 < len(tokens) else None
     if scale is not None:
         factor = Decimal(int(scale))
         return _Written(value * factor, unit * factor, significant, 2, False)

@@ -13,9 +13,11 @@ __all__ = [
     "ORDINALS",
     "ORDINAL_SUFFIXES",
     "SCALES",
+    "SCALE_ABBREVIATIONS",
     "SCALE_FORMS",
     "joined_numbers",
     "normalise_numbers",
+    "scale_of",
 ]
 
 NUMBER_WORDS: dict[str, str] = {
@@ -100,7 +102,30 @@ SCALES: dict[str, float] = {
     "billion": 1e9,
     "trillion": 1e12,
 }
-SCALE_FORMS = frozenset(f(w) for w in SCALES for f in (str.lower, str.capitalize, str.upper))
+# Abbreviated scale words, case-sensitive: "$1.2bn", "1.5M downloads", "30k users" (a lower
+# "m" after a number is metres, so only "M" is million).
+SCALE_ABBREVIATIONS: dict[str, float] = {
+    **dict.fromkeys(("bn", "Bn", "BN", "B"), 1e9),
+    **dict.fromkeys(("mn", "mln", "M"), 1e6),
+    **dict.fromkeys(("k", "K"), 1e3),
+    **dict.fromkeys(("tn", "trn"), 1e12),
+}
+SCALE_FORMS = frozenset(f(w) for w in SCALES for f in (str.lower, str.capitalize, str.upper)) | frozenset(
+    SCALE_ABBREVIATIONS
+)
+
+
+def scale_of(token: str, number: str = "") -> float | None:
+    """The factor of a scale word or its abbreviation ("million", "bn", "M") after the token
+    ``number``, else None. A one-letter abbreviation does not scale a year ("2020 B")."""
+    scale = SCALES.get(token.lower())
+    if scale is not None:
+        return scale
+    if len(token) == 1 and number.isdigit() and len(number) == 4 and 1000 <= int(number) <= 2100:
+        return None
+    return SCALE_ABBREVIATIONS.get(token)
+
+
 # The tokens that join the number before them into one: scale words and ordinal suffixes.
 JOINING_FORMS = SCALE_FORMS | ORDINAL_SUFFIXES
 
@@ -115,7 +140,7 @@ def joined_numbers(tokens: list[str]) -> list[tuple[int, str]]:
             if tokens[i - 1].isdigit():
                 out.append((i, tokens[i - 1] + tokens[i]))
             continue
-        scale = SCALES.get(tokens[i].lower())
+        scale = scale_of(tokens[i], tokens[i - 1])
         if scale is not None:
             base = normalise_numbers([tokens[i - 1].lower()])
             if base and len(base) == 1:
