@@ -220,6 +220,11 @@ def test_numbers_written_with_scale_words_have_one_value() -> None:
     assert profile("$1.2bn").numbers == profile("1.2 billion").numbers == {"1200000000"}
     assert profile("1.5M downloads").numbers == {"1500000"} and profile("30k users").numbers == {"30000"}
     assert profile("a 500 m race").numbers == {"500"} and profile("in 2020 B").numbers == {"2020"}
+    # compounds of number words
+    assert profile("twenty-five years").numbers == profile("25 years").numbers == {"25"}
+    assert (
+        profile("the twenty-first century").stems == profile("the 21st century").stems == ["21st", "centur"]
+    )
     # An ordinal is its own number, in words or digits ("3rd" is the tokens "3" and "rd"), not
     # the cardinal: "first" does not match the 1 of "1-1".
     assert profile("the first album").stems == profile("the 1st album").stems == ["1st", "album"]

@@ -126,20 +126,41 @@ def scale_of(token: str, number: str = "") -> float | None:
     return SCALE_ABBREVIATIONS.get(token)
 
 
-# The tokens that join the number before them into one: scale words and ordinal suffixes.
-JOINING_FORMS = SCALE_FORMS | ORDINAL_SUFFIXES
+_TENS = {w: int(NUMBER_WORDS[w]) for w in "twenty thirty forty fifty sixty seventy eighty ninety".split()}
+_UNITS = {w: n for n, w in enumerate("one two three four five six seven eight nine".split(), 1)}
+_ORDINAL_UNITS = {
+    w: n for n, w in enumerate("first second third fourth fifth sixth seventh eighth ninth".split(), 1)
+}
+# The tokens that join the number before them into one (scale words and ordinal suffixes),
+# and the tens that start a compound ("twenty-five": the tokens "twenty", "five").
+JOINING_FORMS = (
+    SCALE_FORMS | ORDINAL_SUFFIXES | frozenset(f(w) for w in _TENS for f in (str.lower, str.capitalize))
+)
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def joined_numbers(tokens: list[str]) -> list[tuple[int, str]]:
-    """A number written as two tokens, with a scale word ("1.5 million", "two thousand") or
-    as a digit ordinal ("21st"): the index of the second token and the value (``1500000``,
-    ``21st``)."""
+    """A number written as two tokens, with a scale word ("1.5 million", "two thousand"), as
+    a digit ordinal ("21st") or as a compound of words ("twenty-five", "twenty-first"): the
+    index of the second token and the value (``1500000``, ``21st``, ``25``, ``21st``)."""
     out = []
     for i in range(1, len(tokens)):
         if tokens[i] in ORDINAL_SUFFIXES:
             if tokens[i - 1].isdigit():
                 out.append((i, tokens[i - 1] + tokens[i]))
             continue
+        tens = _TENS.get(tokens[i - 1].lower())
+        if tens is not None:
+            word = tokens[i].lower()
+            if word in _UNITS:
+                out.append((i, str(tens + _UNITS[word])))
+                continue
+            if word in _ORDINAL_UNITS:
+                out.append((i, _ordinal(tens + _ORDINAL_UNITS[word])))
+                continue
         scale = scale_of(tokens[i], tokens[i - 1])
         if scale is not None:
             base = normalise_numbers([tokens[i - 1].lower()])
