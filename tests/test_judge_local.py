@@ -229,3 +229,25 @@ def test_numbers_written_with_scale_words_have_one_value() -> None:
     # the cardinal: "first" does not match the 1 of "1-1".
     assert profile("the first album").stems == profile("the 1st album").stems == ["1st", "album"]
     assert profile("the first album").numbers == {"1st"} and profile("ended 1-1").numbers == {"1"}
+
+
+@pytest.mark.parametrize(
+    ("claim", "verdict"),
+    [
+        ("The drug not only reduces pain but also lowers fever.", "supported"),
+        ("Not only does the drug reduce pain, it also lowers fever.", "supported"),
+        ("The museum did not reopen until June, after renovations.", "supported"),
+        ("The drug does not reduce pain.", "contradicted"),
+        ("The museum did not reopen in June.", "contradicted"),
+        ("The bridge is still open to cars.", "contradicted"),  # "no longer" negates
+    ],
+)
+def test_negation_idioms_that_negate_nothing(claim: str, verdict: str) -> None:
+    chunk = (
+        "The drug reduces pain and lowers fever. The museum reopened in June after renovations. "
+        "The bridge is no longer open to cars."
+    )
+    out = get_judge("local").judge(
+        {"trace_id": "t", "query": "q?", "answer": claim, "chunks": [{"id": "C1", "content": chunk}]}
+    )
+    assert [c["verdict"] for c in out["claims"]][0] == verdict

@@ -356,8 +356,34 @@ class TextProfile:
     @property
     def negated(self) -> bool:
         if self._negated is None:
-            self._negated = not self._lex.negations.isdisjoint(self._tokens)
+            negations = self._lex.negations
+            self._negated = not negations.isdisjoint(self._tokens) and _negates(self._tokens, negations)
         return self._negated
+
+
+# Negation words that negate nothing in these turns: "not only X but also Y", "not just",
+# "no later than March 1", "no fewer than 300", and "did not reopen until June" (it reopened).
+_IDIOMS_AFTER: dict[str, frozenset[str]] = {
+    "not": frozenset("only just merely simply".split()),
+    "no": frozenset("later fewer less more sooner".split()),
+}
+_UNTIL = frozenset(("until", "till"))
+
+
+def _negates(tokens: list[str], negations: set[str]) -> bool:
+    """Whether a negation among ``tokens`` negates (it is no idiom of :data:`_IDIOMS_AFTER`,
+    nor a "not ... until" within four words)."""
+    for k, tok in enumerate(tokens):
+        if tok not in negations:
+            continue
+        low = tok.lower()
+        after = [t.lower() for t in tokens[k + 1 : k + 5]]
+        if after and after[0] in _IDIOMS_AFTER.get(low, ()):
+            continue
+        if (low == "not" or low.endswith("n't")) and not _UNTIL.isdisjoint(after):
+            continue
+        return True
+    return False
 
 
 def profile(text: str) -> TextProfile:
