@@ -183,10 +183,21 @@ _ORDINAL_RE = re.compile(
 )
 
 
+_MONTH_NEAR_RE = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I)
+
+
 def ordinal(text: str) -> str | None:
     """``text`` with its first ordinal written the other way ("third" as "3rd", "3rd" as
-    "third"; not "second", also the unit of time); None when it has none."""
-    m = _ORDINAL_RE.search(text)
+    "third"; not "second", also the unit of time, and not a date's day, "June 12th", which
+    answers write in digits); None when it has none."""
+    m = next(
+        (
+            m
+            for m in _ORDINAL_RE.finditer(text)
+            if not _MONTH_NEAR_RE.search(text[max(0, m.start() - 10) : m.end() + 10])
+        ),
+        None,
+    )
     if m is None:
         return None
     word = m.group(1).lower()

@@ -229,6 +229,10 @@ def test_numbers_written_with_scale_words_have_one_value() -> None:
     # the cardinal: "first" does not match the 1 of "1-1".
     assert profile("the first album").stems == profile("the 1st album").stems == ["1st", "album"]
     assert profile("the first album").numbers == {"1st"} and profile("ended 1-1").numbers == {"1"}
+    # ... but a date's day is the day, however it is written
+    days = {"12", "2004"}
+    assert profile("June 12th, 2004").numbers == profile("the 12th of June 2004").numbers == days
+    assert profile("12th June 2004").numbers == profile("12 June 2004").numbers == days
 
 
 @pytest.mark.parametrize(

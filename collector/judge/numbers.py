@@ -142,6 +142,25 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+
+
+def _day_of_month(tokens: list[str], suffix: int) -> bool:
+    """Whether the digit ordinal ending at ``tokens[suffix]`` is a date's day ("June 12th",
+    "12th June", "the 12th of June"): it is the day 12, which "12 June" writes as a cardinal."""
+    before = tokens[suffix - 2].lower() if suffix >= 2 else ""
+    after = [t.lower() for t in tokens[suffix + 1 : suffix + 3]]
+    following = after[0] if after else ""
+    return (
+        before in _MONTHS
+        or following in _MONTHS
+        or (following == "of" and after[1:2] != [] and after[1] in _MONTHS)
+    )
+
+
 def joined_numbers(tokens: list[str]) -> list[tuple[int, str]]:
     """A number written as two tokens, with a scale word ("1.5 million", "two thousand"), as
     a digit ordinal ("21st") or as a compound of words ("twenty-five", "twenty-first"): the
@@ -149,7 +168,7 @@ def joined_numbers(tokens: list[str]) -> list[tuple[int, str]]:
     out = []
     for i in range(1, len(tokens)):
         if tokens[i] in ORDINAL_SUFFIXES:
-            if tokens[i - 1].isdigit():
+            if tokens[i - 1].isdigit() and not _day_of_month(tokens, i):
                 out.append((i, tokens[i - 1] + tokens[i]))
             continue
         tens = _TENS.get(tokens[i - 1].lower())
