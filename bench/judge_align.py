@@ -104,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         test = base.fold == k
         fit1, fit2 = jq.fit_model(base, ~test), jq.fit_model(plus, ~test)
         thr = fit1["threshold"]
-        out["p1"][test] = jq.predict(fit1, base.x[test], base.neg[test])
-        out["p2"][test] = jq.predict(fit2, plus.x[test], plus.neg[test])
+        out["p1"][test] = jq.predict(fit1, base, test)
+        out["p2"][test] = jq.predict(fit2, plus, test)
         head = fit.fit_head(arrays, base, ~test, args)
         out["p3"][test] = fit.predict_head(head, arrays, base, test, args)
         for key in out:

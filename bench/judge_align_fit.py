@@ -18,7 +18,7 @@ pieces of the chunk sentences tier 1 aligns it with, all as last-layer all-MiniL
 - :func:`train`: Adam on the weighted log loss (each dev set weighted equally), the linear
   term warm-started from the logistic fit, a fixed number of epochs (nothing held out
   steers it);
-- :func:`fit_head`: :func:`train` on ``rows`` plus the isotonic map and number cap from
+- :func:`fit_head`: :func:`train` on ``rows`` plus the isotonic map and number caps from
   outputs cross-validated within ``rows`` (grouped inner folds), as judge_quality.fit_model;
 - :func:`predict_head`: the calibrated, capped probability.
 
@@ -278,7 +278,7 @@ def fit_head(
     args: argparse.Namespace,
     start: Start | None = None,
 ) -> dict:
-    """:func:`train` on ``rows`` (from ``start``), with the isotonic map and number cap from
+    """:func:`train` on ``rows`` (from ``start``), with the isotonic map and number caps from
     inner grouped cross-validated outputs within ``rows``."""
     inner = np.array([jm.fold_of(it["group"], args.inner, seed=1) for it in data.items])
     oof = np.zeros(len(data.y))
@@ -286,10 +286,13 @@ def fit_head(
         tr, te = rows & (inner != j), rows & (inner == j)
         oof[te] = _sigmoid(logits(train(arrays, data, tr, args, start), arrays, te, args))
     xs, ys = jq.isotonic(oof[rows], data.y[rows], data.weight[rows])
-    miss = (data.x[:, jq._NUM_MISS] > 0) & rows
-    w = data.weight
-    cap = float(np.sum(w[miss] * data.y[miss]) / np.sum(w[miss])) if miss.any() else 1.0
-    return {"params": train(arrays, data, rows, args, start), "knots": (xs, ys), "number_cap": cap}
+    cap, joint_cap = jq.number_caps(data, rows)
+    return {
+        "params": train(arrays, data, rows, args, start),
+        "knots": (xs, ys),
+        "number_cap": cap,
+        "joint_number_cap": joint_cap,
+    }
 
 
 def predict_head(
@@ -297,4 +300,4 @@ def predict_head(
 ) -> np.ndarray:
     """The head's probability on ``rows``: isotonic map, then the judge's caps (jq.predict's)."""
     p = np.interp(_sigmoid(logits(head["params"], arrays, rows, args)), *head["knots"])
-    return jq._capped(p, data.x[rows, jq._NUM_MISS] > 0, head["number_cap"], data.neg[rows])
+    return jq.capped(p, data, rows, head["number_cap"], head["joint_number_cap"])

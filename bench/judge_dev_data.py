@@ -127,6 +127,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
                 "v1": v1_conf,
                 "overlap": overlap,
                 "neg": bool(chunks) and conflicts_with(cp, chunks[ce.best]),
+                "numbers_elsewhere": ce.numbers_elsewhere,
             }
         )
     return out

@@ -83,7 +83,7 @@ def _cv(base: jq.Data, plus: jq.Data, folds: int) -> dict[str, np.ndarray]:
         test = base.fold == k
         fit1, fit2 = jq.fit_model(base, ~test), jq.fit_model(plus, ~test)
         for i, (data, fit) in enumerate(((base, fit1), (plus, fit2)), start=1):
-            p = jq.predict(fit, data.x[test], data.neg[test])
+            p = jq.predict(fit, data, test)
             out[f"p{i}"][test] = p
             out[f"pred{i}"][test] = (
                 jq.verdict_score(p, data.strong[test], data.neg[test]) >= fit1["threshold"]

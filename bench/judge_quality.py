@@ -87,6 +87,7 @@ class Data:
         # the claim probability (the judge's verdict rule; see verdict_score).
         self.strong = self.v1 >= 0.5
         self.neg = np.array([bool(i.get("neg")) for i in items])
+        self.elsewhere = np.array([bool(i.get("numbers_elsewhere")) for i in items])
         self.fold = np.array([jm.fold_of(i["group"], folds) for i in items])
         self.weight = np.zeros(len(items))
         for s in dev.SOURCES:
@@ -124,18 +125,42 @@ def _raw(x: np.ndarray, coef: np.ndarray, b: float) -> np.ndarray:
 
 
 _NUM_MISS = CLAIM_FEATURES.index("num_miss")
+_NUM_MISS_ALL = CLAIM_FEATURES.index("num_miss_all")
 
 
-def _capped(p: np.ndarray, miss: np.ndarray, cap: float, neg: np.ndarray) -> np.ndarray:
-    """The judge's caps: a number the chunks lack (``miss``, ClaimModel.probabilities) or a
-    conflict with the evidence (LocalJudge: negation, sufficiency) holds the probability at ``cap``."""
-    return np.where(miss | neg, np.minimum(p, cap), p)
+def number_cells(data: Data) -> tuple[np.ndarray, np.ndarray]:
+    """The claims the number caps hold (ClaimModel.probability): (a number the best chunk
+    lacks, not found elsewhere next to the claim's words; the best chunk lacks a number that
+    another chunk has next to them, ClaimEvidence.numbers_elsewhere)."""
+    lacks = data.x[:, _NUM_MISS] > 0
+    return lacks & ~data.elsewhere, lacks & data.elsewhere
 
 
-def predict(fit: dict[str, Any], x: np.ndarray, neg: np.ndarray) -> np.ndarray:
-    """The judge's probability: logistic, isotonic map, caps."""
-    raw = _raw(x, fit["coef"], fit["intercept"])
-    return _capped(_apply_iso(raw, *fit["knots"]), x[:, _NUM_MISS] > 0, fit["number_cap"], neg)
+def capped(p: np.ndarray, data: Data, rows: np.ndarray, cap: float, joint_cap: float) -> np.ndarray:
+    """The judge's caps on the probabilities ``p`` of ``rows`` (ClaimModel.probability,
+    LocalJudge): ``cap`` on a claim with a number no chunk has next to its words or a conflict
+    with its evidence (negation, sufficiency), ``joint_cap`` on one whose number the best
+    chunk lacks and another chunk has."""
+    nowhere, elsewhere = (c[rows] for c in number_cells(data))
+    p = np.where(elsewhere, np.minimum(p, joint_cap), p)
+    return np.where(nowhere | data.neg[rows], np.minimum(p, cap), p)
+
+
+def number_caps(data: Data, rows: np.ndarray) -> tuple[float, float]:
+    """The supported rate among ``rows`` (sets weighted equally) of each number cell, the
+    caps of :func:`capped`; 1.0 for a cell with no such claim."""
+    w, y = data.weight, data.y
+    caps = []
+    for cell in number_cells(data):
+        m = cell & rows
+        caps.append(round(float(np.sum(w[m] * y[m]) / np.sum(w[m])), 4) if m.any() else 1.0)
+    return caps[0], caps[1]
+
+
+def predict(fit: dict[str, Any], data: Data, rows: np.ndarray) -> np.ndarray:
+    """The judge's probability of ``rows``: logistic, isotonic map, caps."""
+    raw = _raw(data.x[rows], fit["coef"], fit["intercept"])
+    return capped(_apply_iso(raw, *fit["knots"]), data, rows, fit["number_cap"], fit["joint_number_cap"])
 
 
 def previous_judge(data: Data) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
@@ -144,12 +169,9 @@ def previous_judge(data: Data) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     w = json.loads(PREVIOUS.read_text())
     cols = [CLAIM_FEATURES.index(name) for name in w["features"]]
     raw = _raw(data.x[:, cols], np.array(w["coef"]), w["intercept"])
-    p = _capped(
-        _apply_iso(raw, w["calibration"]["x"], w["calibration"]["y"]),
-        data.x[:, _NUM_MISS] > 0,
-        w["number_cap"],
-        data.neg,
-    )
+    every = np.ones(len(data.y), dtype=bool)
+    calibrated = _apply_iso(raw, w["calibration"]["x"], w["calibration"]["y"])
+    p = capped(calibrated, data, every, w["number_cap"], w["number_cap"])
     verdict = verdict_score(p, data.strong, data.neg) >= w["threshold"]
     return p, verdict, w
 
@@ -234,9 +256,8 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
     coef, b = jm.fit_logistic(data.x[rows], y[rows], w[rows], l2=L2)
     oof = _inner_raw(data, rows, inner_folds)
     xs, ys = isotonic(oof[rows], y[rows], w[rows])
-    miss = (data.x[:, _NUM_MISS] > 0) & rows
-    cap = float(np.sum(w[miss] * y[miss]) / np.sum(w[miss])) if miss.any() else 1.0
-    cal = _capped(_apply_iso(oof, xs, ys), data.x[:, _NUM_MISS] > 0, cap, data.neg)
+    cap, joint_cap = number_caps(data, rows)
+    cal = capped(_apply_iso(oof, xs, ys), data, np.ones(len(y), dtype=bool), cap, joint_cap)
     score = verdict_score(cal, data.strong, data.neg)
     thr = best_threshold(score[rows], y[rows], data.src[rows])
     answers = composed_answers(data, rows, WEAK_FIT_K, WEAK_FIT_ANSWERS)
@@ -251,7 +272,8 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
         "knots": (xs, ys),
         "threshold": thr,
         "weak": float(weak),
-        "number_cap": round(cap, 4),
+        "number_cap": cap,
+        "joint_number_cap": joint_cap,
     }
 
 
@@ -266,7 +288,7 @@ def cross_validate(data: Data, folds: int, with_previous: bool = True) -> dict[s
     for k in range(folds):
         test = data.fold == k
         fit = fit_model(data, ~test)
-        p[test] = predict(fit, data.x[test], data.neg[test])
+        p[test] = predict(fit, data, test)
         thr[test], weak[test] = fit["threshold"], fit["weak"]
         lex_thr[test] = best_threshold(data.overlap[~test], data.y[~test], data.src[~test])
     previous = previous_judge(data) if with_previous else None
@@ -392,7 +414,7 @@ def weights_json(
     version: str, about: str, features: list[str], fit: dict[str, Any], threshold: float, weak: Any
 ) -> str:
     """A fitted claim model as the packaged weights file reads it (``collector/judge/weights/``):
-    logistic coefficients, isotonic knots, verdict threshold, weak band and number cap."""
+    logistic coefficients, isotonic knots, verdict threshold, weak band and number caps."""
     xs, ys = fit["knots"]
     body = {
         "version": version,
@@ -404,6 +426,7 @@ def weights_json(
         "threshold": threshold,
         "weak": weak,
         "number_cap": fit["number_cap"],
+        "joint_number_cap": fit["joint_number_cap"],
     }
     return json.dumps(body, indent=1) + "\n"
 
@@ -413,7 +436,7 @@ def write_weights(data: Data) -> None:
     fit = fit_model(data, np.ones(len(data.y), dtype=bool))
     about = (
         "Local judge claim support model: logistic over the claim features, isotonic "
-        "calibration, verdict threshold, weak band and number cap; fit by "
+        "calibration, verdict threshold, weak band and number caps; fit by "
         "bench/judge_quality.py --write-weights on the development data (AttributionBench "
         "dev, FActScore, Factcheck-GPT, WiCE dev; each set weighted equally; calibration "
         "and thresholds from grouped cross-validated outputs)."

@@ -205,7 +205,7 @@ def transfer(
         test = base.fold == k
         fits = [jq.fit_model(d, ~test) for d in (base, plus, third)]
         for name, d, f in zip(names, (base, plus, third), fits, strict=False):
-            out[name][test] = jq.predict(f, d.x[test], d.neg[test])
+            out[name][test] = jq.predict(f, d, test)
         if tune is not None:
             out[label + "-ft"][test] = tune(test)
         for name in names:

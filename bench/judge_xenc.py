@@ -253,17 +253,14 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 
 def _calibrated(raw: np.ndarray, data: jq.Data, folds: int) -> np.ndarray:
     """Per fold: the isotonic map from the other folds' out-of-fold outputs, then the caps
-    (number cap from the training rows' labels)."""
+    (number caps from the training rows' labels)."""
     p = np.zeros(len(raw))
     w = data.weight
     for k in range(folds):
         test, train_rows = data.fold == k, data.fold != k
         xs, ys = jq.isotonic(raw[train_rows], data.y[train_rows], w[train_rows])
-        miss = (data.x[:, jq._NUM_MISS] > 0) & train_rows
-        cap = float(np.sum(w[miss] * data.y[miss]) / np.sum(w[miss])) if miss.any() else 1.0
-        p[test] = jq._capped(
-            np.interp(raw[test], xs, ys), data.x[test, jq._NUM_MISS] > 0, cap, data.neg[test]
-        )
+        cap, joint_cap = jq.number_caps(data, train_rows)
+        p[test] = jq.capped(np.interp(raw[test], xs, ys), data, test, cap, joint_cap)
     return p
 
 
@@ -319,8 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         test = base.fold == k
         fit1 = jq.fit_model(base, ~test)
         thr[test] = fit1["threshold"]
-        out["p1"][test] = jq.predict(fit1, base.x[test], base.neg[test])
-        out["p2"][test] = jq.predict(jq.fit_model(plus, ~test), plus.x[test], plus.neg[test])
+        out["p1"][test] = jq.predict(fit1, base, test)
+        out["p2"][test] = jq.predict(jq.fit_model(plus, ~test), plus, test)
         raw[test] = _sigmoid(logits(train(low, w, base, ~test, args), low, base, test, args))
         print(f"  fold {k}: {time.process_time() - t0:.0f} CPU-s", file=sys.stderr, flush=True)
     if args.save:

@@ -47,7 +47,7 @@ def test_every_claim_carries_a_probability_and_the_record_a_response_verdict(jud
     assert probs[0] > probs[1]
     assert [c["verdict"] for c in out["claims"]] == ["supported", "unsupported"]
     assert out["response_verdict"] == "hallucinated"
-    assert out["judge_id"].startswith("local-4.3:")
+    assert out["judge_id"].startswith("local-4.4:")
 
 
 def test_negation_of_the_cited_sentence_is_a_contradiction_not_a_valid_citation(judge: LocalJudge) -> None:
@@ -131,6 +131,38 @@ def test_a_claim_number_missing_from_its_evidence_caps_the_probability(judge: Lo
     claim = judged(judge, answer, chunks, query="When are service account credentials rotated?")["claims"][0]
     assert claim["verdict"] != "supported"
     assert claim["support_probability"] <= judge.claim_model.number_cap
+
+
+def test_a_number_another_chunk_has_in_context_is_capped_at_the_joint_rate(judge: LocalJudge) -> None:
+    chunks = [
+        "Backups of the billing database are kept in the Frankfurt archive.",
+        "Billing backups are kept for 7 years under the retention schedule.",
+    ]
+    answer = "Backups of the billing database are kept for 7 years in the Frankfurt archive [1]."
+    out = judged(judge, answer, chunks, query="How long are billing backups kept?")
+    claim = out["claims"][0]
+    model = judge.claim_model
+    assert model.number_cap < model.joint_number_cap < model.threshold
+    assert claim["support_probability"] <= model.joint_number_cap
+    # The same claim whose 7 is only a count of something else in the other chunk.
+    chunks[1] = "The archive has 7 floors and opened in 2004."
+    swapped = judged(judge, answer, chunks, query="How long are billing backups kept?")["claims"][0]
+    assert swapped["verdict"] != "supported"
+    assert swapped["support_probability"] <= model.number_cap
+
+
+def test_a_weights_file_without_a_joint_cap_caps_both_alike(tmp_path: Path) -> None:
+    packaged = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v4.json"
+    weights = json.loads(packaged.read_text())
+    weights.pop("joint_number_cap")
+    path = tmp_path / "claim.json"
+    path.write_text(json.dumps(weights))
+    model = load_claim_model(path)
+    assert model.joint_number_cap == model.number_cap
+    feats = [0.0] * len(CLAIM_FEATURES)
+    feats[CLAIM_FEATURES.index("num_miss")] = 1.0
+    feats[0] = 1.0
+    assert model.probability(feats, True) == model.probability(feats, False) <= model.number_cap
 
 
 def test_tiered_judge_escalates_by_the_configured_probability_band(judge: LocalJudge) -> None:

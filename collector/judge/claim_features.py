@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass
 
 from .evidence import ChunkEvidence
-from .support import ClaimView, SupportModel, view_features
+from .support import ClaimView, SupportModel, number_neighbours, view_features
 
 __all__ = ["CLAIM_FEATURES", "ChunkIndex", "ClaimEvidence", "claim_evidence"]
 
@@ -74,6 +74,10 @@ class ClaimEvidence:
     pair_covs: list[float]  # ``cov`` per chunk, in chunk order
     best: int  # index of the best chunk (pair probability, then coverage); -1 without chunks
     best_sentence: tuple[int, int] | None  # (chunk index, sentence index) of the best-aligned sentence
+    # A number of the claim is missing from its best chunk (``num_miss``), yet every one of
+    # its numbers is in a chunk next to the same words (:func:`numbers_in_context`): the
+    # claim may rest on two chunks. False when no number is missing.
+    numbers_elsewhere: bool = False
 
     @property
     def one_chunk_supports(self) -> bool:
@@ -228,7 +232,32 @@ def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> Cla
         chunk_count * chunk_count,
         length * chunk_count,
     ]
-    return ClaimEvidence(feats, probs, covs, b, where)
+    in_context = feats[10] > 0 and num_miss_all == 0 and numbers_in_context(cv, chunks)
+    return ClaimEvidence(feats, probs, covs, b, where, in_context)
+
+
+def numbers_in_context(cv: ClaimView, chunks: list[ChunkEvidence]) -> bool:
+    """Whether every number of the claim is in some chunk sentence next to one of the words
+    it has next to it in the claim (:func:`.support.number_neighbours`): "backups are kept
+    for 7 years in the archive" against another chunk's "billing backups are kept for 7
+    years" is, against "the archive has 7 floors" or "credentials are rotated every 4
+    days" against "laptops are reported within 4 hours" is not."""
+    if len(cv.number_neighbours) < len(cv.numbers):
+        return False
+    return all(
+        any(_next_to(n, near, chunk) for chunk in chunks if n in chunk.whole.numbers)
+        for n, near in cv.number_neighbours
+    )
+
+
+def _next_to(number: str, near: frozenset[str], chunk: ChunkEvidence) -> bool:
+    """Whether a sentence of ``chunk`` has ``number`` next to one of the stems ``near``."""
+    one = frozenset((number,))
+    return any(
+        near & number_neighbours(seq, one).get(number, set())
+        for seq in chunk.sentence_stem_lists
+        if number in seq
+    )
 
 
 def _number_miss(cv: ClaimView, chunk: ChunkEvidence) -> float:

@@ -13,7 +13,11 @@ judge uses, all fit on the development data by ``bench/judge_quality.py
 - ``threshold``: the claim verdict (``supported`` when ``p >= threshold``), chosen to
   maximise the mean balanced accuracy over the data sets;
 - ``number_cap``: the ceiling on the probability of a claim whose best chunk lacks one of
-  its numbers;
+  its numbers (and of a claim that contradicts its evidence);
+- ``joint_number_cap``: the ceiling instead when another chunk has each such number next to
+  the words the claim has next to it (the claim may rest on two chunks: on the dev data such
+  claims are supported about three times as often); a weights file without it caps both
+  alike at ``number_cap``;
 - ``weak``: below ``threshold`` but at or above ``weak`` a claim is weakly supported: one
   such claim among well-supported ones makes the response ``unsure``, not
   ``hallucinated`` (see :func:`response_verdict`).
@@ -47,7 +51,8 @@ class ClaimModel:
     knots_y: tuple[float, ...]  # calibrated probabilities, non-decreasing
     threshold: float
     weak: float
-    number_cap: float  # the probability ceiling of a claim whose number the best chunk lacks
+    number_cap: float  # the probability ceiling of a claim with a number no chunk has
+    joint_number_cap: float  # ... whose number the best chunk lacks and another chunk has in context
     digest: str
 
     def raw(self, feats: list[float]) -> float:
@@ -74,13 +79,18 @@ class ClaimModel:
         x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
         return y0 if x1 == x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
 
-    def probability(self, feats: list[float]) -> float:
+    def probability(self, feats: list[float], numbers_elsewhere: bool = False) -> float:
         """Calibrated probability that the chunks support the claim. A number of the claim
-        that its best chunk lacks caps the probability at ``number_cap`` (the supported
-        rate of such claims on the dev data): a changed number is the classic
-        hallucination, and lexical overlap elsewhere in the claim cannot outweigh it."""
+        that its best chunk lacks caps the probability at the supported rate of such claims
+        on the dev data: a changed number is the classic hallucination, and lexical overlap
+        elsewhere in the claim cannot outweigh it. The cap is ``joint_number_cap`` when
+        another chunk has every number of the claim next to the claim's words
+        (``numbers_elsewhere``, :attr:`.claim_features.ClaimEvidence.numbers_elsewhere`: the
+        claim may rest on two chunks), ``number_cap`` otherwise."""
         p = self.calibrate(self.raw(feats))
-        return min(p, self.number_cap) if feats[_NUM_MISS] > 0 else p
+        if feats[_NUM_MISS] <= 0:
+            return p
+        return min(p, self.joint_number_cap if numbers_elsewhere else self.number_cap)
 
 
 def response_verdict(probs: list[float], threshold: float, weak: float) -> str | None:
@@ -124,5 +134,6 @@ def load_claim_model(
         threshold=float(data["threshold"]),
         weak=float(data["weak"]),
         number_cap=float(data["number_cap"]),
+        joint_number_cap=float(data.get("joint_number_cap", data["number_cap"])),
         digest=digest,
     )

@@ -50,7 +50,7 @@ __all__ = [
     "lexical_utilization",
 ]
 
-LOCAL_VERSION = "4.3"
+LOCAL_VERSION = "4.4"
 
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
@@ -166,7 +166,7 @@ class LocalJudge:
         )
         views = [claim_view(cp, qstems) for cp in claim_profiles]
         evs = [claim_evidence(v, ctx.index, self.model) for v in views]
-        probs = [self.claim_model.probability(ce.features) for ce in evs]
+        probs = [self.claim_model.probability(ce.features, ce.numbers_elsewhere) for ce in evs]
         escalated = 0
         if self.second_tier is not None:
             texts = [c.text for c in claims]
@@ -177,6 +177,7 @@ class LocalJudge:
                 probs,
                 chunks,
                 [ce.one_chunk_supports for ce in evs],
+                [ce.numbers_elsewhere for ce in evs],
             )
         for claim, cp, view, ce, p in zip(claims, claim_profiles, views, evs, probs, strict=True):
             answer_stems |= cp.stem_set

@@ -122,12 +122,14 @@ class MiniLMTier:
         probs: list[float],
         chunks: list[ChunkEvidence],
         settled: list[bool] | None = None,
+        numbers_elsewhere: list[bool] | None = None,
     ) -> tuple[list[float], int]:
         """The claims' probabilities with the in-band ones re-scored, and how many were.
 
         ``settled`` marks the claims whose verdict tier 1 has decided whatever their
         probability (one chunk supports them on their own): they keep tier 1's probability
-        unless ``rescore_settled``."""
+        unless ``rescore_settled``. ``numbers_elsewhere`` picks each claim's number cap
+        (:meth:`.claim_model.ClaimModel.probability`)."""
         skip = settled if settled is not None and not self.rescore_settled else [False] * len(probs)
         idx = [i for i, p in enumerate(probs) if self.in_band(p) and not skip[i]]
         if not idx or not chunks:
@@ -136,6 +138,7 @@ class MiniLMTier:
         mini = self.aligner.features([texts[i] for i in idx], sents)
         out = list(probs)
         for i, m in zip(idx, mini, strict=True):
-            out[i] = self.model.probability(list(features[i]) + m)
+            elsewhere = bool(numbers_elsewhere and numbers_elsewhere[i])
+            out[i] = self.model.probability(list(features[i]) + m, elsewhere)
         self.claims_escalated += len(idx)
         return out, len(idx)

@@ -91,6 +91,25 @@ class ClaimView:
     novel_keys: frozenset[str]
     tail_keys: frozenset[str]
     unique_keys: bool
+    # Each number of the claim with the words around it (:func:`number_neighbours`).
+    number_neighbours: tuple[tuple[str, frozenset[str]], ...] = ()
+
+
+# How many content stems either side of a number are its neighbours: what the number counts
+# or dates ("kept for 7 years", "born in 1961"). Three reach too far ("7 years in the
+# Frankfurt archive" meets "the archive has 7 floors"); docs/judging.md has the figures.
+NEIGHBOUR_WINDOW = 2
+
+
+def number_neighbours(stems: list[str] | tuple[str, ...], numbers: frozenset[str]) -> dict[str, set[str]]:
+    """The content stems within :data:`NEIGHBOUR_WINDOW` positions of each of ``numbers`` in
+    the stem sequence ``stems`` (numbers left out; a number absent from it has none)."""
+    out: dict[str, set[str]] = {}
+    for i, s in enumerate(stems):
+        if s in numbers:
+            near = stems[max(0, i - NEIGHBOUR_WINDOW) : i + NEIGHBOUR_WINDOW + 1]
+            out.setdefault(s, set()).update(t for t in near if not t[:1].isdigit())
+    return out
 
 
 def claim_view(claim: TextProfile, query_stems: frozenset[str]) -> ClaimView:
@@ -110,6 +129,11 @@ def claim_view(claim: TextProfile, query_stems: frozenset[str]) -> ClaimView:
         novel_keys=frozenset([t[:4] for t in novel]),
         tail_keys=frozenset([t[:4] for t in tail]),
         unique_keys=len(keys) == len(cs),
+        number_neighbours=tuple(
+            (n, frozenset(near)) for n, near in number_neighbours(claim.stems, claim.numbers).items()
+        )
+        if claim.numbers
+        else (),
     )
 
 
