@@ -173,6 +173,15 @@ def test_chunks_named_by_position_are_citation_markers() -> None:
         ("It itches.", ["P1", "P2", "P3"]),
         ("The cost rose (2019).", []),
     ]
+    listed = (
+        "It heals (source 1, source 3). It itches (see passage 2). It fades [see also documents 1 and 2]."
+    )
+    assert [(c.text, c.citations) for c in extract_claims(listed, ids).claims] == [
+        ("It heals.", ["P1", "P3"]),
+        ("It itches.", ["P2"]),
+        ("It fades.", ["P1", "P2"]),
+    ]
+    assert _texts("The fee is listed (see Figure 2).") == ["The fee is listed (see Figure 2)."]
     assert [m.text for m in find_markers("A [1] and (passage 2) and [doc-7].", IDS)] == [
         "[1]",
         "(passage 2)",

@@ -33,10 +33,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "8b24808ec3b1a2c9",
-    "worked": "f1b1bae9396f9f47",
-    "demo": "823c8d45656f384a",
-    "synthetic": "df8362bcc4cfec89",
+    "attribution": "ef2fa1afd194ad9e",
+    "worked": "42b88cfbe76a130c",
+    "demo": "1bccbbcb050fd95a",
+    "synthetic": "0a1e67f52a171b6a",
     "lexutil": "98b7925b03f9cab5",
 }
 

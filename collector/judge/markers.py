@@ -2,7 +2,8 @@
 
 ``[1]`` is the first chunk (1-based position), ``[C1]``/``[doc-7]`` a chunk id, ``[1, 3]``
 two citations, ``[[1]]`` the first chunk; chunks named by position (``[Passage 2]``,
-``(passages 1 and 3)``, ``(Source: document 4)``, ``[source: 1]``, ", as mentioned in passage
+``(passages 1 and 3)``, ``(Source: document 4)``, ``[source: 1]``, ``(source 1, source 3)``,
+``(see passage 2)``, ", as mentioned in passage
 1" after a clause) are markers too, and so are the footnote forms of markdown and chat
 products: ``[^1]``, ``<sup>1</sup>``, superscript digits, ``【1†source】`` and
 ``【4:0†report.pdf】`` (file search: result 0 is the first chunk). Brackets holding prose are
@@ -30,8 +31,11 @@ _SUPERSCRIPT = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u
 _NUMBERS = r"\d{1,2}(?:\s*(?:,|\band\b|&|-|\u2013)\s*\d{1,2})*"
 # "[Passage 2]", "(passages 1 and 3)", "(Source: document 4)": chunks named by position.
 _CHUNK_NOUN = r"(?:passages?|docs?\.?|documents?|sources?|refs?\.?|references?|chunks?|contexts?)"
+# Inside brackets the noun may repeat and a "see" may lead: "(source 1, source 2)", "(see
+# context 3)", "[see passages 1 and 2]".
+_NAMED_NUMBERS = rf"\d{{1,2}}(?:\s*(?:,|;|\band\b|&|-|\u2013)\s*(?:{_CHUNK_NOUN}\s*[:#]?\s*)?\d{{1,2}})*"
 _NAMED_MARKER_RE = re.compile(
-    rf"[\[(](?:sources?:\s*)?{_CHUNK_NOUN}\s*[:#]?\s*({_NUMBERS})[\])]"
+    rf"[\[(](?:see\s+(?:also\s+)?)?(?:sources?:\s*)?{_CHUNK_NOUN}\s*[:#]?\s*({_NAMED_NUMBERS})[\])]"
     # after a clause: ", as mentioned in passage 1", ", according to passages 2 and 3"
     rf"|,?\s*(?:as (?:stated|mentioned|described|noted|explained|indicated|shown|reported) in|according to|per)"
     rf"\s+(?:the\s+)?{_CHUNK_NOUN}\s*({_NUMBERS})(?=\s*[.;,!?]|\s*$)",
@@ -61,10 +65,13 @@ def _resolve_item(item: str, chunk_ids: list[str], lower_ids: dict[str, str]) ->
     return lower_ids.get(item.lower(), item)
 
 
+_NOUN_RE = re.compile(rf"{_CHUNK_NOUN}\s*[:#]?", re.I)
+
+
 def _numbered(numbers: str) -> list[str]:
-    """The numbers of "1, 2 and 4" or "1-3", in order, ranges spelled out."""
+    """The numbers of "1, 2 and 4", "1-3" or "1, source 2", in order, ranges spelled out."""
     out: list[str] = []
-    for part in re.split(r"\s*(?:,|\band\b|&)\s*", numbers.strip()):
+    for part in re.split(r"\s*(?:,|;|\band\b|&)\s*", _NOUN_RE.sub("", numbers).strip()):
         lo, _, hi = part.partition("-") if "-" in part else part.partition("\u2013")
         if hi and lo.strip().isdigit() and hi.strip().isdigit() and 0 <= int(hi) - int(lo) < 10:
             out.extend(str(n) for n in range(int(lo), int(hi) + 1))
