@@ -14,6 +14,7 @@ from ragpulse.collector.judge.claim_features import CLAIM_FEATURES
 from ragpulse.collector.judge.claim_model import load_claim_model, response_verdict
 from ragpulse.collector.judge.claims import extract_claims
 from ragpulse.collector.judge.local import LocalJudge
+from ragpulse.collector.judge.question_type import asks_time
 from ragpulse.collector.judge.tiered import TieredJudge
 from ragpulse.collector.judge.worker import judgment_rows
 
@@ -87,6 +88,40 @@ def test_a_quantity_question_answered_without_a_quantity_is_not_relevant(judge: 
     out = judged(judge, "Audit logs are retained in the primary archive.", chunks)
     assert out["claims"][0]["verdict"] == "supported"
     assert out["answer_relevance"] == 0.0
+
+
+def test_a_time_question_answered_without_a_time_is_not_relevant(judge: LocalJudge) -> None:
+    chunks = ["Signing keys are rotated by the security team after any suspected exposure."]
+    query = "When are signing keys rotated?"
+    missed = judged(judge, "Signing keys are rotated by the security team [1].", chunks, query=query)
+    assert missed["claims"][0]["verdict"] == "supported"
+    assert missed["answer_relevance"] == 0.0
+    answered = judged(
+        judge, "Signing keys are rotated after any suspected exposure [1].", chunks, query=query
+    )
+    assert answered["answer_relevance"] == 1.0
+    # "When ..." that sets a condition asks no time.
+    conditional = "When I rotate a signing key, who rotates it?"
+    assert (
+        judged(judge, "The security team rotates them [1].", chunks, query=conditional)["answer_relevance"]
+        == 1.0
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("When are keys rotated?", True),
+        ("So when did the outage start?", True),
+        ("What date is the audit?", True),
+        ("At what time do backups run?", True),
+        ("When I reset my password, do I need approval?", False),
+        ("What happens when a laptop is lost?", False),
+        ("Who approves password resets?", False),
+    ],
+)
+def test_time_questions_are_read_from_their_opening(query: str, asks: bool) -> None:
+    assert asks_time(query) is asks
 
 
 def test_questions_meta_sentences_and_closers_are_not_claims() -> None:

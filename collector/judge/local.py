@@ -33,6 +33,7 @@ from .conflicts import best_sentence, conflicts, negation_conflicts
 from .conflicts import contradicting as find_contradicting
 from .evidence import ChunkEvidence, build_evidence
 from .lexicon import lexicon_digest
+from .question_type import misses_question_type
 from .record import InvalidRecord, error_record, normalise_input
 from .scoring import ClaimJudgment, TraceFacts, assemble
 from .support import ClaimView, SupportModel, claim_view, load_model
@@ -186,8 +187,8 @@ class LocalJudge:
             verdict_scores.append(score)
             evidence_stems |= used
         thr = self.threshold
-        if judged and asks_quantity(rec["query"]) and not any(answers_quantity(cp) for cp in claim_profiles):
-            for j in judged:  # asked how long / how many / how often, and no claim says
+        if judged and misses_question_type(rec["query"], claim_profiles):
+            for j in judged:  # asked how long / how many / when, and no claim says
                 j.on_topic = False
         answerable = self._answerable(chunks, qstems, judged)
         utilization = len(evidence_stems & answer_stems) / len(evidence_stems) if evidence_stems else None
@@ -297,28 +298,6 @@ def _supporting(ce: ClaimEvidence, cv: ClaimView, chunks: list[ChunkEvidence], s
         if gain[extra] and 2 * gain[extra] >= len(missing):
             chosen.add(extra)
     return [chunks[i].id for i in sorted(chosen)]
-
-
-_QUANTITY_Q_RE = re.compile(
-    r"\bhow (?:many|much|long|often|old|far|big|large|soon)\b|\bwhat (?:year|percentage|share|proportion)\b"
-    r"|\bin what year\b|\bhow frequently\b",
-    re.I,
-)
-_QUANTITY_WORDS = frozenset(
-    "daily weekly monthly quarterly annually yearly hourly nightly biweekly immediately never always "
-    "indefinitely permanently once twice few several some none all half one single dozen dozens "
-    "hundreds thousands millions".split()
-)
-
-
-def asks_quantity(query: str) -> bool:
-    """The query asks for a quantity, a duration or a frequency ("How long ...", "How many ...")."""
-    return bool(_QUANTITY_Q_RE.search(query))
-
-
-def answers_quantity(cp: TextProfile) -> bool:
-    """A claim gives a number or a frequency/duration word."""
-    return bool(cp.numbers) or not _QUANTITY_WORDS.isdisjoint(w.lower() for w in cp.tokens)
 
 
 def _on_topic(
