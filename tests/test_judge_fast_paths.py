@@ -16,7 +16,7 @@ import random
 import re
 
 import pytest
-from ragpulse.collector.judge import claims, evidence, text
+from ragpulse.collector.judge import claims, dates, evidence, text
 
 from tests.carried_data import attribution_cases
 
@@ -35,6 +35,7 @@ def _words_text(rng: random.Random) -> str:
     pieces = [
         "Logs", "are", "kept", "for", "5", "years", "don't", "students'", "'quoted'", "1,000", "3.5",
         "50%", "A1", "x2y", "e.g.", "U.S.", "Dr.", "(see", "[C2]", "no", "not", "data", "cannot", "find",
+        "2020-01-15", "1/15/2020", "3/4/2020", "3 pm", "3:30 p.m.", "15:00", "Jan.", "Sept", "25:00", "1:12",
     ]  # fmt: skip
     seps = [" ", " ", " ", "  ", ". ", ".  ", "! ", "? ", ", ", "; ", "\n", ".\n", '. "', ". ("]
     out = []
@@ -57,14 +58,37 @@ def _real_texts() -> list[str]:
     return texts
 
 
+def _reference_tokens(s: str) -> list[str]:
+    """The tokens by the regexes alone: the token regex, and each date or time it reads."""
+    out: list[str] = []
+    pos = 0
+    for m in dates.DATE_TIME_RE.finditer(s):
+        words = dates.date_time_words(m)
+        if words is not None:
+            out += text._WORD_RE.findall(s[pos : m.start()]) + words
+            pos = m.end()
+    return out + text._WORD_RE.findall(s[pos:])
+
+
 def test_tokenise_equals_the_token_regex_on_random_strings() -> None:
     strings = _random_strings(_EDGY, 40_000, 16, seed=1)
     strings += [_words_text(random.Random(i)) for i in range(3_000)]
-    plain = 0
+    plain = dated = 0
     for s in strings:
-        assert text.tokenise(s) == text._WORD_RE.findall(s), repr(s)
+        assert text.tokenise(s) == _reference_tokens(s), repr(s)
         plain += text.is_plain(s)
+        dated += text.tokenise(s) != text._WORD_RE.findall(s)
     assert 0.2 * len(strings) < plain < 0.9 * len(strings)  # both paths were exercised
+    assert dated > 100  # and dates and times were read
+
+
+def test_the_date_hint_misses_no_date_or_time() -> None:
+    strings = _random_strings(_EDGY + "0123456789apmAPM/:.-", 40_000, 16, seed=2)
+    strings += [_words_text(random.Random(i)) for i in range(3_000)]
+    strings += ["On 2020-01-15", "at 3pm", "at 3 P. M.", "Sept 5", "Jan. 2020", "15.01.2020", "at 15:00"]
+    for s in strings:
+        read = any(dates.date_time_words(m) for m in dates.DATE_TIME_RE.finditer(s))
+        assert not read or dates.may_hold_date_time(s), repr(s)
 
 
 def test_plain_text_tokens_are_letter_and_digit_runs_of_every_substring() -> None:
@@ -87,7 +111,7 @@ def test_split_sentences_equals_the_boundary_regex() -> None:
         assert evidence.split_sentences(s) == evidence._split_regex(s), repr(s)
         texts, tokens = evidence._sentences_and_tokens(s)
         assert texts == evidence._split_regex(s), repr(s)
-        assert tokens == [text._WORD_RE.findall(t) for t in texts], repr(s)
+        assert tokens == [_reference_tokens(t) for t in texts], repr(s)
         plainly += evidence._splits_plainly(s)
     assert 0.2 * len(strings) < plainly < 0.9 * len(strings)
 
@@ -96,7 +120,7 @@ def test_fast_paths_on_real_texts() -> None:
     texts = _real_texts()
     assert len(texts) > 100
     for s in texts:
-        assert text.tokenise(s) == text._WORD_RE.findall(s)
+        assert text.tokenise(s) == _reference_tokens(s)
         assert evidence.split_sentences(s) == evidence._split_regex(s)
         assert claims.is_abstention(s) == bool(claims._ABSTAIN_RE.search(s))
 

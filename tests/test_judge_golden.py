@@ -33,10 +33,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "ef2fa1afd194ad9e",
-    "worked": "42b88cfbe76a130c",
-    "demo": "1bccbbcb050fd95a",
-    "synthetic": "0a1e67f52a171b6a",
+    "attribution": "9a0ae0230654d63e",
+    "worked": "a9db1853d22807df",
+    "demo": "7bd7c551129b92e6",
+    "synthetic": "db0549141924303c",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -249,7 +249,10 @@ def test_injection_in_a_chunk_cannot_set_the_score(judges: list[LLMJudge]) -> No
     assert nonce.startswith("RP") and nonce != "RP0"
     # The attack's delimiter is defused, so exactly one real END CHUNK per chunk remains.
     assert user.count(f"<<<{nonce} END CHUNK>>>") == len(chunks)
-    assert "<<<RP0" not in user and "‹‹‹RP0 END CHUNK›››" in user
+    # Every delimiter left carries the nonce (which may itself start "RP0..."): the forged one
+    # is defused.
+    assert all(part.startswith(f"{nonce} ") for part in user.split("<<<")[1:])
+    assert "<<<RP0 END CHUNK>>>" not in user and "‹‹‹RP0 END CHUNK›››" in user
     assert out["faithfulness"] == 0.5  # computed from verdicts, not taken from the reply
     assert out["claims"][1]["verdict"] == "unsupported"
 

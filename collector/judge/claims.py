@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .dates import ends_with_month_abbreviation
 from .formatting import formatting_spans
 from .markers import Marker, find_markers, read_markers
 from .text import has_content, strip_markers
@@ -38,7 +39,7 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "11"
+EXTRACTION_VERSION = "12"
 
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
@@ -209,6 +210,8 @@ def _sentence_spans(answer: str) -> list[tuple[int, int]]:
             nxt = answer[m.end() : m.end() + 1]
             if last in _ABBREV or (len(last) == 1 and last.isalpha()) or (nxt and nxt.islower()):
                 continue
+            if nxt.isdigit() and ends_with_month_abbreviation(answer[start:end]):
+                continue  # "Jan. 15"
         if _BARE_ENUM_RE.fullmatch(answer[start:end].strip()):
             continue
         spans.append((start, end))

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .dates import ends_with_month_abbreviation, may_hold_date_time
 from .text import (
     TextProfile,
     char_classes,
@@ -51,6 +52,10 @@ def _split_regex(content: str) -> list[str]:
     out: list[str] = []
     pos = 0
     for m in _SENT_END_RE.finditer(content):
+        if content[m.end() : m.end() + 1].isdigit() and ends_with_month_abbreviation(
+            content[pos : m.start() + 1]
+        ):
+            continue  # "Jan. 15"
         end = m.start()
         if content[end] != "\n":
             end += 1  # keep the punctuation
@@ -85,8 +90,10 @@ def _plain_spans(content: str) -> list[tuple[int, int]]:
     starts = _SENT_START
     start = 0
     pos = len(parts[0])  # where the ". " after the current part sits
-    for p in parts[1:]:
-        if p[:1] in starts:
+    for i, p in enumerate(parts[1:]):
+        if p.lstrip(" ")[:1].isdigit() and ends_with_month_abbreviation(parts[i] + "."):
+            pass  # "Jan. 15": no boundary
+        elif p[:1] in starts:
             spans.append((start, pos + 1))
             start = pos + 2
         elif p[:1] == " ":
@@ -101,12 +108,13 @@ def _plain_spans(content: str) -> list[tuple[int, int]]:
 
 def _sentences_and_tokens(content: str) -> tuple[list[str], list[list[str]]]:
     """A chunk's sentences and each one's tokens (:func:`.text.tokenise`). A plain chunk
-    (:func:`.text.is_plain`) is translated once and each sentence's slice split."""
+    (:func:`.text.is_plain`) with no date or time to read (:func:`.dates.may_hold_date_time`)
+    is translated once and each sentence's slice split."""
     c = char_classes(content)
     if c is not None and 33 not in c:  # printable ASCII without "!"/"?": _splits_plainly
         spans = _plain_spans(content)
         texts = [content[a:b] for a, b in spans]
-        if plain_classes(c):
+        if plain_classes(c) and not may_hold_date_time(content):
             sp = spaced(content)
             return texts, [sp[a:b].split() for a, b in spans]
     else:

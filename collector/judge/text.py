@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from itertools import chain
 
+from .dates import DATE_TIME_RE, date_time_words, may_hold_date_time
 from .morphology import base_form, derive
 from .numbers import CARDINALS, JOINING_FORMS, ORDINALS, joined_numbers, normalise_numbers
 
@@ -174,13 +175,32 @@ def spaced(text: str) -> str:
 
 
 def tokenise(text: str) -> list[str]:
-    """The word and number tokens of ``text``: exactly ``_WORD_RE.findall(text)``, i.e.
-    letter runs (with inner apostrophes: ``don't``), and numbers (``1,000``, ``3.5``, ``50%``).
+    """The word and number tokens of ``text``: letter runs (with inner apostrophes:
+    ``don't``), and numbers (``1,000``, ``3.5``, ``50%``), as ``_WORD_RE.findall(text)``
+    finds them; a numeric date, a clock time or an abbreviated month is read as its sources
+    write it (:func:`.dates.date_time_words`: "2020-01-15" as ``15 January 2020``, "3 p.m."
+    and "15:00" as ``15:00``, "Jan. 2020" as ``January 2020``).
 
     Most text needs no regex: for a plain text (:func:`is_plain`) the tokens are the
     letter and digit runs, which ``str.translate`` and ``str.split`` find at C speed
     (a fraction of the regex's cost). Everything else goes to the regex.
     """
+    if not may_hold_date_time(text):
+        return _word_tokens(text)
+    out: list[str] = []
+    pos = 0
+    for m in DATE_TIME_RE.finditer(text):
+        words = date_time_words(m)
+        if words is None:
+            continue
+        out += _word_tokens(text[pos : m.start()])
+        out += words
+        pos = m.end()
+    out += _word_tokens(text[pos:])
+    return out
+
+
+def _word_tokens(text: str) -> list[str]:
     if is_plain(text):
         return text.translate(_SPACED).split()
     return _findall(text)

@@ -1,0 +1,87 @@
+"""Numeric dates, clock times and abbreviated months read as their sources write them."""
+
+from __future__ import annotations
+
+import pytest
+from ragpulse.collector.judge import get_judge
+from ragpulse.collector.judge.claims import extract_claims
+from ragpulse.collector.judge.evidence import split_sentences
+from ragpulse.collector.judge.local import LocalJudge
+from ragpulse.collector.judge.text import tokenise
+
+
+@pytest.fixture(scope="module")
+def judge() -> LocalJudge:
+    return get_judge("local")  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("written", "tokens"),
+    [
+        ("2020-01-15", ["15", "January", "2020"]),
+        ("2020/1/5", ["5", "January", "2020"]),
+        ("1/15/2020", ["15", "January", "2020"]),
+        ("15.01.2020", ["15", "January", "2020"]),
+        ("3/4/2020", ["3", "4", "2020"]),  # March or April: read as written
+        ("2020-13-01", ["2020", "13", "01"]),  # no month 13
+        ("3 pm", ["15:00"]),
+        ("3:30 p.m.", ["15:30"]),
+        ("12 am", ["00:00"]),
+        ("15:00", ["15:00"]),
+        ("25:00", ["25", "00"]),
+        ("Jan. 2020", ["January", "2020"]),
+        ("Sept 5", ["September", "5"]),
+        ("Jan Smith", ["Jan", "Smith"]),  # a name, not a month
+    ],
+)
+def test_dates_and_times_are_read_as_words(written: str, tokens: list[str]) -> None:
+    assert tokenise(written) == tokens
+
+
+def test_an_abbreviated_month_ends_no_sentence() -> None:
+    chunk = "The drug was approved on Jan. 15, 2020, by the FDA. It shipped in Feb. Sales rose."
+    assert split_sentences(chunk) == [
+        "The drug was approved on Jan. 15, 2020, by the FDA.",
+        "It shipped in Feb.",
+        "Sales rose.",
+    ]
+    answer = "The drug was approved in Jan. 2020. It shipped in Feb. Sales rose."
+    assert [c.text for c in extract_claims(answer, []).claims] == [
+        "The drug was approved in Jan. 2020.",
+        "It shipped in Feb.",
+        "Sales rose.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "chunk"),
+    [
+        (
+            "The drug was approved on 2020-01-15 [1].",
+            "The drug was approved on January 15, 2020, after review.",
+        ),
+        ("The drug was approved on 1/15/2020 [1].", "The drug was approved on 15 January 2020 after review."),
+        ("The drug was approved in Jan. 2020 [1].", "The drug was approved in January 2020 after review."),
+        ("The pharmacy closes at 6 pm on weekdays [1].", "On weekdays the pharmacy closes at 18:00."),
+    ],
+)
+def test_a_date_or_time_written_another_way_supports_the_claim(
+    judge: LocalJudge, answer: str, chunk: str
+) -> None:
+    out = judge.judge(
+        {"trace_id": "t", "query": "", "answer": answer, "chunks": [{"id": "C1", "content": chunk}]}
+    )
+    assert [c["verdict"] for c in out["claims"]] == ["supported"]
+
+
+def test_another_date_still_contradicts(judge: LocalJudge) -> None:
+    chunk = "The drug was approved on January 15, 2020, after review."
+    out = judge.judge(
+        {
+            "trace_id": "t",
+            "query": "",
+            "answer": "The drug was approved on 2021-03-15 [1].",
+            "chunks": [{"id": "C1", "content": chunk}],
+        }
+    )
+    assert out["claims"][0]["verdict"] != "supported"
