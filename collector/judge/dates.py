@@ -7,8 +7,9 @@ form lacks, so a faithful claim contradicted its source. :func:`.text.tokenise` 
 form as one token sequence:
 
 - a numeric date as day, month name and year (``15 January 2020``): ISO ``yyyy-mm-dd``
-  (also with ``/`` or ``.``) always; ``d/m/yyyy`` and ``m/d/yyyy`` (also with ``.``) only
-  when one part is over 12, since "3/4/2020" may be either;
+  (also with ``/``) always; ``d/m/yyyy`` and ``m/d/yyyy`` only when one part is over 12,
+  since "3/4/2020" may be either (dotted dates, "15.01.2020", are read as written: a dot
+  between digits is too common to look behind at every decimal);
 - a clock time as one ``HH:MM`` token, 24-hour ("3 pm", "3:00 p.m.", "15:00" ->
   ``15:00``; "12 am" -> ``00:00``);
 - a capitalised month abbreviation before a number ("Jan. 15", "Sept 2020") as the month's
@@ -25,19 +26,26 @@ MONTH_NAMES = "January February March April May June July August September Octob
 _ABBREVIATIONS = {name[:3]: name for name in MONTH_NAMES if name != "May"} | {"Sept": "September"}
 
 DATE_TIME_RE = re.compile(
-    r"\b(?P<y>\d{4})(?P<s1>[-/.])(?P<m>\d{1,2})(?P=s1)(?P<d>\d{1,2})\b"
-    r"|\b(?P<a>\d{1,2})(?P<s2>[/.])(?P<b>\d{1,2})(?P=s2)(?P<y2>\d{4})\b"
+    r"\b(?P<y>\d{4})(?P<s1>[-/])(?P<m>\d{1,2})(?P=s1)(?P<d>\d{1,2})\b"
+    r"|\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y2>\d{4})\b"
     r"|\b(?P<mon>(?-i:" + "|".join(sorted(_ABBREVIATIONS, key=len, reverse=True)) + r"))\.?(?=\s+\d)"
-    r"|\b(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?\s?(?P<ap>[ap])\.?\s?m\b\.?"
+    r"|\b(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?\s?(?P<ap>[ap])\.?\s?m\b(?!')\.?"
     r"|\b(?P<h24>\d{1,2}):(?P<mi24>\d{2})\b(?!:)",
     re.I,
 )
-_HINT_RE = re.compile(r"\d[-/.:]\d|\d\s?[aApP]\.?\s?[mM]\b|\b(?:" + "|".join(_ABBREVIATIONS) + r")\.?\s+\d")
+# What the forms leave among the tokens of the tokeniser's fast path: a month abbreviation,
+# "am"/"pm" or the "m" of "a.m."; and, for numeric dates and clock times, a digit, a
+# separator and a digit (checked only where the text has a separator at all).
+_HINT_TOKENS = frozenset(_ABBREVIATIONS) | frozenset(a + m for a in "aApP" for m in "mM") | frozenset("mM")
+_SEPARATED_DIGITS_RE = re.compile(r"\d[-/:]\d")
 
 
-def may_hold_date_time(text: str) -> bool:
-    """A cheap test that ``text`` may hold a form :data:`DATE_TIME_RE` reads (most do not)."""
-    return _HINT_RE.search(text) is not None
+def may_hold_date_time(text: str, tokens: list[str]) -> bool:
+    """A cheap test that ``text``, whose word tokens are ``tokens``, may hold a form
+    :data:`DATE_TIME_RE` reads (most texts do not): C-level set and substring checks first."""
+    if not _HINT_TOKENS.isdisjoint(tokens):
+        return True
+    return ("/" in text or ":" in text or "-" in text) and _SEPARATED_DIGITS_RE.search(text) is not None
 
 
 def _date(day: int, month: int, year: str) -> list[str] | None:

@@ -114,9 +114,10 @@ def _sentences_and_tokens(content: str) -> tuple[list[str], list[list[str]]]:
     if c is not None and 33 not in c:  # printable ASCII without "!"/"?": _splits_plainly
         spans = _plain_spans(content)
         texts = [content[a:b] for a, b in spans]
-        if plain_classes(c) and not may_hold_date_time(content):
+        if plain_classes(c):
             sp = spaced(content)
-            return texts, [sp[a:b].split() for a, b in spans]
+            if not may_hold_date_time(content, sp.split()):
+                return texts, [sp[a:b].split() for a, b in spans]
     else:
         texts = _split_regex(content)
     return texts, list(map(tokenise, texts))

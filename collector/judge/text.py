@@ -185,8 +185,9 @@ def tokenise(text: str) -> list[str]:
     letter and digit runs, which ``str.translate`` and ``str.split`` find at C speed
     (a fraction of the regex's cost). Everything else goes to the regex.
     """
-    if not may_hold_date_time(text):
-        return _word_tokens(text)
+    tokens = _word_tokens(text)
+    if not may_hold_date_time(text, tokens):
+        return tokens
     out: list[str] = []
     pos = 0
     for m in DATE_TIME_RE.finditer(text):
