@@ -1,4 +1,4 @@
-"""Numeric dates, clock times and abbreviated months read as their sources write them."""
+"""Numeric dates, clock times, abbreviated months and ordinal words read as their sources write them."""
 
 from __future__ import annotations
 
@@ -85,3 +85,25 @@ def test_another_date_still_contradicts(judge: LocalJudge) -> None:
         }
     )
     assert out["claims"][0]["verdict"] != "supported"
+
+
+@pytest.mark.parametrize(
+    ("written", "tokens"),
+    [
+        ("Sales fell in the second quarter", ["Sales", "fell", "in", "the", "2nd", "quarter"]),
+        ("Sales fell in Q2 2023", ["Sales", "fell", "in", "2nd", "quarter", "2023"]),
+        ("Second, sales fell", ["Second", "sales", "fell"]),
+        ("A 30 second ad ran for a second", ["A", "30", "second", "ad", "ran", "for", "a", "second"]),
+    ],
+)
+def test_second_is_the_ordinal_unless_it_is_the_unit(written: str, tokens: list[str]) -> None:
+    assert tokenise(written) == tokens
+
+
+def test_a_quarter_written_another_way_supports_the_claim(judge: LocalJudge) -> None:
+    chunk = "The company reported its first second-quarter loss since 2009."
+    for answer in ("The company reported a 2nd quarter loss [1].", "The company reported a Q2 loss [1]."):
+        out = judge.judge(
+            {"trace_id": "t", "query": "", "answer": answer, "chunks": [{"id": "C1", "content": chunk}]}
+        )
+        assert out["claims"][0]["verdict"] == "supported", answer

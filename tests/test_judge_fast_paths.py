@@ -16,7 +16,7 @@ import random
 import re
 
 import pytest
-from ragpulse.collector.judge import claims, dates, evidence, text
+from ragpulse.collector.judge import claims, dates, evidence, numbers, text
 
 from tests.carried_data import attribution_cases
 
@@ -36,6 +36,7 @@ def _words_text(rng: random.Random) -> str:
         "Logs", "are", "kept", "for", "5", "years", "don't", "students'", "'quoted'", "1,000", "3.5",
         "50%", "A1", "x2y", "e.g.", "U.S.", "Dr.", "(see", "[C2]", "no", "not", "data", "cannot", "find",
         "2020-01-15", "1/15/2020", "3/4/2020", "3 pm", "3:30 p.m.", "15:00", "Jan.", "Sept", "25:00", "1:12",
+        "second", "Second", "Q", "Q2", "30",
     ]  # fmt: skip
     seps = [" ", " ", " ", "  ", ". ", ".  ", "! ", "? ", ", ", "; ", "\n", ".\n", '. "', ". ("]
     out = []
@@ -59,7 +60,8 @@ def _real_texts() -> list[str]:
 
 
 def _reference_tokens(s: str) -> list[str]:
-    """The tokens by the regexes alone: the token regex, and each date or time it reads."""
+    """The tokens by the regexes alone: the token regex, each date or time it reads, and the
+    ordinal words (numbers.read_ordinal_words)."""
     out: list[str] = []
     pos = 0
     for m in dates.DATE_TIME_RE.finditer(s):
@@ -67,7 +69,7 @@ def _reference_tokens(s: str) -> list[str]:
         if words is not None:
             out += text._WORD_RE.findall(s[pos : m.start()]) + words
             pos = m.end()
-    return out + text._WORD_RE.findall(s[pos:])
+    return numbers.read_ordinal_words(out + text._WORD_RE.findall(s[pos:]))
 
 
 def test_tokenise_equals_the_token_regex_on_random_strings() -> None:

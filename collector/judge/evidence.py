@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .dates import ends_with_month_abbreviation, may_hold_date_time
+from .numbers import read_ordinal_words
 from .text import (
     TextProfile,
     char_classes,
@@ -117,7 +118,7 @@ def _sentences_and_tokens(content: str) -> tuple[list[str], list[list[str]]]:
         if plain_classes(c):
             sp = spaced(content)
             if not may_hold_date_time(content, sp.split()):
-                return texts, [sp[a:b].split() for a, b in spans]
+                return texts, [read_ordinal_words(sp[a:b].split()) for a, b in spans]
     else:
         texts = _split_regex(content)
     return texts, list(map(tokenise, texts))

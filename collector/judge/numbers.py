@@ -190,3 +190,37 @@ def joined_numbers(tokens: list[str]) -> list[tuple[int, str]]:
                     continue
                 out.append((i, str(int(value)) if value.is_integer() else str(value)))
     return out
+
+
+# "second" is also the unit of time: it is that after a number or one of these ("30 second
+# ads", "a split second", "per second"), and the discourse marker opening a sentence
+# ("Second, ..."); elsewhere it is the ordinal, as "third" is ("the second quarter").
+_SECOND_AS_UNIT_AFTER = frozenset("a per one each every split fraction few milli micro nano".split())
+_QUARTERS = {"1": "1st", "2": "2nd", "3": "3rd", "4": "4th"}
+
+
+def read_ordinal_words(tokens: list[str]) -> list[str]:
+    """``tokens`` with the ordinal "second" as ``2nd`` (it matches "2nd", as "third" matches
+    "3rd") and a quarter written "Q2" as ``2nd quarter``; the list itself when neither
+    occurs (two C-level membership tests)."""
+    if "second" not in tokens and "Second" not in tokens and "Q" not in tokens:
+        return tokens
+    out: list[str] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        tok = tokens[i]
+        if tok == "Q" and i + 1 < n and tokens[i + 1] in _QUARTERS:
+            out += [_QUARTERS[tokens[i + 1]], "quarter"]
+            i += 2
+            continue
+        before = tokens[i - 1] if i else ""
+        if (
+            tok in ("second", "Second")
+            and before
+            and not (before[0].isdigit() or before.lower() in _SECOND_AS_UNIT_AFTER)
+        ):
+            out.append("2nd")
+        else:
+            out.append(tok)
+        i += 1
+    return out

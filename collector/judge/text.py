@@ -13,7 +13,7 @@ from itertools import chain
 
 from .dates import DATE_TIME_RE, date_time_words, may_hold_date_time
 from .morphology import base_form, derive
-from .numbers import CARDINALS, JOINING_FORMS, ORDINALS, joined_numbers, normalise_numbers
+from .numbers import CARDINALS, JOINING_FORMS, ORDINALS, joined_numbers, normalise_numbers, read_ordinal_words
 
 __all__ = [
     "STOPWORDS",
@@ -187,7 +187,7 @@ def tokenise(text: str) -> list[str]:
     """
     tokens = _word_tokens(text)
     if not may_hold_date_time(text, tokens):
-        return tokens
+        return read_ordinal_words(tokens)
     out: list[str] = []
     pos = 0
     for m in DATE_TIME_RE.finditer(text):
@@ -198,7 +198,7 @@ def tokenise(text: str) -> list[str]:
         out += words
         pos = m.end()
     out += _word_tokens(text[pos:])
-    return out
+    return read_ordinal_words(out)
 
 
 def _word_tokens(text: str) -> list[str]:
