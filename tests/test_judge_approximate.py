@@ -103,9 +103,13 @@ def test_a_rounded_or_qualified_number_is_not_a_contradiction() -> None:
         ("About two thirds of applicants apply in spring.", "contradicted"),
         ("More than half of applicants are women.", "unsupported"),  # 48.7 is not more than half
         ("He finished third in 2004.", "supported"),  # an ordinal, not a fraction
+        ("About 1 in 3 applicants apply in spring.", "supported"),  # 35 percent
+        ("Nearly one in two applicants are women.", "supported"),  # 48.7 percent
+        ("Three out of four applicants renew online.", "supported"),  # 74 percent
+        ("About 2 in 3 applicants apply in spring.", "contradicted"),
     ],
 )
-def test_a_fraction_reads_as_the_percentage_it_names(claim: str, verdict: str) -> None:
+def test_a_fraction_or_a_share_reads_as_the_percentage_it_names(claim: str, verdict: str) -> None:
     chunk = (
         "About 35 percent of applicants apply in spring, and 48.7 percent are women. "
         "Roughly 74 percent renew online. He finished third in 2004."

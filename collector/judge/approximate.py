@@ -260,6 +260,28 @@ def _fraction(tokens: list[str], i: int) -> tuple[Decimal, int] | None:
     return (Decimal(50), 0) if denominator == 2 else None
 
 
+def _ratio(tokens: list[str], i: int) -> tuple[Decimal, int, tuple[str, str]] | None:
+    """A share written at ``tokens[i]`` as "3 in 10" or "one out of five" as a percentage, the
+    tokens it spans and its two numbers' canonical forms; None for anything else (the second
+    number must be the larger: "2 in 1" is no share)."""
+    first = _written(tokens, i)
+    if first is None and tokens[i].lower() == "one":  # "one" alone is no number (text.py)
+        first = _written(["1"], 0)
+    if first is None or first.span != 1:
+        return None
+    j = i + 1
+    if [t.lower() for t in tokens[j : j + 1]] == ["in"]:
+        j += 1
+    elif [t.lower() for t in tokens[j : j + 2]] == ["out", "of"]:
+        j += 2
+    else:
+        return None
+    whole = _written(tokens, j) if j < len(tokens) else None
+    if whole is None or whole.span != 1 or whole.year or not 0 < first.value < whole.value:
+        return None
+    return first.value * 100 / whole.value, j + 1 - i, (_canonical(first.value), _canonical(whole.value))
+
+
 def _reading(
     tokens: list[str], i: int, missing: frozenset[str], context: _Context
 ) -> tuple[int, int, list[str]] | None:
@@ -280,6 +302,14 @@ def _reading(
         low, high = _FRACTION_WINDOW[kind]
         near = [(abs(x - share), e) for x, e in values if share + low <= x <= share + high]
         return (multiplier + qualifier_span, 1, [min(near)[1]]) if near else None
+    ratio = _ratio(tokens, i)
+    if ratio is not None and not missing.isdisjoint(ratio[2]):
+        share, span, _ = ratio
+        kind, qualifier_span = _qualifier(tokens, i)
+        low, high = _FRACTION_WINDOW[kind]
+        near = [(abs(x - share), e) for x, e in values if share + low <= x <= share + high]
+        if near:
+            return qualifier_span, span, [min(near)[1]]
     written = _written(tokens, i)
     if written is None:
         return None
