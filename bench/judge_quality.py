@@ -125,7 +125,6 @@ def _raw(x: np.ndarray, coef: np.ndarray, b: float) -> np.ndarray:
 
 
 _NUM_MISS = CLAIM_FEATURES.index("num_miss")
-_NUM_MISS_ALL = CLAIM_FEATURES.index("num_miss_all")
 
 
 def number_cells(data: Data) -> tuple[np.ndarray, np.ndarray]:

@@ -282,6 +282,14 @@ def _ratio(tokens: list[str], i: int) -> tuple[Decimal, int, tuple[str, str]] | 
     return first.value * 100 / whole.value, j + 1 - i, (_canonical(first.value), _canonical(whole.value))
 
 
+def _percentage_near(share: Decimal, kind: str | None, values: list[tuple[Decimal, str]]) -> str | None:
+    """The evidence value closest to the percentage ``share`` within its window after the
+    qualifier ``kind`` (:data:`_FRACTION_WINDOW`), as the evidence writes it; None if none."""
+    low, high = _FRACTION_WINDOW[kind]
+    near = [(abs(x - share), e) for x, e in values if share + low <= x <= share + high]
+    return min(near)[1] if near else None
+
+
 def _reading(
     tokens: list[str], i: int, missing: frozenset[str], context: _Context
 ) -> tuple[int, int, list[str]] | None:
@@ -299,17 +307,15 @@ def _reading(
     if fraction is not None:
         share, multiplier = fraction
         kind, qualifier_span = _qualifier(tokens, i - multiplier)
-        low, high = _FRACTION_WINDOW[kind]
-        near = [(abs(x - share), e) for x, e in values if share + low <= x <= share + high]
-        return (multiplier + qualifier_span, 1, [min(near)[1]]) if near else None
+        percent = _percentage_near(share, kind, values)
+        return (multiplier + qualifier_span, 1, [percent]) if percent else None
     ratio = _ratio(tokens, i)
     if ratio is not None and not missing.isdisjoint(ratio[2]):
         share, span, _ = ratio
         kind, qualifier_span = _qualifier(tokens, i)
-        low, high = _FRACTION_WINDOW[kind]
-        near = [(abs(x - share), e) for x, e in values if share + low <= x <= share + high]
-        if near:
-            return qualifier_span, span, [min(near)[1]]
+        percent = _percentage_near(share, kind, values)
+        if percent:
+            return qualifier_span, span, [percent]
     written = _written(tokens, i)
     if written is None:
         return None

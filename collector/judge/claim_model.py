@@ -51,8 +51,8 @@ class ClaimModel:
     knots_y: tuple[float, ...]  # calibrated probabilities, non-decreasing
     threshold: float
     weak: float
-    number_cap: float  # the probability ceiling of a claim with a number no chunk has
-    joint_number_cap: float  # ... whose number the best chunk lacks and another chunk has in context
+    number_cap: float  # the probability ceiling of a claim whose number the best chunk lacks
+    joint_number_cap: float  # ... when another chunk has it next to the claim's words
     digest: str
 
     def raw(self, feats: list[float]) -> float:

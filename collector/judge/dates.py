@@ -19,16 +19,25 @@ form as one token sequence:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-__all__ = ["DATE_TIME_RE", "date_time_words", "may_hold_date_time", "ends_with_month_abbreviation"]
+__all__ = [
+    "DATE_TIME_RE",
+    "MONTH_ABBREVIATIONS",
+    "MONTH_NAMES",
+    "date_time_words",
+    "ends_with_month_abbreviation",
+    "may_hold_date_time",
+]
 
 MONTH_NAMES = "January February March April May June July August September October November December".split()
-_ABBREVIATIONS = {name[:3]: name for name in MONTH_NAMES if name != "May"} | {"Sept": "September"}
+# Capitalised month abbreviations and the names they stand for ("May" is no abbreviation).
+MONTH_ABBREVIATIONS = {name[:3]: name for name in MONTH_NAMES if name != "May"} | {"Sept": "September"}
 
 DATE_TIME_RE = re.compile(
     r"\b(?P<y>\d{4})(?P<s1>[-/])(?P<m>\d{1,2})(?P=s1)(?P<d>\d{1,2})\b"
     r"|\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y2>\d{4})\b"
-    r"|\b(?P<mon>(?-i:" + "|".join(sorted(_ABBREVIATIONS, key=len, reverse=True)) + r"))\.?(?=\s+\d)"
+    r"|\b(?P<mon>(?-i:" + "|".join(sorted(MONTH_ABBREVIATIONS, key=len, reverse=True)) + r"))\.?(?=\s+\d)"
     r"|\b(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?\s?(?P<ap>[ap])\.?\s?m\b(?!')\.?"
     r"|\b(?P<h24>\d{1,2}):(?P<mi24>\d{2})\b(?!:)",
     re.I,
@@ -36,11 +45,13 @@ DATE_TIME_RE = re.compile(
 # What the forms leave among the tokens of the tokeniser's fast path: a month abbreviation,
 # "am"/"pm" or the "m" of "a.m."; and, for numeric dates and clock times, a digit, a
 # separator and a digit (checked only where the text has a separator at all).
-_HINT_TOKENS = frozenset(_ABBREVIATIONS) | frozenset(a + m for a in "aApP" for m in "mM") | frozenset("mM")
+_HINT_TOKENS = (
+    frozenset(MONTH_ABBREVIATIONS) | frozenset(a + m for a in "aApP" for m in "mM") | frozenset("mM")
+)
 _SEPARATED_DIGITS_RE = re.compile(r"\d[-/:]\d")
 
 
-def may_hold_date_time(text: str, tokens: list[str]) -> bool:
+def may_hold_date_time(text: str, tokens: Iterable[str]) -> bool:
     """A cheap test that ``text``, whose word tokens are ``tokens``, may hold a form
     :data:`DATE_TIME_RE` reads (most texts do not): C-level set and substring checks first."""
     if not _HINT_TOKENS.isdisjoint(tokens):
@@ -71,7 +82,7 @@ def date_time_words(m: re.Match[str]) -> list[str] | None:
             return _date(b, a, m["y2"])
         return None
     if m["mon"]:
-        return [_ABBREVIATIONS[m["mon"]]]
+        return [MONTH_ABBREVIATIONS[m["mon"]]]
     if m["ap"]:
         hour, minute = int(m["h"]), int(m["mi"] or 0)
         if not 1 <= hour <= 12:
@@ -83,4 +94,4 @@ def date_time_words(m: re.Match[str]) -> list[str] | None:
 def ends_with_month_abbreviation(text: str) -> bool:
     """Whether ``text`` ends with a capitalised month abbreviation and its dot ("... on Jan."):
     the dot of "Jan. 15" ends no sentence."""
-    return text.endswith(".") and text[:-1].rsplit(None, 1)[-1:] in ([a] for a in _ABBREVIATIONS)
+    return text.endswith(".") and text[:-1].rsplit(None, 1)[-1:] in ([a] for a in MONTH_ABBREVIATIONS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from .dates import ends_with_month_abbreviation, may_hold_date_time
@@ -117,8 +118,9 @@ def _sentences_and_tokens(content: str) -> tuple[list[str], list[list[str]]]:
         texts = [content[a:b] for a, b in spans]
         if plain_classes(c):
             sp = spaced(content)
-            if not may_hold_date_time(content, sp.split()):
-                return texts, [read_ordinal_words(sp[a:b].split()) for a, b in spans]
+            tokens = [sp[a:b].split() for a, b in spans]
+            if not may_hold_date_time(content, chain.from_iterable(tokens)):
+                return texts, list(map(read_ordinal_words, tokens))
     else:
         texts = _split_regex(content)
     return texts, list(map(tokenise, texts))

@@ -6,6 +6,8 @@ One definition of what a number is, shared by the stems (a number's stem is its 
 
 from __future__ import annotations
 
+from .dates import MONTH_ABBREVIATIONS, MONTH_NAMES
+
 __all__ = [
     "CARDINALS",
     "JOINING_FORMS",
@@ -142,10 +144,8 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
-)
+# Month names and abbreviations, lower case (a date's day sits next to one).
+_MONTHS = frozenset(w.lower() for w in (*MONTH_NAMES, *MONTH_ABBREVIATIONS))
 
 
 def _day_of_month(tokens: list[str], suffix: int) -> bool:

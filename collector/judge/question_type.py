@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from .dates import MONTH_NAMES
 from .text import TextProfile
 
 __all__ = ["asks_quantity", "answers_quantity", "asks_time", "answers_time", "misses_question_type"]
@@ -35,16 +36,19 @@ _TIME_Q_RE = re.compile(
     r"|\bby when\b|\buntil when\b|\bsince when\b|\bwhat (?:hour|week)\b",
     re.I,
 )
-_TIME_WORDS = _QUANTITY_WORDS | frozenset(
-    "before after during until till since upon within while whenever when once ago later earlier soon "
-    "today tomorrow yesterday tonight now currently recently formerly previously then "
-    "morning afternoon evening night noon midnight dawn weekend weekends weekday weekdays "
-    "year years month months week weeks day days hour hours minute minutes second seconds "
-    "decade decades century centuries quarter season spring summer autumn fall winter "
-    "end start beginning middle onset close deadline "
-    "january february march april may june july august september october november december "
-    "monday tuesday wednesday thursday friday saturday sunday "
-    "first last next every each annual periodic periodically regularly".split()
+_TIME_WORDS = (
+    _QUANTITY_WORDS
+    | frozenset(
+        "before after during until till since upon within while whenever when once ago later earlier soon "
+        "today tomorrow yesterday tonight now currently recently formerly previously then "
+        "morning afternoon evening night noon midnight dawn weekend weekends weekday weekdays "
+        "year years month months week weeks day days hour hours minute minutes second seconds "
+        "decade decades century centuries quarter season spring summer autumn fall winter "
+        "end start beginning middle onset close deadline "
+        "monday tuesday wednesday thursday friday saturday sunday "
+        "first last next every each annual periodic periodically regularly".split()
+    )
+    | frozenset(m.lower() for m in MONTH_NAMES)
 )
 
 
