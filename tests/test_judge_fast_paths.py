@@ -60,8 +60,9 @@ def _real_texts() -> list[str]:
 
 
 def _reference_tokens(s: str) -> list[str]:
-    """The tokens by the regexes alone: the token regex, each date or time it reads, and the
-    ordinal words (numbers.read_ordinal_words)."""
+    """The tokens by the regexes alone: space-grouped thousands joined with commas, then the
+    token regex, each date or time it reads, and the ordinal words (numbers.read_ordinal_words)."""
+    s = numbers._DIGIT_GROUPS_RE.sub(lambda m: re.sub(r"[ \u00a0\u202f\u2009]", ",", m[0]), s)
     out: list[str] = []
     pos = 0
     for m in dates.DATE_TIME_RE.finditer(s):

@@ -14,13 +14,16 @@ the claim rests on (the one sharing most of its content stems):
   sufficient condition, and a requirement listed beside others contradicts "alone".
   A claim that merely says the condition *permits* the outcome ("legal-hold release
   permits deletion") is not flagged: that reading leaves the other requirement out,
-  which is an omitted condition, not a contradiction.
+  which is an omitted condition, not a contradiction;
+- a claim that widens what the sentence restricts (:mod:`.scope`): "all employees" against
+  "all full-time employees", "adults and children" against "adults only".
 """
 
 from __future__ import annotations
 
 from .evidence import ChunkEvidence
 from .lexicon import Lexicon, lemmas_of, load_lexicon
+from .scope import may_widen, scope_conflict
 from .text import TextProfile, stem
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "antonym_swap",
     "asserts_sufficiency",
     "sufficiency_conflict",
+    "scope_conflicts",
     "conflicts",
     "contradicting",
 ]
@@ -220,20 +224,35 @@ def sufficiency_conflict(cp: TextProfile, chunk: ChunkEvidence) -> str | None:
     return "unsupported"
 
 
+def scope_conflicts(cp: TextProfile, chunk: ChunkEvidence, contradiction: bool = False) -> str | None:
+    """:func:`.scope.scope_conflict` against the chunk sentence the claim rests on, when that
+    sentence shares at least 60% of the claim's content stems (with ``contradiction``, only
+    where the result could be ``"contradicted"``)."""
+    if not may_widen(cp.tokens, chunk.whole.tokens, contradiction):
+        return None
+    i, shared = best_sentence(cp, chunk)
+    if shared < 0.6:
+        return None
+    return scope_conflict(cp, chunk.sentence_profile(i))
+
+
 def conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
-    """The chunk's words support the claim but its sentence says otherwise (negation, an antonym
-    or a necessary condition read as sufficient): the chunk cannot support the claim."""
+    """The chunk's words support the claim but its sentence says otherwise (negation, an antonym,
+    a necessary condition read as sufficient, or a restriction the claim drops): the chunk
+    cannot support the claim."""
     return (
         negation_conflicts(cp, chunk)
         or antonym_conflicts(cp, chunk)
         or sufficiency_conflict(cp, chunk) is not None
+        or scope_conflicts(cp, chunk) is not None
     )
 
 
 def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
     """Ids of the chunks with a sentence that matches the claim's words but disagrees on a
-    number or a negation, swaps one of them for an antonym, or lists the condition the claim
-    calls sufficient beside others."""
+    number or a negation, swaps one of them for an antonym, lists the condition the claim
+    calls sufficient beside others, or limits what the claim widens ("most" against "all",
+    "adults only" against "adults and children")."""
     words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
     if not words:
         return []
@@ -243,6 +262,7 @@ def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
         if _contradicts(cp, words, c)
         or antonym_conflicts(cp, c)
         or sufficiency_conflict(cp, c) == "contradicted"
+        or scope_conflicts(cp, c, contradiction=True) == "contradicted"
     ]
 
 

@@ -15,7 +15,7 @@ from itertools import chain
 from typing import Any
 
 from .dates import ends_with_month_abbreviation, may_hold_date_time
-from .numbers import read_ordinal_words
+from .numbers import may_group_digits, read_ordinal_words
 from .text import (
     TextProfile,
     char_classes,
@@ -116,7 +116,7 @@ def _sentences_and_tokens(content: str) -> tuple[list[str], list[list[str]]]:
     if c is not None and 33 not in c:  # printable ASCII without "!"/"?": _splits_plainly
         spans = _plain_spans(content)
         texts = [content[a:b] for a, b in spans]
-        if plain_classes(c):
+        if plain_classes(c) and not may_group_digits(c):
             sp = spaced(content)
             tokens = [sp[a:b].split() for a, b in spans]
             if not may_hold_date_time(content, chain.from_iterable(tokens)):

@@ -6,6 +6,8 @@ One definition of what a number is, shared by the stems (a number's stem is its 
 
 from __future__ import annotations
 
+import re
+
 from .dates import MONTH_ABBREVIATIONS, MONTH_NAMES
 
 __all__ = [
@@ -17,6 +19,8 @@ __all__ = [
     "SCALES",
     "SCALE_ABBREVIATIONS",
     "SCALE_FORMS",
+    "join_digit_groups",
+    "may_group_digits",
     "joined_numbers",
     "normalise_numbers",
     "scale_of",
@@ -79,6 +83,30 @@ ORDINALS = frozenset(w for w, v in NUMBER_WORDS.items() if v[-2:] in ORDINAL_SUF
 CARDINALS = frozenset(
     w for w, v in NUMBER_WORDS.items() if v.isdigit() and int(v) < 100 and w not in ("one", "dozen")
 )
+
+
+# Thousands grouped by a space, a no-break space, a narrow no-break space or a thin space
+# ("5 000", "1 250 000"; SI and European style): groups of exactly three digits after a
+# first group of one to three, not inside a longer number or a decimal.
+_DIGIT_GROUPS_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d-]|[.,]\d)")
+_GROUP_SEPARATORS_RE = re.compile(r"[ \u00a0\u202f\u2009]")
+
+
+def may_group_digits(classes: bytes | None) -> bool:
+    """Whether a text with class string ``classes`` (:func:`.text.char_classes`, None for a
+    non-ASCII text) may hold space-grouped thousands: an ASCII text needs a digit, a space
+    and a digit in a row (one substring search; nearly every text has none)."""
+    return classes is None or b"0 0" in classes
+
+
+def join_digit_groups(text: str, classes: bytes | None) -> str:
+    """``text`` with space-grouped thousands written with commas ("5 000" as "5,000", which
+    the tokens read as the number 5000). ``classes`` is the text's class string
+    (:func:`.text.char_classes`): a text :func:`may_group_digits` rules out is returned
+    as it is."""
+    if not may_group_digits(classes):
+        return text
+    return _DIGIT_GROUPS_RE.sub(lambda m: _GROUP_SEPARATORS_RE.sub(",", m[0]), text)
 
 
 def normalise_numbers(tokens: list[str]) -> set[str]:

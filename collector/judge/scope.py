@@ -1,0 +1,148 @@
+"""Quantifier scope: a claim that widens what the sentence it rests on restricts.
+
+Word overlap counts "All employees receive 20 days of paid leave" as supported by "All
+full-time employees receive 20 days of paid leave": every claim word is there. Two patterns
+are cheap to check against the chunk sentence the claim rests on (the one sharing most of
+its content stems, at least 60% of them; :func:`.conflicts.scope_conflicts` picks it):
+
+- **widened**, the claim quantifies a noun universally ("all", "every", "each", "any") that
+  the sentence names only with a restricting modifier the claim lacks ("full-time",
+  "new", "eligible", "registered") or with a partial quantifier ("some", "most", "many").
+  A restricted noun is ``"unsupported"`` (the sentence says nothing about the rest); a
+  partial quantifier is ``"contradicted"`` ("most" says "not all");
+- **joined to an exclusive**, the sentence limits a word with "only" ("adults only", "only
+  for members") and the claim joins that word with another the sentence lacks ("adults and
+  children"): ``"contradicted"``.
+
+A modifier counts as restricting when it is in :data:`RESTRICTING` or is an ``-ed``/``-ing``
+participle ("registered", "participating"): a noun before a noun ("hospital staff") names the
+domain more often than it restricts, so it is left alone.
+"""
+
+from __future__ import annotations
+
+from .text import STOPWORDS, TextProfile, stem
+
+__all__ = ["RESTRICTING", "may_widen", "scope_conflict"]
+
+UNIVERSAL = frozenset("all every each any".split())
+PARTIAL = frozenset("some most many several certain few".split())
+EXCLUSIVE = frozenset("only exclusively solely".split())
+_COORDINATORS = frozenset(("and", "or"))
+# Words after a universal quantifier that make an idiom, not a quantified noun ("of all time",
+# "at all times", "all kinds of").
+_IDIOMS = frozenset("time times kinds sorts types along".split())
+# Words between a universal quantifier and its noun ("all of the new members").
+_DETERMINERS = frozenset("the of our their its his her these those your my".split())
+# Between "only" and the word it limits ("only for members", "open only to adults").
+_ONLY_LINKS = frozenset("for to by with the a an".split())
+RESTRICTING = frozenset(
+    """new existing current former eligible full part time senior junior permanent temporary
+    active qualified paid premium enterprise select adult minor domestic international first
+    returning younger older female male resident local""".split()
+)
+# Raw tokens that can start each pattern, in the cases a text writes them: most claims and
+# chunks hold none and are ruled out by set operations.
+_UNIVERSAL_TRIGGERS = frozenset(v for w in UNIVERSAL for v in (w, w.capitalize(), w.upper()))
+_COORDINATOR_TRIGGERS = frozenset(v for w in _COORDINATORS for v in (w, w.capitalize(), w.upper()))
+_EXCLUSIVE_TRIGGERS = frozenset(v for w in EXCLUSIVE for v in (w, w.capitalize(), w.upper()))
+_PARTIAL_TRIGGERS = frozenset(v for w in PARTIAL for v in (w, w.capitalize(), w.upper()))
+
+
+def _is_word(t: str) -> bool:
+    return t.isalpha() and t not in STOPWORDS
+
+
+def _restricts(modifier: str, claim_stems: frozenset[str]) -> bool:
+    """Whether ``modifier`` (lower-cased), before a noun of the sentence, limits which ones it
+    means, and the claim does not say it too."""
+    if not _is_word(modifier) or stem(modifier) in claim_stems:
+        return False
+    return modifier in RESTRICTING or (len(modifier) > 4 and modifier.endswith(("ed", "ing")))
+
+
+def _universal_nouns(toks: list[str]) -> list[str]:
+    """The nouns the claim quantifies universally: the first content word after "all",
+    "every", "each" or "any", past any determiners."""
+    out = []
+    for i, t in enumerate(toks):
+        if t not in UNIVERSAL:
+            continue
+        j = i + 1
+        while j < len(toks) and toks[j] in _DETERMINERS:
+            j += 1
+        if j < len(toks) and _is_word(toks[j]) and toks[j] not in _IDIOMS:
+            out.append(toks[j])
+    return out
+
+
+def _widened(claim: list[str], claim_stems: frozenset[str], sentence: list[str]) -> str | None:
+    verdict = None
+    for noun in _universal_nouns(claim):
+        key = stem(noun)
+        before = [sentence[k - 1] if k else "" for k, t in enumerate(sentence) if stem(t) == key]
+        if not before:
+            continue
+        if all(b in PARTIAL for b in before):
+            return "contradicted"
+        if all(b in PARTIAL or _restricts(b, claim_stems) for b in before):
+            verdict = "unsupported"
+    return verdict
+
+
+def _limited(sentence: list[str]) -> set[str]:
+    """The stems of the words the sentence limits with "only": the content word before it
+    ("adults only") and the first one after it past a preposition ("only for members")."""
+    out = set()
+    for k, t in enumerate(sentence):
+        if t not in EXCLUSIVE:
+            continue
+        if k and _is_word(sentence[k - 1]):
+            out.add(stem(sentence[k - 1]))
+        j = k + 1
+        while j < len(sentence) and sentence[j] in _ONLY_LINKS:
+            j += 1
+        if j < len(sentence) and _is_word(sentence[j]):
+            out.add(stem(sentence[j]))
+    return out
+
+
+def _joined_to_limited(claim: list[str], limited: set[str], sentence_stems: frozenset[str]) -> bool:
+    """The claim coordinates a limited word with a content word the sentence lacks."""
+    if "only" in claim:
+        return False
+    for i, t in enumerate(claim):
+        if t not in _COORDINATORS or i == 0 or i + 1 == len(claim):
+            continue
+        a, b = claim[i - 1], claim[i + 1]
+        for word, other in ((a, b), (b, a)):
+            if stem(word) in limited and _is_word(other) and stem(other) not in sentence_stems:
+                return True
+    return False
+
+
+def may_widen(claim_tokens: list[str], chunk_tokens: list[str], contradiction: bool = False) -> bool:
+    """Whether a claim and a chunk (their raw tokens) have the words a pattern needs: a
+    universal quantifier in the claim (and, for a ``contradiction``, a partial one in the
+    chunk), or a coordinator in the claim and an exclusive word in the chunk. Set operations
+    rule most pairs out before a sentence is looked at."""
+    if not _UNIVERSAL_TRIGGERS.isdisjoint(claim_tokens) and (
+        not contradiction or not _PARTIAL_TRIGGERS.isdisjoint(chunk_tokens)
+    ):
+        return True
+    return not _COORDINATOR_TRIGGERS.isdisjoint(claim_tokens) and not _EXCLUSIVE_TRIGGERS.isdisjoint(chunk_tokens)
+
+
+def scope_conflict(cp: TextProfile, sp: TextProfile) -> str | None:
+    """``"contradicted"`` or ``"unsupported"`` when the claim widens what sentence ``sp``
+    restricts (see the module docstring), None when neither pattern applies."""
+    claim = [t.lower() for t in cp.tokens]
+    sentence = [t.lower() for t in sp.tokens]
+    verdict = _widened(claim, cp.stem_set, sentence)
+    if verdict == "contradicted":
+        return verdict
+    if not _EXCLUSIVE_TRIGGERS.isdisjoint(sp.tokens):
+        limited = _limited(sentence)
+        if limited and _joined_to_limited(claim, limited, sp.stem_set):
+            return "contradicted"
+    return verdict
