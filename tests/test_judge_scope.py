@@ -50,6 +50,13 @@ def _claim(judge: LocalJudge, answer: str, chunk: str) -> dict:
             "contradicted",
         ),
         ("The museum is open to adults and children.", "The museum is open to adults only.", "contradicted"),
+        (
+            "HSBC is the largest bank in the world.",
+            "HSBC is one of the largest banks in the world.",
+            "unsupported",
+        ),
+        ("The river is the longest in Europe.", "The river is among the longest in Europe.", "unsupported"),
+        ("He was the founder of the company.", "He was one of the founders of the company.", "unsupported"),
     ],
 )
 def test_a_claim_that_widens_a_restriction_is_not_supported(
@@ -70,6 +77,12 @@ def test_a_claim_that_widens_a_restriction_is_not_supported(
         ("The museum is open only to adults and seniors.", "The museum is open only to adults and seniors."),
         # a noun before the noun names the domain more often than it restricts
         ("All staff must complete the training.", "All hospital staff must complete the training."),
+        ("HSBC is one of the largest banks in the world.", "HSBC is the largest bank in the world."),
+        ("HSBC is one of the largest banks in the world.", "HSBC is one of the largest banks in the world."),
+        (
+            "HSBC reported a profit of $5 billion.",
+            "One of the largest banks, HSBC, reported a profit of $5 billion.",
+        ),
         # idioms are no quantified noun
         (
             "Salah is the all-time leading goalscorer for Egypt.",

@@ -1,7 +1,7 @@
 """Quantifier scope: a claim that widens what the sentence it rests on restricts.
 
 Word overlap counts "All employees receive 20 days of paid leave" as supported by "All
-full-time employees receive 20 days of paid leave": every claim word is there. Two patterns
+full-time employees receive 20 days of paid leave": every claim word is there. Three patterns
 are cheap to check against the chunk sentence the claim rests on (the one sharing most of
 its content stems, at least 60% of them; :func:`.conflicts.scope_conflicts` picks it):
 
@@ -12,7 +12,11 @@ its content stems, at least 60% of them; :func:`.conflicts.scope_conflicts` pick
   partial quantifier is ``"contradicted"`` ("most" says "not all");
 - **joined to an exclusive**, the sentence limits a word with "only" ("adults only", "only
   for members") and the claim joins that word with another the sentence lacks ("adults and
-  children"): ``"contradicted"``.
+  children"): ``"contradicted"``;
+- **singled out**, the sentence names one of a group ("one of the largest banks", "among
+  the longest", "one of the founders") and the claim makes it the only one ("the largest
+  bank", "the founder"): ``"unsupported"`` (it may be the largest; the sentence does not
+  say so).
 
 A modifier counts as restricting when it is in :data:`RESTRICTING` or is an ``-ed``/``-ing``
 participle ("registered", "participating"): a noun before a noun ("hospital staff") names the
@@ -46,6 +50,8 @@ RESTRICTING = frozenset(
 _UNIVERSAL_TRIGGERS = frozenset(v for w in UNIVERSAL for v in (w, w.capitalize(), w.upper()))
 _COORDINATOR_TRIGGERS = frozenset(v for w in _COORDINATORS for v in (w, w.capitalize(), w.upper()))
 _EXCLUSIVE_TRIGGERS = frozenset(v for w in EXCLUSIVE for v in (w, w.capitalize(), w.upper()))
+_GROUP_TRIGGERS = frozenset(("one", "One", "ONE", "among", "Among", "AMONG"))
+_THE_TRIGGERS = frozenset(("the", "The", "THE"))
 _PARTIAL_TRIGGERS = frozenset(v for w in PARTIAL for v in (w, w.capitalize(), w.upper()))
 
 
@@ -121,21 +127,54 @@ def _joined_to_limited(claim: list[str], limited: set[str], sentence_stems: froz
     return False
 
 
+def _group_members(sentence: list[str]) -> set[str]:
+    """The stems the sentence names only as one of a group: the word after "one of the" or
+    "among the", unless the sentence also has it after a plain "the"."""
+    picked, plain = set(), set()
+    for k, t in enumerate(sentence[:-1]):
+        if t != "the":
+            continue
+        key = stem(sentence[k + 1])
+        if sentence[k - 2 : k] == ["one", "of"] or (k and sentence[k - 1] == "among"):
+            picked.add(key)
+        else:
+            plain.add(key)
+    return picked - plain
+
+
+def _singled_out(claim: list[str], members: set[str]) -> bool:
+    """The claim has one of ``members`` after a plain "the" ("the largest bank")."""
+    for k, t in enumerate(claim[:-1]):
+        if t == "the" and stem(claim[k + 1]) in members:
+            if claim[k - 2 : k] != ["one", "of"] and not (k and claim[k - 1] == "among"):
+                return True
+    return False
+
+
 def may_widen(claim_tokens: list[str], chunk_tokens: list[str], contradiction: bool = False) -> bool:
     """Whether a claim and a chunk (their raw tokens) have the words a pattern needs: a
     universal quantifier in the claim (and, for a ``contradiction``, a partial one in the
-    chunk), or a coordinator in the claim and an exclusive word in the chunk. Set operations
+    chunk), a coordinator in the claim and an exclusive word in the chunk, or (not for a
+    ``contradiction``) "the" in the claim and "one" or "among" in the chunk. Set operations
     rule most pairs out before a sentence is looked at."""
     if not _UNIVERSAL_TRIGGERS.isdisjoint(claim_tokens) and (
         not contradiction or not _PARTIAL_TRIGGERS.isdisjoint(chunk_tokens)
     ):
         return True
-    return not _COORDINATOR_TRIGGERS.isdisjoint(claim_tokens) and not _EXCLUSIVE_TRIGGERS.isdisjoint(chunk_tokens)
+    if not _COORDINATOR_TRIGGERS.isdisjoint(claim_tokens) and not _EXCLUSIVE_TRIGGERS.isdisjoint(
+        chunk_tokens
+    ):
+        return True
+    return (
+        not contradiction
+        and not _THE_TRIGGERS.isdisjoint(claim_tokens)
+        and not _GROUP_TRIGGERS.isdisjoint(chunk_tokens)
+    )
 
 
 def scope_conflict(cp: TextProfile, sp: TextProfile) -> str | None:
     """``"contradicted"`` or ``"unsupported"`` when the claim widens what sentence ``sp``
-    restricts (see the module docstring), None when neither pattern applies."""
+    restricts (see the module docstring), None when no pattern applies."""
     claim = [t.lower() for t in cp.tokens]
     sentence = [t.lower() for t in sp.tokens]
     verdict = _widened(claim, cp.stem_set, sentence)
@@ -145,4 +184,8 @@ def scope_conflict(cp: TextProfile, sp: TextProfile) -> str | None:
         limited = _limited(sentence)
         if limited and _joined_to_limited(claim, limited, sp.stem_set):
             return "contradicted"
+    if verdict is None and not _GROUP_TRIGGERS.isdisjoint(sp.tokens):
+        members = _group_members(sentence)
+        if members and _singled_out(claim, members):
+            return "unsupported"
     return verdict
