@@ -57,6 +57,21 @@ def _claim(judge: LocalJudge, answer: str, chunk: str) -> dict:
         ),
         ("The river is the longest in Europe.", "The river is among the longest in Europe.", "unsupported"),
         ("He was the founder of the company.", "He was one of the founders of the company.", "unsupported"),
+        (
+            "Canberra is Australia's largest city.",
+            "Canberra is Australia's largest inland city.",
+            "unsupported",
+        ),
+        (
+            "It is the most popular attraction in the city.",
+            "It is the most popular tourist attraction in the city.",
+            "unsupported",
+        ),
+        (
+            "The city was designed by Walter Burley Griffin alone.",
+            "The city was designed by Walter Burley Griffin and Marion Mahony Griffin.",
+            "contradicted",
+        ),
     ],
 )
 def test_a_claim_that_widens_a_restriction_is_not_supported(
@@ -83,6 +98,15 @@ def test_a_claim_that_widens_a_restriction_is_not_supported(
             "HSBC reported a profit of $5 billion.",
             "One of the largest banks, HSBC, reported a profit of $5 billion.",
         ),
+        ("Canberra is Australia's largest inland city.", "Canberra is Australia's largest inland city."),
+        ("She was the first president of the society.", "She was the first female president of the society."),
+        ("She won the award for Best Actress.", "She won the award for Best Supporting Actress."),
+        (
+            "The city was designed by Walter Burley Griffin.",
+            "The city was designed by Walter Burley Griffin and Marion Mahony Griffin.",
+        ),
+        ("He was their only son.", "They had a son and a daughter; he was their only son."),
+        ("She lived in Paris for a year.", "She lived alone in Paris for a year."),
         # idioms are no quantified noun
         (
             "Salah is the all-time leading goalscorer for Egypt.",

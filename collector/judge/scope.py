@@ -13,6 +13,16 @@ its content stems, at least 60% of them; :func:`.conflicts.scope_conflicts` pick
 - **joined to an exclusive**, the sentence limits a word with "only" ("adults only", "only
   for members") and the claim joins that word with another the sentence lacks ("adults and
   children"): ``"contradicted"``;
+- **a superlative narrowed**, the claim drops a modifier from the sentence's superlative
+  ("Australia's largest city" against "Australia's largest *inland* city", "the most
+  popular attraction" against "the most popular *tourist* attraction"): ``"unsupported"``;
+  any modifier counts here, a noun too ("the largest company" is not "the largest steel
+  company"). Only "-est" forms, "most" and "least" after "the" or a possessive are read
+  ("first", "best" name titles and firsts, "Best Actress", "his first film", that the dev
+  labels accept against a longer sentence);
+- **an exclusive claim**, the claim limits a word with "alone", "solely" or "exclusively" ("designed by
+  Griffin alone") and the sentence joins that word to one the claim lacks ("Walter Burley
+  Griffin and Marion Mahony Griffin"): ``"contradicted"``;
 - **singled out**, the sentence names one of a group ("one of the largest banks", "among
   the longest", "one of the founders") and the claim makes it the only one ("the largest
   bank", "the founder"): ``"unsupported"`` (it may be the largest; the sentence does not
@@ -32,6 +42,23 @@ __all__ = ["RESTRICTING", "may_widen", "scope_conflict"]
 UNIVERSAL = frozenset("all every each any".split())
 PARTIAL = frozenset("some most many several certain few".split())
 EXCLUSIVE = frozenset("only exclusively solely".split())
+# What limits a word in a claim: "alone", "solely", "exclusively" ("Griffin alone"). Not
+# "only": "their only son" limits within sons, and a sentence's "a son and a daughter" agrees.
+# In a sentence "alone" is as often "by oneself" ("she lived alone").
+CLAIM_EXCLUSIVE = frozenset("alone solely exclusively".split())
+# Superlatives read by the narrowing pattern: "most", "least" and the "-est" forms. "first",
+# "last", "best" and "worst" name titles and firsts ("Best Actress", "his first film") that
+# the dev labels accept against a longer sentence.
+SUPERLATIVES = frozenset(("most", "least"))
+# What must come before a claim's superlative for the pattern: a determiner or a possessive
+# ("the largest city", "Australia's largest city"); "for most goals" is left alone.
+_SUPERLATIVE_DETERMINERS = frozenset("the his her its their our my your".split())
+# Words of six letters or more that end in "est" and are no superlatives.
+_NOT_SUPERLATIVES = frozenset(
+    """interest honest modest forest request protest contest suggest harvest digest manifest
+    conquest inquest southwest northwest midwest priest attest detest infest ingest arrest invest
+    divest earnest behest unrest tempest bequest incest""".split()
+)
 _COORDINATORS = frozenset(("and", "or"))
 # Words after a universal quantifier that make an idiom, not a quantified noun ("of all time",
 # "at all times", "all kinds of").
@@ -52,6 +79,7 @@ _COORDINATOR_TRIGGERS = frozenset(v for w in _COORDINATORS for v in (w, w.capita
 _EXCLUSIVE_TRIGGERS = frozenset(v for w in EXCLUSIVE for v in (w, w.capitalize(), w.upper()))
 _GROUP_TRIGGERS = frozenset(("one", "One", "ONE", "among", "Among", "AMONG"))
 _THE_TRIGGERS = frozenset(("the", "The", "THE"))
+_CLAIM_EXCLUSIVE_TRIGGERS = frozenset(v for w in CLAIM_EXCLUSIVE for v in (w, w.capitalize(), w.upper()))
 _PARTIAL_TRIGGERS = frozenset(v for w in PARTIAL for v in (w, w.capitalize(), w.upper()))
 
 
@@ -96,12 +124,40 @@ def _widened(claim: list[str], claim_stems: frozenset[str], sentence: list[str])
     return verdict
 
 
-def _limited(sentence: list[str]) -> set[str]:
-    """The stems of the words the sentence limits with "only": the content word before it
-    ("adults only") and the first one after it past a preposition ("only for members")."""
+def _is_superlative(t: str) -> bool:
+    return t in SUPERLATIVES or (len(t) >= 6 and t.endswith("est") and t not in _NOT_SUPERLATIVES)
+
+
+def _narrowed_superlative(claim: list[str], claim_stems: frozenset[str], sentence: list[str]) -> bool:
+    """The claim has a superlative of the sentence followed by the sentence's words less a
+    modifier: at the first difference after it, the sentence has a content word the claim
+    lacks, and the claim's word comes within the next two."""
+    for i, t in enumerate(claim):
+        if not i or not _is_superlative(t):
+            continue
+        if claim[i - 1] not in _SUPERLATIVE_DETERMINERS and not claim[i - 1].endswith("'s"):
+            continue
+        for k, u in enumerate(sentence):
+            if u != t:
+                continue
+            a, b = i + 1, k + 1
+            while a < len(claim) and b < len(sentence) and claim[a] == sentence[b]:
+                a, b = a + 1, b + 1
+            if a == len(claim) or b == len(sentence) or b - k > 4 or not _is_word(claim[a]):
+                continue
+            extra = sentence[b]
+            if _is_word(extra) and stem(extra) not in claim_stems and claim[a] in sentence[b + 1 : b + 3]:
+                return True
+    return False
+
+
+def _limited(sentence: list[str], exclusive: frozenset[str] = EXCLUSIVE) -> set[str]:
+    """The stems of the words the text limits with "only" (or another ``exclusive`` word):
+    the content word before it ("adults only") and the first one after it past a
+    preposition ("only for members")."""
     out = set()
     for k, t in enumerate(sentence):
-        if t not in EXCLUSIVE:
+        if t not in exclusive:
             continue
         if k and _is_word(sentence[k - 1]):
             out.add(stem(sentence[k - 1]))
@@ -113,16 +169,18 @@ def _limited(sentence: list[str]) -> set[str]:
     return out
 
 
-def _joined_to_limited(claim: list[str], limited: set[str], sentence_stems: frozenset[str]) -> bool:
-    """The claim coordinates a limited word with a content word the sentence lacks."""
-    if "only" in claim:
+def _joined_to_limited(text: list[str], limited: set[str], other_stems: frozenset[str]) -> bool:
+    """``text`` (lower-cased tokens) coordinates a ``limited`` word with a content word whose
+    stem is not in ``other_stems``: the claim with one the sentence lacks, or the sentence
+    with one the claim lacks. A text that says "only" itself is not read."""
+    if "only" in text:
         return False
-    for i, t in enumerate(claim):
-        if t not in _COORDINATORS or i == 0 or i + 1 == len(claim):
+    for i, t in enumerate(text):
+        if t not in _COORDINATORS or i == 0 or i + 1 == len(text):
             continue
-        a, b = claim[i - 1], claim[i + 1]
+        a, b = text[i - 1], text[i + 1]
         for word, other in ((a, b), (b, a)):
-            if stem(word) in limited and _is_word(other) and stem(other) not in sentence_stems:
+            if stem(word) in limited and _is_word(other) and stem(other) not in other_stems:
                 return True
     return False
 
@@ -161,15 +219,19 @@ def may_widen(claim_tokens: list[str], chunk_tokens: list[str], contradiction: b
         not contradiction or not _PARTIAL_TRIGGERS.isdisjoint(chunk_tokens)
     ):
         return True
+    if not _CLAIM_EXCLUSIVE_TRIGGERS.isdisjoint(claim_tokens) and not _COORDINATOR_TRIGGERS.isdisjoint(
+        chunk_tokens
+    ):
+        return True
     if not _COORDINATOR_TRIGGERS.isdisjoint(claim_tokens) and not _EXCLUSIVE_TRIGGERS.isdisjoint(
         chunk_tokens
     ):
         return True
-    return (
-        not contradiction
-        and not _THE_TRIGGERS.isdisjoint(claim_tokens)
-        and not _GROUP_TRIGGERS.isdisjoint(chunk_tokens)
-    )
+    if contradiction:
+        return False
+    if not _THE_TRIGGERS.isdisjoint(claim_tokens) and not _GROUP_TRIGGERS.isdisjoint(chunk_tokens):
+        return True
+    return any(t.endswith("est") for t in claim_tokens) or not SUPERLATIVES.isdisjoint(claim_tokens)
 
 
 def scope_conflict(cp: TextProfile, sp: TextProfile) -> str | None:
@@ -184,8 +246,14 @@ def scope_conflict(cp: TextProfile, sp: TextProfile) -> str | None:
         limited = _limited(sentence)
         if limited and _joined_to_limited(claim, limited, sp.stem_set):
             return "contradicted"
+    if not _CLAIM_EXCLUSIVE_TRIGGERS.isdisjoint(cp.tokens):
+        limited = _limited(claim, CLAIM_EXCLUSIVE)
+        if limited and _joined_to_limited(sentence, limited, cp.stem_set):
+            return "contradicted"
     if verdict is None and not _GROUP_TRIGGERS.isdisjoint(sp.tokens):
         members = _group_members(sentence)
         if members and _singled_out(claim, members):
             return "unsupported"
+    if verdict is None and _narrowed_superlative(claim, cp.stem_set, sentence):
+        return "unsupported"
     return verdict
