@@ -16,11 +16,14 @@ the claim rests on (the one sharing most of its content stems):
   permits deletion") is not flagged: that reading leaves the other requirement out,
   which is an omitted condition, not a contradiction;
 - a claim that widens what the sentence restricts (:mod:`.scope`): "all employees" against
-  "all full-time employees", "adults and children" against "adults only".
+  "all full-time employees", "adults and children" against "adults only";
+- a comparison flipped (:mod:`.comparisons`): "less than 10%" against "more than 10%",
+  "before the storm" against "after the storm".
 """
 
 from __future__ import annotations
 
+from .comparisons import comparison_flip, may_flip
 from .evidence import ChunkEvidence
 from .lexicon import Lexicon, lemmas_of, load_lexicon
 from .scope import may_widen, scope_conflict
@@ -34,6 +37,7 @@ __all__ = [
     "asserts_sufficiency",
     "sufficiency_conflict",
     "scope_conflicts",
+    "comparison_conflicts",
     "conflicts",
     "contradicting",
 ]
@@ -236,23 +240,34 @@ def scope_conflicts(cp: TextProfile, chunk: ChunkEvidence, contradiction: bool =
     return scope_conflict(cp, chunk.sentence_profile(i))
 
 
+def comparison_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
+    """:func:`.comparisons.comparison_flip` against the chunk sentence the claim rests on, when
+    that sentence shares at least 60% of the claim's content stems."""
+    if not may_flip(cp.tokens, chunk.whole.tokens):
+        return False
+    i, shared = best_sentence(cp, chunk)
+    return shared >= 0.6 and comparison_flip(cp, chunk.sentence_profile(i))
+
+
 def conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     """The chunk's words support the claim but its sentence says otherwise (negation, an antonym,
-    a necessary condition read as sufficient, or a restriction the claim drops): the chunk
-    cannot support the claim."""
+    a necessary condition read as sufficient, a restriction the claim drops, or a comparison
+    flipped): the chunk cannot support the claim."""
     return (
         negation_conflicts(cp, chunk)
         or antonym_conflicts(cp, chunk)
         or sufficiency_conflict(cp, chunk) is not None
         or scope_conflicts(cp, chunk) is not None
+        or comparison_conflicts(cp, chunk)
     )
 
 
 def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
     """Ids of the chunks with a sentence that matches the claim's words but disagrees on a
     number or a negation, swaps one of them for an antonym, lists the condition the claim
-    calls sufficient beside others, or limits what the claim widens ("most" against "all",
-    "adults only" against "adults and children")."""
+    calls sufficient beside others, limits what the claim widens ("most" against "all",
+    "adults only" against "adults and children"), or compares the other way ("more than"
+    against "less than")."""
     words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
     if not words:
         return []
@@ -263,6 +278,7 @@ def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
         or antonym_conflicts(cp, c)
         or sufficiency_conflict(cp, c) == "contradicted"
         or scope_conflicts(cp, c, contradiction=True) == "contradicted"
+        or comparison_conflicts(cp, c)
     ]
 
 
