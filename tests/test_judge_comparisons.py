@@ -1,4 +1,4 @@
-"""Local judge: a comparison flipped against the sentence the claim rests on is contradicted."""
+"""Local judge: a comparison flipped, or two numbers swapped, against the sentence the claim rests on is contradicted."""
 
 from __future__ import annotations
 
@@ -60,4 +60,39 @@ def test_a_flipped_comparison_is_contradicted(judge: LocalJudge, claim: str, chu
     ],
 )
 def test_the_same_comparison_stays_supported(judge: LocalJudge, claim: str, chunk: str) -> None:
+    assert _claim(judge, claim, chunk)["verdict"] == "supported"
+
+
+@pytest.mark.parametrize(
+    ("claim", "chunk"),
+    [
+        ("The store opens at 5 and closes at 9.", "The store opens at 9 and closes at 5."),
+        ("The company has 30 staff and 5,000 offices.", "The company has 5,000 staff and 30 offices."),
+        (
+            "Revenue was $2 million and profit $5 million in 2019.",
+            "Revenue was $5 million and profit $2 million in 2019.",
+        ),
+    ],
+)
+def test_two_numbers_swapped_are_contradicted(judge: LocalJudge, claim: str, chunk: str) -> None:
+    out = _claim(judge, claim, chunk)
+    assert out["verdict"] == "contradicted"
+    assert out["contradicting_chunk_ids"] == ["C1"]
+
+
+@pytest.mark.parametrize(
+    ("claim", "chunk"),
+    [
+        ("The store opens at 9 and closes at 5.", "The store opens at 9 and closes at 5."),
+        # the same facts in another order
+        ("The company has 30 offices and 5,000 staff.", "The company has 5,000 staff and 30 offices."),
+        ("He works 9 hours a day and 5 days a week.", "He works 5 days a week and 9 hours a day."),
+        # a date's day goes on either side of its month
+        (
+            "He was born on June 5, 1954.",
+            "Alberto Malesani (born 5 June 1954) is an Italian football manager.",
+        ),
+    ],
+)
+def test_numbers_in_another_order_stay_supported(judge: LocalJudge, claim: str, chunk: str) -> None:
     assert _claim(judge, claim, chunk)["verdict"] == "supported"

@@ -18,7 +18,9 @@ the claim rests on (the one sharing most of its content stems):
 - a claim that widens what the sentence restricts (:mod:`.scope`): "all employees" against
   "all full-time employees", "adults and children" against "adults only";
 - a comparison flipped (:mod:`.comparisons`): "less than 10%" against "more than 10%",
-  "before the storm" against "after the storm".
+  "before the storm" against "after the storm";
+- two numbers swapped (:mod:`.swaps`): "opens at 5 and closes at 9" against "opens at 9 and
+  closes at 5".
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .comparisons import comparison_flip, may_flip
 from .evidence import ChunkEvidence
 from .lexicon import Lexicon, lemmas_of, load_lexicon
 from .scope import may_widen, scope_conflict
+from .swaps import numbers_swapped
 from .text import TextProfile, stem
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "sufficiency_conflict",
     "scope_conflicts",
     "comparison_conflicts",
+    "swap_conflicts",
     "conflicts",
     "contradicting",
 ]
@@ -249,16 +253,26 @@ def comparison_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     return shared >= 0.6 and comparison_flip(cp, chunk.sentence_profile(i))
 
 
+def swap_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
+    """:func:`.swaps.numbers_swapped` against the chunk sentence the claim rests on, when
+    that sentence shares at least 60% of the claim's content stems."""
+    if len(cp.numbers) < 2 or not cp.numbers <= chunk.whole.numbers:
+        return False
+    i, shared = best_sentence(cp, chunk)
+    return shared >= 0.6 and numbers_swapped(cp, chunk.sentence_profile(i))
+
+
 def conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     """The chunk's words support the claim but its sentence says otherwise (negation, an antonym,
-    a necessary condition read as sufficient, a restriction the claim drops, or a comparison
-    flipped): the chunk cannot support the claim."""
+    a necessary condition read as sufficient, a restriction the claim drops, a comparison
+    flipped or two numbers swapped): the chunk cannot support the claim."""
     return (
         negation_conflicts(cp, chunk)
         or antonym_conflicts(cp, chunk)
         or sufficiency_conflict(cp, chunk) is not None
         or scope_conflicts(cp, chunk) is not None
         or comparison_conflicts(cp, chunk)
+        or swap_conflicts(cp, chunk)
     )
 
 
@@ -279,6 +293,7 @@ def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
         or sufficiency_conflict(cp, c) == "contradicted"
         or scope_conflicts(cp, c, contradiction=True) == "contradicted"
         or comparison_conflicts(cp, c)
+        or swap_conflicts(cp, c)
     ]
 
 
