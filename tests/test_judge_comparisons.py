@@ -96,3 +96,39 @@ def test_two_numbers_swapped_are_contradicted(judge: LocalJudge, claim: str, chu
 )
 def test_numbers_in_another_order_stay_supported(judge: LocalJudge, claim: str, chunk: str) -> None:
     assert _claim(judge, claim, chunk)["verdict"] == "supported"
+
+
+@pytest.mark.parametrize(
+    ("claim", "chunk"),
+    [
+        ("France defeated Germany 2-1 in the final.", "Germany defeated France 2-1 in the final."),
+        (
+            "Jones was replaced by Smith as chairman in 2019.",
+            "Smith was replaced by Jones as chairman in 2019.",
+        ),
+        ("Microsoft acquired Google in 2014.", "Microsoft was acquired by Google in 2014."),
+        (
+            "The treaty was signed in London and ratified in Paris.",
+            "The treaty was signed in Paris and ratified in London.",
+        ),
+    ],
+)
+def test_two_names_in_swapped_roles_are_contradicted(judge: LocalJudge, claim: str, chunk: str) -> None:
+    out = _claim(judge, claim, chunk)
+    assert out["verdict"] == "contradicted"
+
+
+@pytest.mark.parametrize(
+    ("claim", "chunk"),
+    [
+        ("Google acquired Microsoft in 2014.", "Microsoft was acquired by Google in 2014."),
+        ("Jones replaced Smith as chairman in 2019.", "Smith was replaced by Jones as chairman in 2019."),
+        ("France and Germany signed the treaty in Paris.", "Germany and France signed the treaty in Paris."),
+        ("The CEO of Acme reported profits rose by 5%.", "Profits rose by 5%, the CEO of Acme reported."),
+        # a passive without an agent keeps the roles; a month moves freely
+        ("Sedgwick is married to Kevin Bacon.", "Sedgwick married actor Kevin Bacon on September 4, 1988."),
+        ('"Sunshine" was released in August 2021.', 'In August 2021, Payne released "Sunshine," a single.'),
+    ],
+)
+def test_names_in_the_same_roles_stay_supported(judge: LocalJudge, claim: str, chunk: str) -> None:
+    assert _claim(judge, claim, chunk)["verdict"] == "supported"

@@ -29,7 +29,7 @@ from .comparisons import comparison_flip, may_flip
 from .evidence import ChunkEvidence
 from .lexicon import Lexicon, lemmas_of, load_lexicon
 from .scope import may_widen, scope_conflict
-from .swaps import numbers_swapped
+from .swaps import numbers_swapped, roles_swapped
 from .text import TextProfile, stem
 
 __all__ = [
@@ -256,10 +256,14 @@ def comparison_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
 def swap_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     """:func:`.swaps.numbers_swapped` against the chunk sentence the claim rests on, when
     that sentence shares at least 60% of the claim's content stems."""
-    if len(cp.numbers) < 2 or not cp.numbers <= chunk.whole.numbers:
-        return False
+    numbers = len(cp.numbers) >= 2 and cp.numbers <= chunk.whole.numbers
+    if not numbers and sum(t[:1].isupper() for t in cp.tokens) < 2:
+        return False  # no two numbers to swap, and no two names
     i, shared = best_sentence(cp, chunk)
-    return shared >= 0.6 and numbers_swapped(cp, chunk.sentence_profile(i))
+    if shared < (0.6 if numbers else 0.75):
+        return False
+    sp = chunk.sentence_profile(i)
+    return (numbers and numbers_swapped(cp, sp)) or roles_swapped(cp, sp)
 
 
 def conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:

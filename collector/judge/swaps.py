@@ -12,9 +12,9 @@ the sentence exchanges; a claim that only orders its facts differently ("30 offi
 from __future__ import annotations
 
 from .dates import MONTH_NAMES
-from .text import TextProfile, stem
+from .text import STOPWORDS, TextProfile, stem
 
-__all__ = ["numbers_swapped"]
+__all__ = ["numbers_swapped", "roles_swapped"]
 
 # Month names pair with a day on either side as a date is written ("June 5, 1954", "5 June
 # 1954"): the order is formatting, not a swap.
@@ -51,4 +51,64 @@ def numbers_swapped(cp: TextProfile, sp: TextProfile) -> bool:
             for w2, m in moved[i + 1 :]:
                 if w1 != w2 and n != m and (w1, m) in sentence and (w2, n) in sentence:
                     return True
+    return False
+
+
+# Verbs that report a statement: "profits rose, the CEO said" says what "the CEO said profits
+# rose" says, with the names on the other side.
+_REPORTING = frozenset(
+    stem(w) for w in "said stated reported announced told added noted claimed wrote according".split()
+)
+# How far from the verb a name counts as its subject or object, in tokens.
+_ROLE_WINDOW = 3
+
+
+def _content(tokens: list[str]) -> dict[str, tuple[int, str]]:
+    """Each content stem that occurs once in ``tokens``: its position and its raw token."""
+    seen: dict[str, list[tuple[int, str]]] = {}
+    for i, t in enumerate(tokens):
+        low = t.lower()
+        if low in STOPWORDS or not t[:1].isalpha():
+            continue
+        seen.setdefault(stem(low), []).append((i, t))
+    return {s: found[0] for s, found in seen.items() if len(found) == 1}
+
+
+def _passive(tokens: list[str], i: int) -> bool:
+    """Whether the verb at ``i`` names its agent with "by" ("was acquired by Google"). A
+    passive without an agent ("was married to", "was named captain") keeps the roles where an
+    active sentence has them."""
+    return i + 1 < len(tokens) and tokens[i + 1].lower() == "by"
+
+
+def roles_swapped(cp: TextProfile, sp: TextProfile) -> bool:
+    """Two names of sentence ``sp`` exchange their roles around a past-tense verb both share
+    ("France defeated Germany" against "Germany defeated France", "signed in London and
+    ratified in Paris" against "signed in Paris and ratified in London"), both within
+    three tokens of it (month names are no names: a date moves freely): one moves from
+    before it to after it and the other the other way, in the same voice; or, with one side
+    passive ("was acquired by"), both keep their places."""
+    claim, sentence = _content(cp.tokens), _content(sp.tokens)
+    names = [
+        s
+        for s, (_, t) in claim.items()
+        if t[:1].isupper() and s not in _MONTH_STEMS and s in sentence and sentence[s][1][:1].isupper()
+    ]
+    if len(names) < 2:
+        return False
+    for pivot, (ci, word) in claim.items():
+        if not word.endswith("ed") or word[:1].isupper() or pivot in _REPORTING or pivot not in sentence:
+            continue
+        si = sentence[pivot][0]
+        near = [
+            n
+            for n in names
+            if abs(claim[n][0] - ci) <= _ROLE_WINDOW and abs(sentence[n][0] - si) <= _ROLE_WINDOW
+        ]
+        sides = [(claim[n][0] < ci, sentence[n][0] < si) for n in near]
+        if _passive(cp.tokens, ci) == _passive(sp.tokens, si):
+            if (True, False) in sides and (False, True) in sides:
+                return True
+        elif (True, True) in sides and (False, False) in sides:
+            return True
     return False
