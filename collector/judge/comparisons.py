@@ -33,13 +33,23 @@ OPPOSITES: dict[str, frozenset[str]] = {
 }
 # Between a comparison word and its anchor ("more than 10%", "before the storm", "over $5").
 _SKIP = frozenset(("than", "the", "a", "an", "$"))
-_TRIGGERS = frozenset(v for w in OPPOSITES for v in (w, w.capitalize(), w.upper()))
+
+
+def _cases(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(v for w in words for v in (w, w.capitalize(), w.upper()))
+
+
+_TRIGGERS = _cases(frozenset(OPPOSITES))
+# Each comparison word, in the cases a text writes it, to its opposites in those cases.
+_OPPOSITE_TRIGGERS = {v: _cases(OPPOSITES[w]) for w in OPPOSITES for v in _cases(frozenset((w,)))}
 
 
 def may_flip(claim_tokens: list[str], chunk_tokens: list[str]) -> bool:
-    """Whether the claim and the chunk (raw tokens) both have a comparison word: one set
-    operation each rules most pairs out."""
-    return not _TRIGGERS.isdisjoint(claim_tokens) and not _TRIGGERS.isdisjoint(chunk_tokens)
+    """Whether the claim has a comparison word and the chunk (raw tokens) one of its
+    opposites: set operations rule most pairs out."""
+    return any(
+        not _OPPOSITE_TRIGGERS[w].isdisjoint(chunk_tokens) for w in _TRIGGERS.intersection(claim_tokens)
+    )
 
 
 def _anchored(tokens: list[str]) -> set[tuple[str, str]]:

@@ -257,8 +257,8 @@ def swap_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     """:func:`.swaps.numbers_swapped` against the chunk sentence the claim rests on, when
     that sentence shares at least 60% of the claim's content stems."""
     numbers = len(cp.numbers) >= 2 and cp.numbers <= chunk.whole.numbers
-    if not numbers and sum(t[:1].isupper() for t in cp.tokens) < 2:
-        return False  # no two numbers to swap, and no two names
+    if not numbers and not cp.entities:
+        return False  # no two numbers to swap, and no name past the first word
     i, shared = best_sentence(cp, chunk)
     if shared < (0.6 if numbers else 0.75):
         return False
