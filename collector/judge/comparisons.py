@@ -13,7 +13,7 @@ claim's own. The caller applies it to the chunk sentence the claim rests on.
 
 from __future__ import annotations
 
-from .text import STOPWORDS, TextProfile
+from .text import STOPWORDS, TextProfile, case_forms, skip_past
 
 __all__ = ["OPPOSITES", "comparison_flip", "may_flip"]
 
@@ -33,15 +33,9 @@ OPPOSITES: dict[str, frozenset[str]] = {
 }
 # Between a comparison word and its anchor ("more than 10%", "before the storm", "over $5").
 _SKIP = frozenset(("than", "the", "a", "an", "$"))
-
-
-def _cases(words: frozenset[str]) -> frozenset[str]:
-    return frozenset(v for w in words for v in (w, w.capitalize(), w.upper()))
-
-
-_TRIGGERS = _cases(frozenset(OPPOSITES))
+_TRIGGERS = case_forms(OPPOSITES)
 # Each comparison word, in the cases a text writes it, to its opposites in those cases.
-_OPPOSITE_TRIGGERS = {v: _cases(OPPOSITES[w]) for w in OPPOSITES for v in _cases(frozenset((w,)))}
+_OPPOSITE_TRIGGERS = {v: case_forms(OPPOSITES[w]) for w in OPPOSITES for v in case_forms((w,))}
 
 
 def may_flip(claim_tokens: list[str], chunk_tokens: list[str]) -> bool:
@@ -58,9 +52,7 @@ def _anchored(tokens: list[str]) -> set[tuple[str, str]]:
     for i, t in enumerate(tokens):
         if t not in OPPOSITES:
             continue
-        j = i + 1
-        while j < len(tokens) and tokens[j] in _SKIP:
-            j += 1
+        j = skip_past(tokens, i + 1, _SKIP)
         if j < len(tokens) and _is_anchor(tokens[j]):
             out.add((t, tokens[j]))
             continue

@@ -19,8 +19,8 @@ the claim rests on (the one sharing most of its content stems):
   "all full-time employees", "adults and children" against "adults only";
 - a comparison flipped (:mod:`.comparisons`): "less than 10%" against "more than 10%",
   "before the storm" against "after the storm";
-- two numbers swapped (:mod:`.swaps`): "opens at 5 and closes at 9" against "opens at 9 and
-  closes at 5".
+- two numbers or names swapped (:mod:`.swaps`): "opens at 5 and closes at 9" against "opens
+  at 9 and closes at 5", "France defeated Germany" against "Germany defeated France".
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .evidence import ChunkEvidence
 from .lexicon import Lexicon, lemmas_of, load_lexicon
 from .scope import may_widen, scope_conflict
 from .swaps import numbers_swapped, roles_swapped
-from .text import TextProfile, stem
+from .text import TextProfile, case_forms, stem
 
 __all__ = [
     "best_sentence",
@@ -60,7 +60,7 @@ _GRANTS = _SUFFICIENCY | frozenset("permits permit permitted allows allow allowe
 _COORDINATION = frozenset("and plus as well".split())
 # Raw tokens that can start a sufficiency statement, in the cases a text writes them: a claim
 # without any of them is ruled out by one set operation (most claims, most chunks).
-_TRIGGERS = frozenset(v for w in (*_SUFFICIENCY, "itself", "own") for v in (w, w.capitalize(), w.upper()))
+_TRIGGERS = case_forms((*_SUFFICIENCY, "itself", "own"))
 
 
 def best_sentence(
@@ -254,8 +254,9 @@ def comparison_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
 
 
 def swap_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
-    """:func:`.swaps.numbers_swapped` against the chunk sentence the claim rests on, when
-    that sentence shares at least 60% of the claim's content stems."""
+    """:func:`.swaps.numbers_swapped` (when the sentence shares at least 60% of the claim's
+    content stems) or :func:`.swaps.roles_swapped` (75%) against the chunk sentence the claim
+    rests on."""
     numbers = len(cp.numbers) >= 2 and cp.numbers <= chunk.whole.numbers
     if not numbers and not cp.entities:
         return False  # no two numbers to swap, and no name past the first word
@@ -269,7 +270,7 @@ def swap_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
 def conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     """The chunk's words support the claim but its sentence says otherwise (negation, an antonym,
     a necessary condition read as sufficient, a restriction the claim drops, a comparison
-    flipped or two numbers swapped): the chunk cannot support the claim."""
+    flipped, or two numbers or names swapped): the chunk cannot support the claim."""
     return (
         negation_conflicts(cp, chunk)
         or antonym_conflicts(cp, chunk)
@@ -284,8 +285,8 @@ def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
     """Ids of the chunks with a sentence that matches the claim's words but disagrees on a
     number or a negation, swaps one of them for an antonym, lists the condition the claim
     calls sufficient beside others, limits what the claim widens ("most" against "all",
-    "adults only" against "adults and children"), or compares the other way ("more than"
-    against "less than")."""
+    "adults only" against "adults and children"), compares the other way ("more than"
+    against "less than"), or swaps two of the claim's numbers or names."""
     words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
     if not words:
         return []

@@ -35,7 +35,7 @@ domain more often than it restricts, so it is left alone.
 
 from __future__ import annotations
 
-from .text import STOPWORDS, TextProfile, stem
+from .text import STOPWORDS, TextProfile, case_forms, skip_past, stem
 
 __all__ = ["RESTRICTING", "may_widen", "scope_conflict"]
 
@@ -50,9 +50,10 @@ CLAIM_EXCLUSIVE = frozenset("alone solely exclusively".split())
 # "last", "best" and "worst" name titles and firsts ("Best Actress", "his first film") that
 # the dev labels accept against a longer sentence.
 SUPERLATIVES = frozenset(("most", "least"))
-# What must come before a claim's superlative for the pattern: a determiner or a possessive
+_POSSESSIVES = frozenset("his her its their our my your".split())
+# What must come before a claim's superlative for the pattern: "the" or a possessive
 # ("the largest city", "Australia's largest city"); "for most goals" is left alone.
-_SUPERLATIVE_DETERMINERS = frozenset("the his her its their our my your".split())
+_SUPERLATIVE_DETERMINERS = _POSSESSIVES | {"the"}
 # Words of six letters or more that end in "est" and are no superlatives.
 _NOT_SUPERLATIVES = frozenset(
     """interest honest modest forest request protest contest suggest harvest digest manifest
@@ -64,7 +65,7 @@ _COORDINATORS = frozenset(("and", "or"))
 # "at all times", "all kinds of").
 _IDIOMS = frozenset("time times kinds sorts types along".split())
 # Words between a universal quantifier and its noun ("all of the new members").
-_DETERMINERS = frozenset("the of our their its his her these those your my".split())
+_DETERMINERS = _POSSESSIVES | {"the", "of", "these", "those"}
 # Between "only" and the word it limits ("only for members", "open only to adults").
 _ONLY_LINKS = frozenset("for to by with the a an".split())
 RESTRICTING = frozenset(
@@ -74,13 +75,13 @@ RESTRICTING = frozenset(
 )
 # Raw tokens that can start each pattern, in the cases a text writes them: most claims and
 # chunks hold none and are ruled out by set operations.
-_UNIVERSAL_TRIGGERS = frozenset(v for w in UNIVERSAL for v in (w, w.capitalize(), w.upper()))
-_COORDINATOR_TRIGGERS = frozenset(v for w in _COORDINATORS for v in (w, w.capitalize(), w.upper()))
-_EXCLUSIVE_TRIGGERS = frozenset(v for w in EXCLUSIVE for v in (w, w.capitalize(), w.upper()))
-_GROUP_TRIGGERS = frozenset(("one", "One", "ONE", "among", "Among", "AMONG"))
-_THE_TRIGGERS = frozenset(("the", "The", "THE"))
-_CLAIM_EXCLUSIVE_TRIGGERS = frozenset(v for w in CLAIM_EXCLUSIVE for v in (w, w.capitalize(), w.upper()))
-_PARTIAL_TRIGGERS = frozenset(v for w in PARTIAL for v in (w, w.capitalize(), w.upper()))
+_UNIVERSAL_TRIGGERS = case_forms(UNIVERSAL)
+_COORDINATOR_TRIGGERS = case_forms(_COORDINATORS)
+_EXCLUSIVE_TRIGGERS = case_forms(EXCLUSIVE)
+_GROUP_TRIGGERS = case_forms(("one", "among"))
+_THE_TRIGGERS = case_forms(("the",))
+_CLAIM_EXCLUSIVE_TRIGGERS = case_forms(CLAIM_EXCLUSIVE)
+_PARTIAL_TRIGGERS = case_forms(PARTIAL)
 
 
 def _is_word(t: str) -> bool:
@@ -102,9 +103,7 @@ def _universal_nouns(toks: list[str]) -> list[str]:
     for i, t in enumerate(toks):
         if t not in UNIVERSAL:
             continue
-        j = i + 1
-        while j < len(toks) and toks[j] in _DETERMINERS:
-            j += 1
+        j = skip_past(toks, i + 1, _DETERMINERS)
         if j < len(toks) and _is_word(toks[j]) and toks[j] not in _IDIOMS:
             out.append(toks[j])
     return out
@@ -161,9 +160,7 @@ def _limited(sentence: list[str], exclusive: frozenset[str] = EXCLUSIVE) -> set[
             continue
         if k and _is_word(sentence[k - 1]):
             out.add(stem(sentence[k - 1]))
-        j = k + 1
-        while j < len(sentence) and sentence[j] in _ONLY_LINKS:
-            j += 1
+        j = skip_past(sentence, k + 1, _ONLY_LINKS)
         if j < len(sentence) and _is_word(sentence[j]):
             out.add(stem(sentence[j]))
     return out

@@ -1,4 +1,5 @@
-"""Numbers swapped: "opens at 5 and closes at 9" against "opens at 9 and closes at 5".
+"""Numbers or names swapped: "opens at 5 and closes at 9" against "opens at 9 and closes at
+5", "France defeated Germany" against "Germany defeated France".
 
 Every number of such a claim is in its sentence, and so is every word, so neither the number
 features nor coverage see anything wrong; what differs is which word each number goes with.
@@ -6,7 +7,9 @@ This rule reads each number with the content stem right before it and the one ri
 (:attr:`.text.TextProfile.stems`, where a number's stem is its value; a month name is no
 such word, since dates put the day on either side) and finds two claim pairs whose numbers
 the sentence exchanges; a claim that only orders its facts differently ("30 offices and
-5,000 staff") exchanges none. The caller applies it to the chunk sentence the claim rests on.
+5,000 staff") exchanges none. Names are read the same way around a past-tense verb both
+texts share (:func:`roles_swapped`). The caller applies both to the chunk sentence the
+claim rests on.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ pass, set lookups) rather than linguistic completeness.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import chain
 
 from .dates import DATE_TIME_RE, date_time_words, may_hold_date_time
@@ -42,6 +42,8 @@ __all__ = [
     "profile_tokens",
     "joined_numbers",
     "strip_markers",
+    "case_forms",
+    "skip_past",
 ]
 
 STOPWORDS: frozenset[str] = frozenset(
@@ -198,7 +200,7 @@ def tokenise(text: str) -> list[str]:
     grouped = join_digit_groups(text, c)
     if grouped is not text:
         text, c = grouped, char_classes(grouped)
-    tokens = text.translate(_SPACED).split() if c is not None and plain_classes(c) else _findall(text)
+    tokens = _word_tokens(text, c)
     if not may_hold_date_time(text, tokens):
         return read_ordinal_words(tokens)
     out: list[str] = []
@@ -207,17 +209,34 @@ def tokenise(text: str) -> list[str]:
         words = date_time_words(m)
         if words is None:
             continue
-        out += _word_tokens(text[pos : m.start()])
+        out += _word_tokens(text[pos : m.start()], None)
         out += words
         pos = m.end()
-    out += _word_tokens(text[pos:])
+    out += _word_tokens(text[pos:], None)
     return read_ordinal_words(out)
 
 
-def _word_tokens(text: str) -> list[str]:
-    if is_plain(text):
+def _word_tokens(text: str, classes: bytes | None) -> list[str]:
+    """The token regex's matches, by the fast path when the text is plain; ``classes`` is the
+    text's class string when the caller has it (None: computed here)."""
+    c = classes if classes is not None else char_classes(text)
+    if c is not None and plain_classes(c):
         return text.translate(_SPACED).split()
     return _findall(text)
+
+
+def case_forms(words: Iterable[str]) -> frozenset[str]:
+    """``words`` (lower-case) as a text may write them: lower-case, capitalised and upper-case.
+    A rule's trigger set: one set operation against a text's raw tokens rules the text out."""
+    return frozenset(v for w in words for v in (w, w.capitalize(), w.upper()))
+
+
+def skip_past(tokens: list[str], start: int, skip: frozenset[str]) -> int:
+    """The first position from ``start`` on whose token is not in ``skip`` (``len(tokens)``
+    when there is none): the word a determiner or a preposition leads to."""
+    while start < len(tokens) and tokens[start] in skip:
+        start += 1
+    return start
 
 
 def has_content(text: str) -> bool:
