@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from ragpulse.collector.judge.claims import extract_claims, find_markers, is_abstention, normalise_claim
 
 IDS = ["C1", "C2", "doc-7"]
@@ -47,6 +48,52 @@ def test_compound_sentences_split_into_clauses() -> None:
 def test_noun_coordination_is_not_split() -> None:
     claims = extract_claims("Salt and pepper are used in most kitchens.", IDS).claims
     assert [c.text for c in claims] == ["Salt and pepper are used in most kitchens."]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # a list of subjects: the last item before "and" has no verb of its own
+        "Regular vet visits, good nutrition and spaying or neutering can all help a cat live longer.",
+        # an apposition after the tail's first word: "and" joins two names
+        "It was chosen because Sydney and Melbourne, the two largest cities, both wanted the title.",
+        # the tail's only verb-like word ends it: "eggs" is a noun
+        "Store-bought dough is safe, since it is made with heat-treated flour and no raw eggs.",
+        # a list after a colon
+        "The app works offline: maps and timetables can be downloaded in advance.",
+        # two verbs of one subject
+        "In children it can cause rickets, which softens and bends the bones.",
+    ],
+)
+def test_and_inside_a_clause_is_not_a_clause_boundary(sentence: str) -> None:
+    assert [c.text for c in extract_claims(sentence, IDS).claims] == [sentence]
+
+
+def test_and_between_clauses_still_splits() -> None:
+    claims = extract_claims(
+        "The colour depends on the gas: oxygen gives off green and red light, and nitrogen produces "
+        "blue and purple. The office is in Paris and the archive is kept in Frankfurt.",
+        IDS,
+    ).claims
+    assert [c.text for c in claims] == [
+        "The colour depends on the gas: oxygen gives off green and red light.",
+        "Nitrogen produces blue and purple.",
+        "The office is in Paris.",
+        "The archive is kept in Frankfurt.",
+    ]
+
+
+def test_a_clause_with_its_own_subject_borrows_no_head() -> None:
+    # "crocodiles" ends in -s like the head's verb "is", but "have" after it is its own verb
+    claims = extract_claims(
+        "The way to tell them apart is the snout: alligators have a broad snout, whereas crocodiles "
+        "have a narrower one.",
+        IDS,
+    ).claims
+    assert [c.text for c in claims] == [
+        "The way to tell them apart is the snout: alligators have a broad snout.",
+        "Crocodiles have a narrower one.",
+    ]
 
 
 def test_subjectless_fragment_after_a_marker_borrows_the_head() -> None:

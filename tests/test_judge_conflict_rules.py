@@ -73,6 +73,8 @@ def _claim(judge: LocalJudge, answer: str, chunk: str) -> dict:
             "The city was designed by Walter Burley Griffin and Marion Mahony Griffin.",
             "contradicted",
         ),
+        # "many" leaves room for all: not said, not denied
+        ("Sunlight contains all colours.", "Sunlight contains many colours.", "unsupported"),
     ],
 )
 def test_a_claim_that_widens_a_restriction_is_not_supported(
@@ -263,3 +265,16 @@ def test_two_names_in_swapped_roles_are_contradicted(judge: LocalJudge, claim: s
 )
 def test_names_in_the_same_roles_stay_supported(judge: LocalJudge, claim: str, chunk: str) -> None:
     assert _claim(judge, claim, chunk)["verdict"] == "supported"
+
+
+CAT = "The oldest cat on record, Creme Puff from Texas, lived to 38 years and 3 days."
+
+
+def test_a_name_no_chunk_has_takes_the_one_chunk_rule_away(judge: LocalJudge) -> None:
+    """The pair model alone would call the paraphrase supported; the swapped place name
+    leaves the verdict to the calibrated probability, which is under the threshold."""
+    claim = "The oldest cat ever recorded, Creme Puff from {}, reached 38 years of age."
+    out = _claim(judge, claim.format("Florida"), CAT)
+    assert out["verdict"] == "unsupported"
+    assert out["support_probability"] < judge.threshold
+    assert _claim(judge, claim.format("Texas"), CAT)["verdict"] == "supported"

@@ -33,10 +33,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "3b9f8180fe7971a9",
-    "worked": "3afb1a0b878698ac",
-    "demo": "23e7a5698fda83b1",
-    "synthetic": "f5c4fd856bfe0188",
+    "attribution": "d93130a920ef184b",
+    "worked": "ccde408052ab705c",
+    "demo": "ddf72cc7c1b3f76a",
+    "synthetic": "d2e86f92a35dcfad",
     "lexutil": "98b7925b03f9cab5",
 }
 

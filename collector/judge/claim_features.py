@@ -78,13 +78,18 @@ class ClaimEvidence:
     # its numbers is in a chunk next to the same words (:func:`numbers_in_context`): the
     # claim may rest on two chunks. False when no number is missing.
     numbers_elsewhere: bool = False
+    # A capitalised name of the claim is in no chunk at all ("Creme Puff from Florida" where
+    # the chunks say Texas): no single chunk can vouch for the whole claim.
+    name_missing: bool = False
 
     @property
     def one_chunk_supports(self) -> bool:
         """One chunk supports the claim on its own by the pair model (its number veto
-        included): the verdict is ``supported`` whatever the claim probability (unless the
-        chunk's sentence conflicts with the claim)."""
-        return max(self.pair_probs, default=0.0) >= 0.5
+        included) and every name of the claim is in some chunk: the verdict is ``supported``
+        whatever the claim probability (unless the chunk's sentence conflicts with the
+        claim). With a name no chunk has, the calibrated probability decides: on the dev data
+        about half of such claims are supported (131 of 245)."""
+        return not self.name_missing and max(self.pair_probs, default=0.0) >= 0.5
 
 
 def _pair_logit(model: SupportModel, feats: list[float]) -> float:
@@ -233,7 +238,7 @@ def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> Cla
         length * chunk_count,
     ]
     in_context = feats[10] > 0 and num_miss_all == 0 and numbers_in_context(cv, chunks)
-    return ClaimEvidence(feats, probs, covs, b, where, in_context)
+    return ClaimEvidence(feats, probs, covs, b, where, in_context, ent_miss_all > 0)
 
 
 def numbers_in_context(cv: ClaimView, chunks: list[ChunkEvidence]) -> bool:

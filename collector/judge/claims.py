@@ -39,7 +39,7 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "12"
+EXTRACTION_VERSION = "13"
 
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
@@ -236,6 +236,35 @@ def _verb_index(words: list[str]) -> int:
     return -1
 
 
+_PIECE_END_RE = re.compile(r"[,:;]")
+
+
+def _joins_clauses(conjunction: str, head: str, tail: str) -> bool:
+    """Whether ``conjunction`` (a :data:`_CONJ_SPLIT_RE` match) joins two clauses, so the
+    sentence is cut there. A semicolon always does; otherwise both sides need a verb. A bare
+    "and" (no comma before it) more often joins nouns or verbs of one clause ("green and red
+    light", "softens and bends", "vet visits, good nutrition and exercise"), so there the tail
+    must read as a clause before its first comma, with words after its verb, and the head's
+    last piece (after its last comma or colon: "works offline: maps and timetables can be
+    downloaded") must have a verb of its own (an auxiliary, or a verb-like word
+    in a piece longer than a list item's three words)."""
+    conjunction = conjunction.strip()
+    if conjunction.startswith(";"):
+        return True
+    tail_words, head_words = tail.split(), head.split()
+    vt = _verb_index(tail_words)
+    if vt < 1 or _verb_index(head_words) < 1:
+        return False
+    if conjunction.startswith(","):
+        return True
+    if vt == len(tail_words) - 1 or any(w.endswith(",") for w in tail_words[:vt]):
+        return False
+    piece = _PIECE_END_RE.split(head)[-1].split()
+    if any(w.lower() in _AUX for w in piece[1:]):
+        return True
+    return len(piece) > 3 and _verb_index(piece) >= 1
+
+
 def split_head(text: str, absorb_participle: bool = True) -> tuple[str, str]:
     """Split a clause after its first verb: ("Earlier deletion requires", "release of ...").
     With ``absorb_participle`` a following participle joins the head ("are rotated")."""
@@ -310,7 +339,8 @@ def _complete(fragment: str, head_words: list[str], verb_at: int) -> str:
         return fragment  # "they pass": a subject of its own
     verb = head_words[verb_at].lower()
     same_form = (first.endswith("s") and verb.endswith("s")) or (first.endswith("ed") and verb.endswith("ed"))
-    if first in _AUX or (len(first) > 3 and same_form and not first.endswith("ss")):
+    own_verb = len(words) > 1 and words[1].lower().strip(",.;:") in _AUX  # "crocodiles have ..."
+    if first in _AUX or (len(first) > 3 and same_form and not first.endswith("ss") and not own_verb):
         return " ".join(head_words[:verb_at] + words)
     if _verb_index(words) < 0 and not any(w.lower() in _AUX for w in words):
         return " ".join(head_words[: verb_at + 1] + words)
@@ -415,10 +445,7 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
             seg = plain[p_start:p_end]
             pos = 0
             for cm in _CONJ_SPLIT_RE.finditer(seg):
-                tail = seg[cm.end() :]
-                if cm.group(0).strip().startswith(";") or (
-                    _verb_index(tail.split()) >= 1 and _verb_index(seg[pos : cm.start()].split()) >= 1
-                ):
+                if _joins_clauses(cm.group(0), seg[pos : cm.start()], seg[cm.end() :]):
                     fine.append((p_start + pos, p_start + cm.start()))
                     pos = cm.end()
             fine.append((p_start + pos, p_end))

@@ -8,8 +8,8 @@ its content stems, at least 60% of them; :func:`.conflicts.scope_conflicts` pick
 - **widened**, the claim quantifies a noun universally ("all", "every", "each", "any") that
   the sentence names only with a restricting modifier the claim lacks ("full-time",
   "new", "eligible", "registered") or with a partial quantifier ("some", "most", "many").
-  A restricted noun is ``"unsupported"`` (the sentence says nothing about the rest); a
-  partial quantifier is ``"contradicted"`` ("most" says "not all");
+  A restricted noun is ``"unsupported"`` (the sentence says nothing about the rest), and so
+  is one under "many"; any other partial quantifier is ``"contradicted"`` ("most" says "not all");
 - **joined to an exclusive**, the sentence limits a word with "only" ("adults only", "only
   for members") and the claim joins that word with another the sentence lacks ("adults and
   children"): ``"contradicted"``;
@@ -41,6 +41,8 @@ __all__ = ["RESTRICTING", "may_widen", "scope_conflict"]
 
 UNIVERSAL = frozenset("all every each any".split())
 PARTIAL = frozenset("some most many several certain few".split())
+# The partial quantifiers that say "not all" ("most employees"); "many colours" leaves room for all.
+NOT_ALL = PARTIAL - {"many"}
 EXCLUSIVE = frozenset("only exclusively solely".split())
 # What limits a word in a claim: "alone", "solely", "exclusively" ("Griffin alone"). Not
 # "only": "their only son" limits within sons, and a sentence's "a son and a daughter" agrees.
@@ -116,7 +118,7 @@ def _widened(claim: list[str], claim_stems: frozenset[str], sentence: list[str])
         before = [sentence[k - 1] if k else "" for k, t in enumerate(sentence) if stem(t) == key]
         if not before:
             continue
-        if all(b in PARTIAL for b in before):
+        if all(b in NOT_ALL for b in before):
             return "contradicted"
         if all(b in PARTIAL or _restricts(b, claim_stems) for b in before):
             verdict = "unsupported"

@@ -1,0 +1,87 @@
+"""Response verdicts on hand-written RAG answers that paraphrase their passages.
+
+Judges each case of :mod:`judge_rag_cases` twice, its faithful answer and its hallucinated
+version, with the local judge (and the default tiered policy with ``--minilm``, which needs
+``make minilm``), and prints how the response verdicts fall, response-level precision,
+recall and F1 with "hallucinated" as the positive call (and with "unsure" counted as
+positive too), and, with ``-v``, every claim of the answers judged wrongly: a faithful answer
+called hallucinated or unsure, a hallucinated one called faithful.
+
+The cases are few (24 pairs) and written by the project's developers: a magnifier for what
+real LLM answers do to claim extraction and support, not a measure of the judge.
+
+Usage: python bench/judge_rag_answers.py [--minilm] [-v]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from judge_rag_cases import CASES  # noqa: E402
+from ragpulse.collector.judge import get_judge  # noqa: E402
+
+__all__ = ["main"]
+
+VERDICTS = ("faithful", "unsure", "hallucinated")
+
+
+def _record(case: dict[str, Any], answer: str, i: int) -> dict[str, Any]:
+    return {
+        "trace_id": f"rag-{i}",
+        "query": case["query"],
+        "answer": answer,
+        "chunks": [{"id": f"C{j + 1}", "content": text} for j, text in enumerate(case["chunks"])],
+    }
+
+
+def _f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    return p, r, 2 * p * r / (p + r) if p + r else 0.0
+
+
+def _report(name: str, judge: Any, verbose: bool) -> None:
+    counts: dict[str, Counter] = {"faithful": Counter(), "hallucinated": Counter()}
+    for i, case in enumerate(CASES):
+        for gold, answer in (("faithful", case["answer"]), ("hallucinated", case["hallucinated"])):
+            out = judge.judge(_record(case, answer, i))
+            verdict = out["response_verdict"]
+            counts[gold][verdict] += 1
+            wrong = verdict != "faithful" if gold == "faithful" else verdict == "faithful"
+            if verbose and wrong:
+                print(f"  case {i} {gold} answer judged {verdict} ({case['kind']}: {case['changed']!r})")
+                for c in out["claims"]:
+                    mark = "  " if c["verdict"] == "supported" else "**"
+                    print(f"    {mark} {c['verdict']:<12} p={c['support_probability']:.2f}  {c['text']}")
+    print(f"{name}: {len(CASES)} faithful and {len(CASES)} hallucinated answers")
+    for gold in counts:
+        row = "  ".join(f"{v} {counts[gold][v]:>2}" for v in VERDICTS)
+        print(f"  {gold:<13} answers judged: {row}")
+    for label, positive in (("hallucinated", ("hallucinated",)), ("hallucinated or unsure", VERDICTS[1:])):
+        tp = sum(counts["hallucinated"][v] for v in positive)
+        fp = sum(counts["faithful"][v] for v in positive)
+        p, r, f = _f1(tp, fp, len(CASES) - tp)
+        print(f"  positive = {label:<22}: precision {p:.2f}  recall {r:.2f}  F1 {f:.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minilm", action="store_true", help="also the default tiered policy (make minilm)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print the claims of wrongly judged answers")
+    args = ap.parse_args(argv)
+    local = get_judge("local")
+    _report(local.judge_id, local, args.verbose)
+    if args.minilm:
+        tiered = get_judge("tiered", minilm={})
+        _report(tiered.judge_id, tiered, args.verbose)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
