@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 from ragpulse.collector.judge import get_judge
+from ragpulse.collector.judge.denials import asserts_denied, may_deny
 from ragpulse.collector.judge.evidence import build_evidence
 from ragpulse.collector.judge.local import LocalJudge
 from ragpulse.collector.judge.numbers import join_digit_groups
-from ragpulse.collector.judge.text import char_classes, tokenise
+from ragpulse.collector.judge.text import char_classes, profile, tokenise
 
 LEAVE = "All full-time employees receive 20 days of paid leave."
 
@@ -278,3 +279,59 @@ def test_a_name_no_chunk_has_takes_the_one_chunk_rule_away(judge: LocalJudge) ->
     assert out["verdict"] == "unsupported"
     assert out["support_probability"] < judge.threshold
     assert _claim(judge, claim.format("Texas"), CAT)["verdict"] == "supported"
+
+
+@pytest.mark.parametrize(
+    ("claim", "chunk"),
+    [
+        (
+            "It has also been shown to extend lifespan in humans by several years.",
+            "Some animal studies suggest it could extend lifespan, but this has not been shown in humans.",
+        ),
+        (
+            "The drug is approved in Europe and sold in pharmacies.",
+            "The drug is approved in Europe, but it is not sold in pharmacies there.",
+        ),
+    ],
+)
+def test_a_claim_asserting_what_a_clause_denies_is_contradicted(
+    judge: LocalJudge, claim: str, chunk: str
+) -> None:
+    out = _claim(judge, claim, chunk)
+    assert out["verdict"] == "contradicted"
+    assert out["contradicting_chunk_ids"] == ["C1"]
+
+
+@pytest.mark.parametrize(
+    ("claim", "chunk"),
+    [
+        ("The bridge opened to traffic in 1990.", "The bridge did not open to traffic until 1990."),
+        (
+            "Neptune is a gaseous body without a solid surface.",
+            "Neptune is a gaseous body that does not have a solid surface.",
+        ),
+        ("The museum is a gallery and a school.", "The museum is not only a gallery but also a school."),
+    ],
+)
+def test_a_denial_that_bounds_contrasts_or_agrees_is_no_contradiction(
+    judge: LocalJudge, claim: str, chunk: str
+) -> None:
+    assert _claim(judge, claim, chunk)["verdict"] == "supported"
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "denied"),
+    [
+        ("It has been shown in humans.", "It may work, but this has not been shown in humans.", True),
+        # a claim that negates in its own words may say what the sentence denies
+        ("Gold is resistant to chemical reactions.", "Dissolving gold is not a chemical reaction.", False),
+        ("Neptune is a body without a solid surface.", "Neptune does not have a solid surface.", False),
+        # names contrasted, not a predicate denied
+        ("Posts named Barack Obama.", "Posts named John Hanson, not Barack Obama.", False),
+        # one content stem is too little to go on
+        ("The drug is sold in Europe.", "The drug is sold in Europe but not in Canada.", False),
+    ],
+)
+def test_denied_phrases(claim: str, sentence: str, denied: bool) -> None:
+    cp, sp = profile(claim), profile(sentence)
+    assert (may_deny(cp, sp) and asserts_denied(cp, sp)) == denied

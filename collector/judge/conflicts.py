@@ -1,11 +1,13 @@
 """Rules that turn lexical support into a contradiction for the local judge.
 
 Word overlap cannot see that a sentence says the opposite of a claim built from
-its words. Four patterns it can check cheaply, each against the chunk sentence
+its words. Patterns it can check cheaply, each against the chunk sentence
 the claim rests on (the one sharing most of its content stems):
 
 - a number that differs ("retained for three years" against "five years");
-- a negation on one side only ("logs are not retained" against "logs are retained");
+- a negation on one side only ("logs are not retained" against "logs are retained"), or
+  in one clause of a longer sentence whose denied phrase the claim asserts (:mod:`.denials`:
+  "shown to extend lifespan in humans" against "..., but this has not been shown in humans");
 - a word swapped for its antonym, WordNet's direct antonyms (:mod:`.lexicon`):
   "revenue increased in 2020" against "revenue decreased in 2020";
 - a condition stated as sufficient where the sentence makes it only necessary:
@@ -26,6 +28,7 @@ the claim rests on (the one sharing most of its content stems):
 from __future__ import annotations
 
 from .comparisons import comparison_flip, may_flip
+from .denials import asserts_denied, may_deny
 from .evidence import ChunkEvidence
 from .lexicon import Lexicon, lemmas_of, load_lexicon
 from .scope import may_widen, scope_conflict
@@ -42,6 +45,7 @@ __all__ = [
     "scope_conflicts",
     "comparison_conflicts",
     "swap_conflicts",
+    "denial_conflicts",
     "conflicts",
     "contradicting",
 ]
@@ -253,6 +257,16 @@ def comparison_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     return shared >= 0.6 and comparison_flip(cp, chunk.sentence_profile(i))
 
 
+def denial_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
+    """:func:`.denials.asserts_denied` against the chunk sentence the claim rests on, when that
+    sentence shares at least 60% of the claim's content stems: the claim asserts what one of
+    the sentence's clauses denies."""
+    if not may_deny(cp, chunk.whole):
+        return False
+    i, shared = best_sentence(cp, chunk)
+    return shared >= 0.6 and asserts_denied(cp, chunk.sentence_profile(i))
+
+
 def swap_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     """:func:`.swaps.numbers_swapped` (when the sentence shares at least 60% of the claim's
     content stems) or :func:`.swaps.roles_swapped` (75%) against the chunk sentence the claim
@@ -273,6 +287,7 @@ def conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     flipped, or two numbers or names swapped): the chunk cannot support the claim."""
     return (
         negation_conflicts(cp, chunk)
+        or denial_conflicts(cp, chunk)
         or antonym_conflicts(cp, chunk)
         or sufficiency_conflict(cp, chunk) is not None
         or scope_conflicts(cp, chunk) is not None
@@ -299,6 +314,7 @@ def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
         or scope_conflicts(cp, c, contradiction=True) == "contradicted"
         or comparison_conflicts(cp, c)
         or swap_conflicts(cp, c)
+        or denial_conflicts(cp, c)
     ]
 
 
