@@ -286,12 +286,10 @@ def fit_head(
         tr, te = rows & (inner != j), rows & (inner == j)
         oof[te] = _sigmoid(logits(train(arrays, data, tr, args, start), arrays, te, args))
     xs, ys = jq.isotonic(oof[rows], data.y[rows], data.weight[rows])
-    cap, joint_cap = jq.number_caps(data, rows)
     return {
         "params": train(arrays, data, rows, args, start),
         "knots": (xs, ys),
-        "number_cap": cap,
-        "joint_number_cap": joint_cap,
+        **jq.number_caps(data, rows),
     }
 
 
@@ -300,4 +298,4 @@ def predict_head(
 ) -> np.ndarray:
     """The head's probability on ``rows``: isotonic map, then the judge's caps (jq.predict's)."""
     p = np.interp(_sigmoid(logits(head["params"], arrays, rows, args)), *head["knots"])
-    return jq.capped(p, data, rows, head["number_cap"], head["joint_number_cap"])
+    return jq.capped(p, data, rows, head)

@@ -128,6 +128,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
                 "overlap": overlap,
                 "neg": bool(chunks) and conflicts_with(cp, chunks[ce.best]),
                 "numbers_elsewhere": ce.numbers_elsewhere,
+                "ordinals_missing": ce.ordinals_missing,
             }
         )
     return out

@@ -90,6 +90,7 @@ class Data:
         self.strong = (self.v1 >= 0.5) & ~names_missing
         self.neg = np.array([bool(i.get("neg")) for i in items])
         self.elsewhere = np.array([bool(i.get("numbers_elsewhere")) for i in items])
+        self.ordinals = np.array([bool(i.get("ordinals_missing")) for i in items])
         self.fold = np.array([jm.fold_of(i["group"], folds) for i in items])
         self.weight = np.zeros(len(items))
         for s in dev.SOURCES:
@@ -129,39 +130,49 @@ def _raw(x: np.ndarray, coef: np.ndarray, b: float) -> np.ndarray:
 _NUM_MISS = CLAIM_FEATURES.index("num_miss")
 
 
-def number_cells(data: Data) -> tuple[np.ndarray, np.ndarray]:
-    """The claims the number caps hold (ClaimModel.probability): (a number the best chunk
-    lacks, not found elsewhere next to the claim's words; the best chunk lacks a number that
-    another chunk has next to them, ClaimEvidence.numbers_elsewhere)."""
+# The number caps (ClaimModel.probability) by their weights-file keys.
+NUMBER_CAPS: tuple[str, ...] = ("number_cap", "joint_number_cap", "ordinal_number_cap")
+
+
+def number_cells(data: Data) -> dict[str, np.ndarray]:
+    """The claims each number cap holds (ClaimModel.probability), by cap: a number the best
+    chunk lacks, not found elsewhere next to the claim's words; the best chunk lacks a number
+    that another chunk has next to them (ClaimEvidence.numbers_elsewhere); every number the
+    best chunk lacks is an ordinal (ClaimEvidence.ordinals_missing)."""
     lacks = data.x[:, _NUM_MISS] > 0
-    return lacks & ~data.elsewhere, lacks & data.elsewhere
+    alone = lacks & ~data.elsewhere
+    return {
+        "number_cap": alone & ~data.ordinals,
+        "joint_number_cap": lacks & data.elsewhere,
+        "ordinal_number_cap": alone & data.ordinals,
+    }
 
 
-def capped(p: np.ndarray, data: Data, rows: np.ndarray, cap: float, joint_cap: float) -> np.ndarray:
-    """The judge's caps on the probabilities ``p`` of ``rows`` (ClaimModel.probability,
-    LocalJudge): ``cap`` on a claim with a number no chunk has next to its words or a conflict
-    with its evidence (negation, sufficiency), ``joint_cap`` on one whose number the best
-    chunk lacks and another chunk has."""
-    nowhere, elsewhere = (c[rows] for c in number_cells(data))
-    p = np.where(elsewhere, np.minimum(p, joint_cap), p)
-    return np.where(nowhere | data.neg[rows], np.minimum(p, cap), p)
+def capped(p: np.ndarray, data: Data, rows: np.ndarray, caps: dict[str, float]) -> np.ndarray:
+    """The judge's caps (:data:`NUMBER_CAPS`, a missing key reads as ``number_cap``) on the
+    probabilities ``p`` of ``rows`` (ClaimModel.probability, LocalJudge); ``number_cap`` also
+    on a claim that conflicts with its evidence (negation, sufficiency)."""
+    cells = number_cells(data)
+    for key in NUMBER_CAPS[1:]:
+        p = np.where(cells[key][rows], np.minimum(p, caps.get(key, caps["number_cap"])), p)
+    return np.where(cells["number_cap"][rows] | data.neg[rows], np.minimum(p, caps["number_cap"]), p)
 
 
-def number_caps(data: Data, rows: np.ndarray) -> tuple[float, float]:
+def number_caps(data: Data, rows: np.ndarray) -> dict[str, float]:
     """The supported rate among ``rows`` (sets weighted equally) of each number cell, the
     caps of :func:`capped`; 1.0 for a cell with no such claim."""
     w, y = data.weight, data.y
-    caps = []
-    for cell in number_cells(data):
+    caps = {}
+    for key, cell in number_cells(data).items():
         m = cell & rows
-        caps.append(round(float(np.sum(w[m] * y[m]) / np.sum(w[m])), 4) if m.any() else 1.0)
-    return caps[0], caps[1]
+        caps[key] = round(float(np.sum(w[m] * y[m]) / np.sum(w[m])), 4) if m.any() else 1.0
+    return caps
 
 
 def predict(fit: dict[str, Any], data: Data, rows: np.ndarray) -> np.ndarray:
     """The judge's probability of ``rows``: logistic, isotonic map, caps."""
     raw = _raw(data.x[rows], fit["coef"], fit["intercept"])
-    return capped(_apply_iso(raw, *fit["knots"]), data, rows, fit["number_cap"], fit["joint_number_cap"])
+    return capped(_apply_iso(raw, *fit["knots"]), data, rows, fit)
 
 
 def previous_judge(data: Data) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
@@ -172,7 +183,7 @@ def previous_judge(data: Data) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     raw = _raw(data.x[:, cols], np.array(w["coef"]), w["intercept"])
     every = np.ones(len(data.y), dtype=bool)
     calibrated = _apply_iso(raw, w["calibration"]["x"], w["calibration"]["y"])
-    p = capped(calibrated, data, every, w["number_cap"], w["number_cap"])
+    p = capped(calibrated, data, every, {"number_cap": w["number_cap"]})
     verdict = verdict_score(p, data.strong, data.neg) >= w["threshold"]
     return p, verdict, w
 
@@ -257,8 +268,8 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
     coef, b = jm.fit_logistic(data.x[rows], y[rows], w[rows], l2=L2)
     oof = _inner_raw(data, rows, inner_folds)
     xs, ys = isotonic(oof[rows], y[rows], w[rows])
-    cap, joint_cap = number_caps(data, rows)
-    cal = capped(_apply_iso(oof, xs, ys), data, np.ones(len(y), dtype=bool), cap, joint_cap)
+    caps = number_caps(data, rows)
+    cal = capped(_apply_iso(oof, xs, ys), data, np.ones(len(y), dtype=bool), caps)
     score = verdict_score(cal, data.strong, data.neg)
     thr = best_threshold(score[rows], y[rows], data.src[rows])
     answers = composed_answers(data, rows, WEAK_FIT_K, WEAK_FIT_ANSWERS)
@@ -273,8 +284,7 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
         "knots": (xs, ys),
         "threshold": thr,
         "weak": float(weak),
-        "number_cap": cap,
-        "joint_number_cap": joint_cap,
+        **caps,
     }
 
 
@@ -426,8 +436,7 @@ def weights_json(
         "calibration": {"x": [round(v, 5) for v in xs], "y": [round(v, 5) for v in ys]},
         "threshold": threshold,
         "weak": weak,
-        "number_cap": fit["number_cap"],
-        "joint_number_cap": fit["joint_number_cap"],
+        **{key: fit[key] for key in NUMBER_CAPS},
     }
     return json.dumps(body, indent=1) + "\n"
 

@@ -563,4 +563,185 @@ CASES: list[dict] = [
         "kind": "contradiction",
         "changed": "scatter the long blue wavelengths far more than the shorter red ones",
     },
+    {
+        "query": "what are the side effects of ibuprofen",
+        "chunks": [
+            "Common side effects of ibuprofen include stomach pain, heartburn, nausea and dizziness. "
+            "Taking it with food or milk can reduce stomach upset.",
+            "Long-term use of ibuprofen or taking high doses can increase the risk of stomach ulcers, "
+            "bleeding, heart attack and stroke. People with kidney disease should avoid it.",
+            "Ibuprofen is a nonsteroidal anti-inflammatory drug (NSAID) used to relieve pain, fever and "
+            "inflammation. The usual adult dose is 200 to 400 milligrams every four to six hours.",
+        ],
+        "answer": "Based on the given passages, here are the main side effects of ibuprofen:\n\n"
+        "1. Common side effects: stomach pain, heartburn, nausea and dizziness (Passage 1).\n"
+        "2. Risks with long-term or high-dose use: stomach ulcers, bleeding, heart attack and stroke "
+        "(Passage 2).\n\n"
+        "Taking ibuprofen with food or milk can help reduce stomach upset, and people with kidney disease "
+        "should avoid it. I hope this helps!",
+        "hallucinated": "Based on the given passages, here are the main side effects of ibuprofen:\n\n"
+        "1. Common side effects: stomach pain, heartburn, nausea, dizziness and blurred vision (Passage 1).\n"
+        "2. Risks with long-term or high-dose use: stomach ulcers, bleeding, heart attack and stroke "
+        "(Passage 2).\n\n"
+        "Taking ibuprofen with food or milk can help reduce stomach upset, and people with kidney disease "
+        "should avoid it. I hope this helps!",
+        "kind": "baseless detail",
+        "changed": "blurred vision",
+    },
+    {
+        "query": "how long is the great wall of china",
+        "chunks": [
+            "A 2012 survey by China's State Administration of Cultural Heritage found that the Great Wall, "
+            "including all of its branches, measures 21,196 kilometres.",
+            "The best-known sections of the wall were built during the Ming dynasty (1368-1644). Earlier "
+            "walls date back to the 7th century BC.",
+            "Contrary to popular belief, the Great Wall cannot be seen from space with the naked eye.",
+        ],
+        "answer": "According to passage 1, a 2012 survey found that the Great Wall of China, with all its "
+        "branches, is 21,196 kilometres long. Passage 2 adds that the most famous parts were built under "
+        "the Ming dynasty, between 1368 and 1644, although earlier walls go back to the 7th century BC. "
+        "Passage 3 does not provide information about the wall's length.",
+        "hallucinated": "According to passage 1, a 2012 survey found that the Great Wall of China, with "
+        "all its branches, is 21,196 kilometres long. Passage 2 adds that the most famous parts were built "
+        "under the Ming dynasty, between 1368 and 1644, although earlier walls go back to the 7th century "
+        "BC. Passage 3 notes that the wall is the only man-made structure visible from space.",
+        "kind": "contradiction",
+        "changed": "the wall is the only man-made structure visible from space",
+    },
+    {
+        "query": "what is the minimum wage in california",
+        "chunks": [
+            "As of January 1, 2024, the minimum wage in California is $16.00 per hour for all employers, "
+            "regardless of the number of employees.",
+            "Some cities and counties in California have higher local minimum wages. In West Hollywood, "
+            "the minimum wage is $19.08 per hour.",
+            "Fast food workers at large chains in California earn at least $20 per hour since April 2024.",
+        ],
+        "answer": "California's statewide minimum wage is $16.00 an hour as of January 1, 2024, and it "
+        "applies to all employers no matter how many people they employ. Some cities set higher rates; "
+        "West Hollywood, for example, requires $19.08 an hour. Since April 2024, fast food workers at large "
+        "chains must be paid at least $20 an hour.",
+        "hallucinated": "California's statewide minimum wage is $16.00 an hour as of January 1, 2024, but "
+        "employers with fewer than 25 employees may pay $15.50. Some cities set higher rates; West "
+        "Hollywood, for example, requires $19.08 an hour. Since April 2024, fast food workers at large "
+        "chains must be paid at least $20 an hour.",
+        "kind": "contradiction",
+        "changed": "employers with fewer than 25 employees may pay $15.50",
+    },
+    {
+        "query": "how do vaccines work",
+        "chunks": [
+            "Vaccines train the immune system to recognise a germ without causing the disease. They contain "
+            "weakened or inactivated parts of a particular organism, or instructions to make such parts.",
+            "After vaccination, the immune system produces antibodies and memory cells. If the person is "
+            "later exposed to the real germ, the body can respond faster and more effectively.",
+            "Some vaccines need several doses, given weeks or months apart, to build full immunity. Booster "
+            "shots may be needed because protection can fade over time.",
+        ],
+        "answer": "Vaccines work by teaching your immune system to recognise a specific germ without making "
+        "you sick. They contain weakened or inactivated parts of the organism, or instructions for making "
+        "those parts. Your body responds by producing antibodies and memory cells, so if you're exposed "
+        "to the real germ later, it can fight it off faster and more effectively. Some vaccines require "
+        "several doses to build full immunity, and boosters may be needed since protection can wane.",
+        "hallucinated": "Vaccines work by teaching your immune system to recognise a specific germ without "
+        "making you sick. They contain weakened or inactivated parts of the organism, or instructions for "
+        "making those parts. Your body responds by producing antibodies and memory cells, which remain in "
+        "the body for life, so if you're exposed to the real germ later, it can fight it off faster and "
+        "more effectively. Some vaccines require several doses to build full immunity.",
+        "kind": "contradiction",
+        "changed": "which remain in the body for life",
+    },
+    {
+        "query": "when did the titanic sink",
+        "chunks": [
+            "RMS Titanic sank in the early hours of 15 April 1912 in the North Atlantic Ocean, four days "
+            "into her maiden voyage from Southampton to New York City.",
+            "The ship struck an iceberg at 11:40 pm ship's time on 14 April. More than 1,500 of the "
+            "estimated 2,224 passengers and crew died.",
+            "The wreck was discovered in 1985 by a team led by Robert Ballard, at a depth of about 3,800 "
+            "metres.",
+        ],
+        "answer": "The Titanic sank in the early morning of April 15, 1912, in the North Atlantic, four "
+        "days after setting out on its first voyage from Southampton to New York. It had hit an iceberg at "
+        "11:40 pm the night before, and over 1,500 of the roughly 2,224 people on board lost their lives. "
+        "The wreck was found in 1985 by a team led by Robert Ballard.",
+        "hallucinated": "The Titanic sank in the early morning of April 15, 1912, in the North Atlantic, "
+        "four days after setting out on its first voyage from Southampton to New York. It had hit an "
+        "iceberg at 11:40 pm the night before, and over 1,500 of the roughly 2,224 people on board lost "
+        "their lives. The wreck was found in 1986 by a team led by Robert Ballard.",
+        "kind": "date changed",
+        "changed": "found in 1986",
+    },
+    {
+        "query": "is coffee bad for your heart",
+        "chunks": [
+            "Large studies have found that drinking two to three cups of coffee a day is associated with a "
+            "lower risk of heart disease and of dying from cardiovascular causes.",
+            "Caffeine can cause a short, temporary rise in blood pressure, especially in people who do not "
+            "drink it regularly.",
+            "People with uncontrolled high blood pressure or heart rhythm problems should talk to their "
+            "doctor about how much caffeine is safe for them.",
+        ],
+        "answer": "For most people, coffee doesn't appear to be bad for the heart. Research shows that "
+        "having two to three cups a day is linked to a lower risk of heart disease and cardiovascular "
+        "death. Caffeine can briefly raise blood pressure, particularly if you don't usually drink it. If "
+        "you have uncontrolled high blood pressure or a heart rhythm disorder, ask your doctor how much "
+        "caffeine is safe for you.",
+        "hallucinated": "For most people, coffee doesn't appear to be bad for the heart. Research shows "
+        "that having two to three cups a day prevents heart disease and cardiovascular death. Caffeine can "
+        "briefly raise blood pressure, particularly if you don't usually drink it. If you have uncontrolled "
+        "high blood pressure or a heart rhythm disorder, ask your doctor how much caffeine is safe for you.",
+        "kind": "stated more strongly",
+        "changed": "prevents heart disease and cardiovascular death",
+    },
+    {
+        "query": "what is the tallest building in the world",
+        "chunks": [
+            "The Burj Khalifa in Dubai, United Arab Emirates, is the tallest building in the world, standing "
+            "828 metres tall. It opened in January 2010.",
+            "The Burj Khalifa has 163 floors and was designed by the architecture firm Skidmore, Owings & "
+            "Merrill.",
+            "The Merdeka 118 tower in Kuala Lumpur, completed in 2023, is the second tallest building in the "
+            "world at 679 metres.",
+        ],
+        "answer": "The tallest building in the world is the Burj Khalifa in Dubai, UAE. It rises 828 metres "
+        "and has 163 floors, and it opened in January 2010. It was designed by Skidmore, Owings & Merrill. "
+        "The second tallest is Merdeka 118 in Kuala Lumpur, which reaches 679 metres and was completed in "
+        "2023.",
+        "hallucinated": "The tallest building in the world is the Burj Khalifa in Dubai, UAE. It rises 828 "
+        "metres and has 163 floors, and it opened in January 2010. It was designed by Skidmore, Owings & "
+        "Merrill. The second tallest is the Shanghai Tower, which reaches 679 metres and was completed in "
+        "2023.",
+        "kind": "entity swapped",
+        "changed": "the Shanghai Tower",
+    },
+    {
+        "query": "how to lower cholesterol naturally",
+        "chunks": [
+            "Eating foods rich in soluble fibre, such as oats, beans and apples, can help lower LDL "
+            "cholesterol. Replacing saturated fats with unsaturated fats also helps.",
+            "Regular exercise, at least 150 minutes of moderate activity a week, can raise HDL, the good "
+            "cholesterol, and lower LDL.",
+            "Quitting smoking improves HDL cholesterol levels, and losing even a small amount of weight can "
+            "reduce LDL.",
+        ],
+        "answer": "There are several natural ways to lower cholesterol:\n\n"
+        "- Eat more soluble fibre, found in foods like oats, beans and apples, which helps reduce LDL "
+        "cholesterol.\n"
+        "- Swap saturated fats for unsaturated fats.\n"
+        "- Exercise regularly, aiming for at least 150 minutes of moderate activity each week; this can "
+        "raise your HDL (good) cholesterol and lower LDL.\n"
+        "- Quit smoking, which improves HDL levels.\n"
+        "- Lose weight, since even a small loss can bring down LDL.",
+        "hallucinated": "There are several natural ways to lower cholesterol:\n\n"
+        "- Eat more soluble fibre, found in foods like oats, beans and apples, which helps reduce LDL "
+        "cholesterol.\n"
+        "- Swap saturated fats for unsaturated fats.\n"
+        "- Exercise regularly, aiming for at least 300 minutes of moderate activity each week; this can "
+        "raise your HDL (good) cholesterol and lower LDL.\n"
+        "- Quit smoking, which improves HDL levels.\n"
+        "- Lose weight, since even a small loss can bring down LDL.",
+        "kind": "number changed",
+        "changed": "at least 300 minutes",
+    },
 ]

@@ -259,8 +259,7 @@ def _calibrated(raw: np.ndarray, data: jq.Data, folds: int) -> np.ndarray:
     for k in range(folds):
         test, train_rows = data.fold == k, data.fold != k
         xs, ys = jq.isotonic(raw[train_rows], data.y[train_rows], w[train_rows])
-        cap, joint_cap = jq.number_caps(data, train_rows)
-        p[test] = jq.capped(np.interp(raw[test], xs, ys), data, test, cap, joint_cap)
+        p[test] = jq.capped(np.interp(raw[test], xs, ys), data, test, jq.number_caps(data, train_rows))
     return p
 
 

@@ -33,10 +33,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "d93130a920ef184b",
-    "worked": "ccde408052ab705c",
-    "demo": "ddf72cc7c1b3f76a",
-    "synthetic": "d2e86f92a35dcfad",
+    "attribution": "816c2bd1133f1446",
+    "worked": "838bbafdb9115e38",
+    "demo": "1ca7e9ec495ab656",
+    "synthetic": "f1b58c9e88f1203f",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -186,18 +186,38 @@ def test_a_number_another_chunk_has_in_context_is_capped_at_the_joint_rate(judge
     assert swapped["support_probability"] <= model.number_cap
 
 
-def test_a_weights_file_without_a_joint_cap_caps_both_alike(tmp_path: Path) -> None:
+def test_an_ordinal_the_chunk_words_otherwise_is_capped_at_its_own_rate(judge: LocalJudge) -> None:
+    chunks = ["RMS Titanic sank in April 1912 in the North Atlantic, four days into her maiden voyage."]
+    model = judge.claim_model
+    assert model.number_cap < model.ordinal_number_cap < model.threshold
+    first = judged(judge, "The Titanic sank in April 1912, four days into its first voyage.", chunks)
+    claim = first["claims"][0]
+    assert claim["verdict"] == "unsupported"  # not contradicted: the chunk has no ordinal to differ
+    assert model.number_cap < claim["support_probability"] <= model.ordinal_number_cap
+    chunks = ["RMS Titanic sank in April 1912, four days into her first voyage."]
+    second = judged(judge, "The Titanic sank in April 1912, four days into its second voyage.", chunks)
+    assert second["claims"][0]["verdict"] == "contradicted"  # ordinals that differ
+    assert second["claims"][0]["support_probability"] <= model.ordinal_number_cap
+
+
+@pytest.mark.parametrize("key", ["joint_number_cap", "ordinal_number_cap"])
+def test_a_weights_file_without_a_cap_caps_its_cell_at_the_number_cap(tmp_path: Path, key: str) -> None:
     packaged = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v4.json"
     weights = json.loads(packaged.read_text())
-    weights.pop("joint_number_cap")
+    weights.pop(key)
     path = tmp_path / "claim.json"
     path.write_text(json.dumps(weights))
     model = load_claim_model(path)
-    assert model.joint_number_cap == model.number_cap
+    assert getattr(model, key) == model.number_cap
     feats = [0.0] * len(CLAIM_FEATURES)
     feats[CLAIM_FEATURES.index("num_miss")] = 1.0
     feats[0] = 1.0
-    assert model.probability(feats, True) == model.probability(feats, False) <= model.number_cap
+    plain = model.probability(feats)
+    assert plain <= model.number_cap
+    if key == "joint_number_cap":
+        assert model.probability(feats, numbers_elsewhere=True) == plain
+    else:
+        assert model.probability(feats, ordinals=True) == plain
 
 
 def test_tiered_judge_escalates_by_the_configured_probability_band(judge: LocalJudge) -> None:

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 
 from .evidence import ChunkEvidence
+from .numbers import is_ordinal
 from .support import ClaimView, SupportModel, number_neighbours, view_features
 
 __all__ = ["CLAIM_FEATURES", "ChunkIndex", "ClaimEvidence", "claim_evidence"]
@@ -78,6 +79,11 @@ class ClaimEvidence:
     # its numbers is in a chunk next to the same words (:func:`numbers_in_context`): the
     # claim may rest on two chunks. False when no number is missing.
     numbers_elsewhere: bool = False
+    # Every number of the claim that its best chunk (or the chunk covering most of it) lacks
+    # is an ordinal ("its first voyage" against "her maiden voyage", "the fifth pillar"
+    # against an unnumbered list): on the dev data such claims are supported about twice as
+    # often as those missing a cardinal (43 claims, cross-validated caps).
+    ordinals_missing: bool = False
     # A capitalised name of the claim is in no chunk at all ("Creme Puff from Florida" where
     # the chunks say Texas): no single chunk can vouch for the whole claim.
     name_missing: bool = False
@@ -238,7 +244,11 @@ def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> Cla
         length * chunk_count,
     ]
     in_context = feats[10] > 0 and num_miss_all == 0 and numbers_in_context(cv, chunks)
-    return ClaimEvidence(feats, probs, covs, b, where, in_context, ent_miss_all > 0)
+    ordinals = False
+    if feats[10] > 0:
+        missing = (cv.numbers - chunks[b].whole.numbers) | (cv.numbers - chunks[c1].whole.numbers)
+        ordinals = all(map(is_ordinal, missing))
+    return ClaimEvidence(feats, probs, covs, b, where, in_context, ordinals, ent_miss_all > 0)
 
 
 def numbers_in_context(cv: ClaimView, chunks: list[ChunkEvidence]) -> bool:

@@ -18,6 +18,9 @@ judge uses, all fit on the development data by ``bench/judge_quality.py
   the words the claim has next to it (the claim may rest on two chunks: on the dev data such
   claims are supported about three times as often); a weights file without it caps both
   alike at ``number_cap``;
+- ``ordinal_number_cap``: the ceiling instead when every such number is an ordinal ("its
+  first voyage" against "her maiden voyage"; supported about twice as often as a missing
+  cardinal); ``number_cap`` where the file lacks it;
 - ``weak``: below ``threshold`` but at or above ``weak`` a claim is weakly supported: one
   such claim among well-supported ones makes the response ``unsure``, not
   ``hallucinated`` (see :func:`response_verdict`).
@@ -53,6 +56,7 @@ class ClaimModel:
     weak: float
     number_cap: float  # the probability ceiling of a claim whose number the best chunk lacks
     joint_number_cap: float  # ... when another chunk has it next to the claim's words
+    ordinal_number_cap: float  # ... when every number it lacks is an ordinal
     digest: str
 
     def raw(self, feats: list[float]) -> float:
@@ -79,18 +83,24 @@ class ClaimModel:
         x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
         return y0 if x1 == x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
 
-    def probability(self, feats: list[float], numbers_elsewhere: bool = False) -> float:
+    def probability(
+        self, feats: list[float], numbers_elsewhere: bool = False, ordinals: bool = False
+    ) -> float:
         """Calibrated probability that the chunks support the claim. A number of the claim
         that its best chunk lacks caps the probability at the supported rate of such claims
         on the dev data: a changed number is the classic hallucination, and lexical overlap
         elsewhere in the claim cannot outweigh it. The cap is ``joint_number_cap`` when
         another chunk has every number of the claim next to the claim's words
         (``numbers_elsewhere``, :attr:`.claim_features.ClaimEvidence.numbers_elsewhere`: the
-        claim may rest on two chunks), ``number_cap`` otherwise."""
+        claim may rest on two chunks), ``ordinal_number_cap`` when every number the chunk
+        lacks is an ordinal (``ordinals``, :attr:`.claim_features.ClaimEvidence.ordinals_missing`),
+        ``number_cap`` otherwise."""
         p = self.calibrate(self.raw(feats))
         if feats[_NUM_MISS] <= 0:
             return p
-        return min(p, self.joint_number_cap if numbers_elsewhere else self.number_cap)
+        if numbers_elsewhere:
+            return min(p, self.joint_number_cap)
+        return min(p, self.ordinal_number_cap if ordinals else self.number_cap)
 
 
 def response_verdict(probs: list[float], threshold: float, weak: float) -> str | None:
@@ -135,5 +145,6 @@ def load_claim_model(
         weak=float(data["weak"]),
         number_cap=float(data["number_cap"]),
         joint_number_cap=float(data.get("joint_number_cap", data["number_cap"])),
+        ordinal_number_cap=float(data.get("ordinal_number_cap", data["number_cap"])),
         digest=digest,
     )

@@ -31,6 +31,7 @@ from .comparisons import comparison_flip, may_flip
 from .denials import asserts_denied, may_deny
 from .evidence import ChunkEvidence
 from .lexicon import Lexicon, lemmas_of, load_lexicon
+from .numbers import is_ordinal
 from .scope import may_widen, scope_conflict
 from .swaps import numbers_swapped, roles_swapped
 from .text import TextProfile, case_forms, stem
@@ -318,6 +319,17 @@ def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
     ]
 
 
+def _numbers_disagree(claim: frozenset[str], sentence: frozenset[str]) -> bool:
+    """The claim has a cardinal the sentence lacks while the sentence has cardinals, or an
+    ordinal it lacks while it has ordinals: "its first voyage" against "her maiden voyage, four
+    days in" disagrees on nothing, since the sentence words the rank without a number."""
+    for ordinal in (False, True):
+        c = {n for n in claim if is_ordinal(n) == ordinal}
+        if c and not c <= sentence and any(is_ordinal(n) == ordinal for n in sentence):
+            return True
+    return False
+
+
 def _contradicts(cp: TextProfile, words: frozenset[str], chunk: ChunkEvidence) -> bool:
     """A sentence that matches the claim's ``words`` (its stems less numbers) but
     disagrees on a number or a negation."""
@@ -328,7 +340,7 @@ def _contradicts(cp: TextProfile, words: frozenset[str], chunk: ChunkEvidence) -
         if shared < 0.6:
             continue  # both rules need this much; skip profiling the sentence
         sp = chunk.sentence_profile(i)
-        if cp.numbers and sp.numbers and not cp.numbers <= sp.numbers:
+        if cp.numbers and sp.numbers and _numbers_disagree(cp.numbers, sp.numbers):
             return True
         if shared >= 0.75 and sp.negated != cp.negated:
             return True

@@ -167,7 +167,9 @@ class LocalJudge:
         )
         views = [claim_view(cp, qstems) for cp in claim_profiles]
         evs = [claim_evidence(v, ctx.index, self.model) for v in views]
-        probs = [self.claim_model.probability(ce.features, ce.numbers_elsewhere) for ce in evs]
+        probs = [
+            self.claim_model.probability(ce.features, ce.numbers_elsewhere, ce.ordinals_missing) for ce in evs
+        ]
         escalated = 0
         if self.second_tier is not None:
             texts = [c.text for c in claims]
@@ -179,6 +181,7 @@ class LocalJudge:
                 chunks,
                 [ce.one_chunk_supports for ce in evs],
                 [ce.numbers_elsewhere for ce in evs],
+                [ce.ordinals_missing for ce in evs],
             )
         for claim, cp, view, ce, p in zip(claims, claim_profiles, views, evs, probs, strict=True):
             answer_stems |= cp.stem_set

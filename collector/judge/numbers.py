@@ -16,6 +16,7 @@ __all__ = [
     "NUMBER_WORDS",
     "ORDINALS",
     "ORDINAL_SUFFIXES",
+    "is_ordinal",
     "SCALES",
     "SCALE_ABBREVIATIONS",
     "SCALE_FORMS",
@@ -74,6 +75,13 @@ NUMBER_WORDS: dict[str, str] = {
 # A digit ordinal is tokenised as the digits and a suffix ("21st": "21", "st"); the two are
 # one number, "21st", the value of "twenty-first" and of "first" for "1st".
 ORDINAL_SUFFIXES = frozenset(("st", "nd", "rd", "th"))
+
+
+def is_ordinal(value: str) -> bool:
+    """Whether a canonical number (a number's stem: "1st", "21st", "4") is an ordinal."""
+    return value[-2:] in ORDINAL_SUFFIXES and value[:-2].isdigit()
+
+
 # Ordinal words: their stem is their value ("first" matches "1st"), but not "second", which is
 # also the unit of time.
 ORDINALS = frozenset(w for w, v in NUMBER_WORDS.items() if v[-2:] in ORDINAL_SUFFIXES and w != "second")

@@ -123,12 +123,14 @@ class MiniLMTier:
         chunks: list[ChunkEvidence],
         settled: list[bool] | None = None,
         numbers_elsewhere: list[bool] | None = None,
+        ordinals_missing: list[bool] | None = None,
     ) -> tuple[list[float], int]:
         """The claims' probabilities with the in-band ones re-scored, and how many were.
 
         ``settled`` marks the claims whose verdict tier 1 has decided whatever their
         probability (one chunk supports them on their own): they keep tier 1's probability
-        unless ``rescore_settled``. ``numbers_elsewhere`` picks each claim's number cap
+        unless ``rescore_settled``. ``numbers_elsewhere`` and ``ordinals_missing`` pick each
+        claim's number cap
         (:meth:`.claim_model.ClaimModel.probability`)."""
         skip = settled if settled is not None and not self.rescore_settled else [False] * len(probs)
         idx = [i for i, p in enumerate(probs) if self.in_band(p) and not skip[i]]
@@ -139,6 +141,7 @@ class MiniLMTier:
         out = list(probs)
         for i, m in zip(idx, mini, strict=True):
             elsewhere = bool(numbers_elsewhere and numbers_elsewhere[i])
-            out[i] = self.model.probability(list(features[i]) + m, elsewhere)
+            ordinals = bool(ordinals_missing and ordinals_missing[i])
+            out[i] = self.model.probability(list(features[i]) + m, elsewhere, ordinals)
         self.claims_escalated += len(idx)
         return out, len(idx)
