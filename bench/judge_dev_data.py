@@ -113,7 +113,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
     for claim_text, label in rec["claims"]:
         cp = claim_profile(normalise_claim(claim_text), chunks, index.all_numbers)
         view = claim_view(cp, qstems)
-        ce = claim_evidence(view, index, model)
+        ce = claim_evidence(view, index, model, normalise_claim(claim_text))
         v1_conf = max((p for p, _ in v1.support_all(view, chunks)), default=0.0)
         overlap = len(cp.stem_set & all_stems) / max(1, len(cp.stem_set))
         out.append(
@@ -129,6 +129,7 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
                 "neg": bool(chunks) and conflicts_with(cp, chunks[ce.best]),
                 "numbers_elsewhere": ce.numbers_elsewhere,
                 "ordinals_missing": ce.ordinals_missing,
+                "segment_missing": ce.segment_missing,
             }
         )
     return out

@@ -83,11 +83,13 @@ class Data:
         self.src = np.array([i["source"] for i in items])
         self.v1 = np.array([i["v1"] for i in items])
         self.overlap = np.array([i["overlap"] for i in items])
-        # One chunk supports the claim on its own (pair model >= 0.5) and every name of the
-        # claim is in some chunk: supported whatever the claim probability (the judge's
-        # verdict rule, ClaimEvidence.one_chunk_supports; see verdict_score).
+        # One chunk supports the claim on its own (pair model >= 0.5), every name of the claim
+        # is in some chunk and so is some word of each of its segments: supported whatever the
+        # claim probability (the judge's verdict rule, ClaimEvidence.one_chunk_supports; see
+        # verdict_score).
         names_missing = self.x[:, CLAIM_FEATURES.index("ent_miss_all")] > 0
-        self.strong = (self.v1 >= 0.5) & ~names_missing
+        segment_missing = np.array([bool(i.get("segment_missing")) for i in items])
+        self.strong = (self.v1 >= 0.5) & ~names_missing & ~segment_missing
         self.neg = np.array([bool(i.get("neg")) for i in items])
         self.elsewhere = np.array([bool(i.get("numbers_elsewhere")) for i in items])
         self.ordinals = np.array([bool(i.get("ordinals_missing")) for i in items])

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from .evidence import ChunkEvidence
 from .numbers import is_ordinal
+from .segments import unmatched_segment
 from .support import ClaimView, SupportModel, number_neighbours, view_features
 
 __all__ = ["CLAIM_FEATURES", "ChunkIndex", "ClaimEvidence", "claim_evidence"]
@@ -87,6 +88,8 @@ class ClaimEvidence:
     # A capitalised name of the claim is in no chunk at all ("Creme Puff from Florida" where
     # the chunks say Texas): no single chunk can vouch for the whole claim.
     name_missing: bool = False
+    # A segment of the claim has none of its words in any chunk (:mod:`.segments`).
+    segment_missing: bool = False
 
     @property
     def one_chunk_supports(self) -> bool:
@@ -95,7 +98,9 @@ class ClaimEvidence:
         whatever the claim probability (unless the chunk's sentence conflicts with the
         claim). With a name no chunk has, the calibrated probability decides: on the dev data
         about half of such claims are supported (131 of 245)."""
-        return not self.name_missing and max(self.pair_probs, default=0.0) >= 0.5
+        if self.name_missing or self.segment_missing:
+            return False
+        return max(self.pair_probs, default=0.0) >= 0.5
 
 
 def _pair_logit(model: SupportModel, feats: list[float]) -> float:
@@ -172,8 +177,12 @@ def _empty_features(cv: ClaimView) -> list[float]:
     return [values[name] for name in CLAIM_FEATURES]
 
 
-def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> ClaimEvidence:
-    """Score a prepared claim (:func:`.support.claim_view`) against every chunk of ``index``."""
+def claim_evidence(
+    cv: ClaimView, index: ChunkIndex, model: SupportModel, text: str | None = None
+) -> ClaimEvidence:
+    """Score a prepared claim (:func:`.support.claim_view`) against every chunk of ``index``;
+    with the claim's ``text``, also read its segments (:mod:`.segments`) where one chunk would
+    otherwise support it on its own."""
     chunks = index.chunks
     if not chunks:
         return ClaimEvidence(_empty_features(cv), [], [], -1, None)
@@ -248,7 +257,8 @@ def claim_evidence(cv: ClaimView, index: ChunkIndex, model: SupportModel) -> Cla
     if feats[10] > 0:
         missing = (cv.numbers - chunks[b].whole.numbers) | (cv.numbers - chunks[c1].whole.numbers)
         ordinals = all(map(is_ordinal, missing))
-    return ClaimEvidence(feats, probs, covs, b, where, in_context, ordinals, ent_miss_all > 0)
+    segment = text is not None and top >= 0.5 and unmatched_segment(text, cv.keys, index.all_keys)
+    return ClaimEvidence(feats, probs, covs, b, where, in_context, ordinals, ent_miss_all > 0, segment)
 
 
 def numbers_in_context(cv: ClaimView, chunks: list[ChunkEvidence]) -> bool:

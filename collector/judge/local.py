@@ -166,7 +166,7 @@ class LocalJudge:
             answer_all=frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset(),
         )
         views = [claim_view(cp, qstems) for cp in claim_profiles]
-        evs = [claim_evidence(v, ctx.index, self.model) for v in views]
+        evs = [claim_evidence(v, ctx.index, self.model, c.text) for v, c in zip(views, claims, strict=True)]
         probs = [
             self.claim_model.probability(ce.features, ce.numbers_elsewhere, ce.ordinals_missing) for ce in evs
         ]
