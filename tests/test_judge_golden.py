@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = {
     "attribution": "816c2bd1133f1446",
     "worked": "838bbafdb9115e38",
-    "demo": "1ca7e9ec495ab656",
-    "synthetic": "f1b58c9e88f1203f",
+    "demo": "a2d57891e11da754",
+    "synthetic": "936126af5bbafe1d",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -83,6 +83,26 @@ def test_an_off_topic_but_faithful_answer_is_not_relevant(judge: LocalJudge) -> 
     assert on_topic["answer_relevance"] == 1.0
 
 
+def test_a_claim_referring_back_shares_the_topic_of_the_claim_before_it(judge: LocalJudge) -> None:
+    chunks = [
+        "RMS Titanic sank in the early hours of 15 April 1912 in the North Atlantic.",
+        "The ship struck an iceberg at 11:40 pm on 14 April. Its wreck lies 3,800 metres down.",
+    ]
+    query = "When did the Titanic sink?"
+    answer = "The Titanic sank on 15 April 1912 [1]. It had struck an iceberg the night before [2]."
+    out = judged(judge, answer, chunks, query=query)
+    assert [c["on_topic"] for c in out["claims"]] == [True, True]
+    assert out["answer_relevance"] == 1.0
+    # a back reference to an off-topic claim stays off topic
+    off = judged(
+        judge,
+        "The ship struck an iceberg at 11:40 pm [2]. Its wreck lies 3,800 metres down [2].",
+        chunks,
+        query=query,
+    )
+    assert [c["on_topic"] for c in off["claims"]] == [False, False]
+
+
 def test_a_quantity_question_answered_without_a_quantity_is_not_relevant(judge: LocalJudge) -> None:
     chunks = ["Audit logs are retained in the primary archive for five years."]
     out = judged(judge, "Audit logs are retained in the primary archive.", chunks)

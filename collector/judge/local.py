@@ -190,6 +190,7 @@ class LocalJudge:
             verdict_scores.append(score)
             evidence_stems |= used
         thr = self.threshold
+        continue_topic(judged)
         if judged and misses_question_type(rec["query"], claim_profiles):
             for j in judged:  # asked how long / how many / when, and no claim says
                 j.on_topic = False
@@ -301,6 +302,20 @@ def _supporting(ce: ClaimEvidence, cv: ClaimView, chunks: list[ChunkEvidence], s
         if gain[extra] and 2 * gain[extra] >= len(missing):
             chosen.add(extra)
     return [chunks[i].id for i in sorted(chosen)]
+
+
+# Words that open a claim by referring back to the one before it ("It had hit an iceberg" after
+# "The Titanic sank ..."): the claim is about what that one is about.
+_BACK_REFERENCES = frozenset("it its they their them he his him she her this these those such".split())
+
+
+def continue_topic(judged: list[ClaimJudgment]) -> None:
+    """A claim that opens with a word referring back to the claim before it ("It", "Their",
+    "These") is on the query's topic when that claim is: its subject is the pronoun's
+    antecedent, which the word test of :func:`_on_topic` cannot see."""
+    for prev, j in zip(judged, judged[1:]):  # noqa: B905 (one shorter by design)
+        if not j.on_topic and prev.on_topic and j.text.split(" ", 1)[0].lower() in _BACK_REFERENCES:
+            j.on_topic = True
 
 
 def _on_topic(
