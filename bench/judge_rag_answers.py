@@ -1,6 +1,15 @@
 """Response verdicts on hand-written RAG answers that paraphrase their passages.
 
-Judges each case of :mod:`judge_rag_cases` twice, its faithful answer and its hallucinated
+The cases (``bench/judge_rag_cases.json``): each is a web-search-style query, three retrieved
+passages of the kind a RAG system gets back (about 60-100 words, MS MARCO-like), a faithful
+answer written the way chat models answer from passages (paraphrase, synthesis across
+passages, mild hedges, lists, "According to passage 1", an opening that restates the
+question), and a hallucinated version of the same answer with one change of a kind seen in
+real LLM answers (``kind``: a number or date changed, an entity swapped, a claim stated more
+strongly than the passage, a detail no passage gives); ``changed`` is the part that differs.
+Written for this project by its developers, not copied from any dataset.
+
+Judges each case twice, its faithful answer and its hallucinated
 version, with the local judge (and the default tiered policy with ``--minilm``, which needs
 ``make minilm``), and prints how the response verdicts fall, response-level precision,
 recall and F1 with "hallucinated" as the positive call (and with "unsure" counted as
@@ -16,17 +25,19 @@ Usage: python bench/judge_rag_answers.py [--minilm] [-v]
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ragpulse.collector.judge import get_judge
 
-from judge_rag_cases import CASES  # noqa: E402
-from ragpulse.collector.judge import get_judge  # noqa: E402
+CASES: list[dict[str, Any]] = json.loads(Path(__file__).with_name("judge_rag_cases.json").read_text())[
+    "cases"
+]
 
-__all__ = ["main"]
+__all__ = ["CASES", "main"]
 
 VERDICTS = ("faithful", "unsure", "hallucinated")
 

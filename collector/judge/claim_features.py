@@ -253,12 +253,16 @@ def claim_evidence(
         length * chunk_count,
     ]
     in_context = feats[10] > 0 and num_miss_all == 0 and numbers_in_context(cv, chunks)
-    ordinals = False
-    if feats[10] > 0:
-        missing = (cv.numbers - chunks[b].whole.numbers) | (cv.numbers - chunks[c1].whole.numbers)
-        ordinals = all(map(is_ordinal, missing))
+    ordinals = feats[10] > 0 and _only_ordinals_missing(cv, chunks[b], chunks[c1])
     segment = text is not None and top >= 0.5 and unmatched_segment(text, cv.keys, index.all_keys)
     return ClaimEvidence(feats, probs, covs, b, where, in_context, ordinals, ent_miss_all > 0, segment)
+
+
+def _only_ordinals_missing(cv: ClaimView, best: ChunkEvidence, widest: ChunkEvidence) -> bool:
+    """Every number of the claim that its best chunk or its best-covering chunk lacks is an
+    ordinal (:attr:`ClaimEvidence.ordinals_missing`)."""
+    missing = (cv.numbers - best.whole.numbers) | (cv.numbers - widest.whole.numbers)
+    return all(map(is_ordinal, missing))
 
 
 def numbers_in_context(cv: ClaimView, chunks: list[ChunkEvidence]) -> bool:
