@@ -113,6 +113,7 @@ class KafkaCollector:
         self._stop_deadline: float | None = None
         self._caught_up = True  # the last poll returned nothing
         self._serve_metrics = serve_metrics
+        self._broker_warned_at = float("-inf")
         self._own_process = False  # install_signal_handlers() was called: ragpulse collect
         self._starting = True
         self.consumer: Any = None
@@ -263,11 +264,28 @@ class KafkaCollector:
 
     def _poll(self, timeout_s: float) -> dict[Any, list[Any]]:
         c = self.consumer
-        with self.metrics.polls.watching(_POLLER):
-            polled = c.poll(timeout_ms=int(timeout_s * 1000))
+        try:
+            with self.metrics.polls.watching(_POLLER):
+                polled = c.poll(timeout_ms=int(timeout_s * 1000))
+        except Exception as exc:
+            if not getattr(exc, "retriable", False):
+                raise
+            # kafka-python can raise a retriable error (connection refused, a timeout) out of
+            # poll() while the broker is away; the consumer reconnects on the next poll, and
+            # nothing is committed that is not stored, so wait a moment and poll again.
+            self._broker_away(exc)
+            return {}
         keep_join_going(c)
         self.metrics.polls.joining(_POLLER, rebalancing(c), _REBALANCE_ALLOWED_S)
         return polled
+
+    def _broker_away(self, exc: Exception) -> None:
+        """Log a retriable poll error (at most every 10 s) and back off half a second."""
+        now = time.monotonic()
+        if now - self._broker_warned_at >= 10.0:
+            self._broker_warned_at = now
+            log.warning("kafka poll failed while the broker is unreachable (%s); retrying", exc)
+        self._stop.wait(0.5)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
