@@ -111,9 +111,10 @@ def _items_of(rec: dict[str, Any], source: str, v1, model) -> list[dict[str, Any
     all_stems = index.all_stems
     out = []
     for claim_text, label in rec["claims"]:
-        cp = claim_profile(normalise_claim(claim_text), chunks, index.all_numbers)
+        text = normalise_claim(claim_text)
+        cp = claim_profile(text, chunks, index.all_numbers)
         view = claim_view(cp, qstems)
-        ce = claim_evidence(view, index, model, normalise_claim(claim_text))
+        ce = claim_evidence(view, index, model, text)
         v1_conf = max((p for p, _ in v1.support_all(view, chunks)), default=0.0)
         overlap = len(cp.stem_set & all_stems) / max(1, len(cp.stem_set))
         out.append(

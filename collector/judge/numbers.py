@@ -84,7 +84,7 @@ def is_ordinal(value: str) -> bool:
 
 # Ordinal words: their stem is their value ("first" matches "1st"), but not "second", which is
 # also the unit of time.
-ORDINALS = frozenset(w for w, v in NUMBER_WORDS.items() if v[-2:] in ORDINAL_SUFFIXES and w != "second")
+ORDINALS = frozenset(w for w, v in NUMBER_WORDS.items() if is_ordinal(v) and w != "second")
 
 # Cardinal number words: their stem is their value ("four" matches "4"); ordinals and scale
 # words alone keep their own stems.

@@ -130,8 +130,7 @@ class MiniLMTier:
         ``settled`` marks the claims whose verdict tier 1 has decided whatever their
         probability (one chunk supports them on their own): they keep tier 1's probability
         unless ``rescore_settled``. ``numbers_elsewhere`` and ``ordinals_missing`` pick each
-        claim's number cap
-        (:meth:`.claim_model.ClaimModel.probability`)."""
+        claim's number cap (:meth:`.claim_model.ClaimModel.probability`)."""
         skip = settled if settled is not None and not self.rescore_settled else [False] * len(probs)
         idx = [i for i, p in enumerate(probs) if self.in_band(p) and not skip[i]]
         if not idx or not chunks:
