@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_dev_data as dev  # noqa: E402
 import judge_metrics as jm  # noqa: E402
 import judge_responses as jr  # noqa: E402
+import judge_weak as jw  # noqa: E402
 from ragpulse.collector.judge.claim_features import CLAIM_FEATURES  # noqa: E402
 from ragpulse.collector.judge.claim_model import response_verdict  # noqa: E402
 
@@ -230,18 +231,6 @@ def composed_answers(
     return out
 
 
-def _composed_ba(answers: list, score: np.ndarray, thr: float, weak: float) -> float:
-    """Mean response-level balanced accuracy over the composed answers' (set, k) groups."""
-    vals = [
-        jm.balanced_accuracy(
-            np.array([response_verdict(list(score[r]), thr, weak) == "hallucinated" for r in claim_rows]),
-            gold,
-        )
-        for _, _, claim_rows, gold in answers
-    ]
-    return float(np.nanmean(vals)) if vals else float("nan")
-
-
 def _inner_raw(data: Data, rows: np.ndarray, inner_folds: int) -> np.ndarray:
     """Stage-1 probabilities of ``rows`` cross-validated within them (grouped like the outer
     split: the outer fold ids present in ``rows``)."""
@@ -264,8 +253,9 @@ def _inner_raw(data: Data, rows: np.ndarray, inner_folds: int) -> np.ndarray:
 def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, Any]:
     """Fit the claim model on ``rows``: logistic weights on all of them; the isotonic map,
     verdict threshold and weak band from outputs cross-validated within ``rows`` (the weak band
-    maximising response-level balanced accuracy on RAG-shaped answers composed from them: the
-    sets' own multi-claim responses are 90-95% hallucinated, with 33 clean ones in all)."""
+    on RAG-shaped answers composed from them by :func:`judge_weak.fit_weak`'s
+    one-standard-error rule: the sets' own multi-claim responses are 90-95% hallucinated, with
+    33 clean ones in all)."""
     y, w = data.y, data.weight
     coef, b = jm.fit_logistic(data.x[rows], y[rows], w[rows], l2=L2)
     oof = _inner_raw(data, rows, inner_folds)
@@ -275,11 +265,7 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
     score = verdict_score(cal, data.strong, data.neg)
     thr = best_threshold(score[rows], y[rows], data.src[rows])
     answers = composed_answers(data, rows, WEAK_FIT_K, WEAK_FIT_ANSWERS)
-    weak = max(
-        (t for t in THRESHOLDS if t <= thr),
-        key=lambda t: _composed_ba(answers, score, thr, float(t)),
-        default=thr,
-    )
+    weak = jw.fit_weak(answers, score, thr)["weak"]
     return {
         "coef": coef,
         "intercept": b,

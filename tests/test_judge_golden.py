@@ -33,10 +33,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "816c2bd1133f1446",
-    "worked": "838bbafdb9115e38",
-    "demo": "a2d57891e11da754",
-    "synthetic": "936126af5bbafe1d",
+    "attribution": "c7bb3d5e6f5332b1",
+    "worked": "309e22d01783dfe2",
+    "demo": "356829e2a9731008",
+    "synthetic": "b8796d31cd10b52c",
     "lexutil": "98b7925b03f9cab5",
 }
 
