@@ -161,6 +161,19 @@ def test_list_numbers_are_not_sentences_and_markdown_is_not_read() -> None:
     ]
 
 
+def test_a_list_number_on_a_line_of_its_own_is_no_claim() -> None:
+    # "2." alone is the marker of the item on the next line, not a claim to judge (it was
+    # one, unsupported, and made a faithful answer hallucinated); a number that ends a
+    # sentence still belongs to it.
+    answer = "1. Common side effects: nausea [1].\n2.\nRisks with long-term use: ulcers [2].\nThe fee is 5."
+    claims = extract_claims(answer, IDS).claims
+    assert [(c.text, c.citations) for c in claims] == [
+        ("Common side effects: nausea.", ["C1"]),
+        ("Risks with long-term use: ulcers.", ["C2"]),
+        ("The fee is 5.", []),
+    ]
+
+
 def test_source_prefixes_are_stripped_and_meta_sentences_behind_them_dropped() -> None:
     assert _texts("Based on the passages provided, the median wage was $77,090 in May 2020.") == [
         "The median wage was $77,090 in May 2020."

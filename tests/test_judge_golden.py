@@ -33,10 +33,10 @@ from tests.carried_data import attribution_records
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "attribution": "c7bb3d5e6f5332b1",
-    "worked": "309e22d01783dfe2",
-    "demo": "356829e2a9731008",
-    "synthetic": "b8796d31cd10b52c",
+    "attribution": "e266cd880dbfa03c",
+    "worked": "851381bf5b585a20",
+    "demo": "1a417760b7d07a0a",
+    "synthetic": "d383e7773c2ba6a1",
     "lexutil": "98b7925b03f9cab5",
 }
 

@@ -39,7 +39,7 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "13"
+EXTRACTION_VERSION = "14"
 
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
@@ -372,7 +372,8 @@ def _claim_body(text: str) -> str | None:
     hedge), the fact after a meta opening's colon ("Here is the answer: X" -> "X"), else
     ``text``. The hedge prefixes are stripped once, for every test."""
     bare = _HEDGE_PREFIX_RE.sub("", text)
-    if _non_claim(text, bare) or not has_content(bare):
+    # The space lets a list number standing alone ("2." on its own line) match as a marker.
+    if _non_claim(text, bare) or not has_content(_ENUM_RE.sub("", bare + " ")):
         return None
     if ":" in bare and _META_RE.match(bare):
         return bare.split(":", 1)[1].strip()
