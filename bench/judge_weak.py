@@ -23,7 +23,7 @@ import numpy as np
 
 __all__ = ["WEAK_GRID", "answer_summaries", "fit_weak", "weak_curve"]
 
-# The candidate values: every hundredth from 0 up to the verdict threshold.
+# The candidate values, every hundredth from 0 to 0.99; a fit takes those at most its threshold.
 WEAK_GRID = np.round(np.arange(0.0, 1.0, 0.01), 2)
 BOOTSTRAP_DRAWS = 300
 

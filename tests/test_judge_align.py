@@ -10,9 +10,6 @@ masked in batches, equals the head computed claim by claim in numpy.
 from __future__ import annotations
 
 import argparse
-import importlib
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,20 +18,14 @@ pytest.importorskip("tokenizers")
 
 from ragpulse.collector.judge import minilm  # noqa: E402
 
+from tests.bench_modules import bench_modules  # noqa: E402
 from tests.test_judge_minilm import tiny_dir  # noqa: E402, F401  (the tiny BERT fixture)
-
-BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield tuple(
-            importlib.import_module(m) for m in ("judge_align", "judge_align_fit", "judge_align_states")
-        )
-    finally:
-        sys.path.remove(str(BENCH))
+    with bench_modules("judge_align", "judge_align_fit", "judge_align_states") as modules:
+        yield modules
 
 
 CLAIMS = ["audit logs are kept for five years .", "backups run nightly , in the archive", "the archive"]

@@ -9,25 +9,19 @@ calibrate it.
 
 from __future__ import annotations
 
-import importlib
-import sys
 from itertools import product
-from pathlib import Path
 
 import numpy as np
 import pytest
 from ragpulse.collector.judge.claim_features import CLAIM_FEATURES
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from tests.bench_modules import bench_modules
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("judge_quality"), importlib.import_module("judge_metrics")
-    finally:
-        sys.path.remove(str(BENCH))
+    with bench_modules("judge_quality", "judge_metrics") as modules:
+        yield modules
 
 
 def test_binary_metrics_match_their_definitions(bench) -> None:
@@ -174,11 +168,8 @@ def test_cross_validation_finds_the_signal_and_calibrates_it(bench) -> None:
 
 @pytest.fixture(scope="module")
 def responses():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("judge_responses")
-    finally:
-        sys.path.remove(str(BENCH))
+    with bench_modules("judge_responses") as (module,):
+        yield module
 
 
 def test_composed_answers_have_k_claims_from_one_pool_and_the_asked_share_hallucinated(responses) -> None:

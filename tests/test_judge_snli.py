@@ -10,10 +10,8 @@ fine-tuning start reproduces the logistic fit over the frozen head's logit.
 from __future__ import annotations
 
 import argparse
-import importlib
 import io
 import json
-import sys
 import tarfile
 from pathlib import Path
 
@@ -24,9 +22,8 @@ pytest.importorskip("tokenizers")
 
 from ragpulse.collector.judge import minilm  # noqa: E402
 
+from tests.bench_modules import bench_modules  # noqa: E402
 from tests.test_judge_minilm import tiny_dir  # noqa: E402, F401  (the tiny BERT fixture)
-
-BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 ROWS = [
     {
@@ -46,11 +43,8 @@ ROWS = [
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield tuple(importlib.import_module(m) for m in ("judge_snli", "judge_snli_data", "judge_align_fit"))
-    finally:
-        sys.path.remove(str(BENCH))
+    with bench_modules("judge_snli", "judge_snli_data", "judge_align_fit") as modules:
+        yield modules
 
 
 def _jsonl(rows: list[dict]) -> bytes:

@@ -6,24 +6,17 @@ curve over ``weak`` has a known shape, and checks what the rule picks against it
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from ragpulse.collector.judge.claim_model import response_verdict
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from tests.bench_modules import bench_modules
 
 
 @pytest.fixture(scope="module")
 def weak():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("judge_weak")
-    finally:
-        sys.path.remove(str(BENCH))
+    with bench_modules("judge_weak") as (module,):
+        yield module
 
 
 def _answers(rng: np.random.Generator, clean_low: float, bad_high: float, n: int = 400, k: int = 3, tail=0.0):
