@@ -16,10 +16,17 @@ recall and F1 with "hallucinated" as the positive call (and with "unsure" counte
 positive too), and, with ``-v``, every claim of the answers judged wrongly: a faithful answer
 called hallucinated or unsure, a hallucinated one called faithful.
 
-The cases are few (24 pairs) and written by the project's developers: a magnifier for what
-real LLM answers do to claim extraction and support, not a measure of the judge.
+Two sets, reported apart: ``dev`` (``bench/judge_rag_cases.json``, 32 pairs, the one the
+judge's rules were developed on) and ``check`` (``bench/judge_rag_cases_check.json``, 40 pairs
+written later and separately, in the styles of several chat models: concise, "Sure! Based on
+the passages provided" with lists and a closing offer of help, "According to passage 2",
+synthesis of two passages in one sentence, heavy paraphrase, "The passages do not mention"),
+so that a change tuned on the first can be seen to generalise, or not, on the second.
 
-Usage: python bench/judge_rag_answers.py [--minilm] [-v]
+The cases are few and written by the project's developers: a magnifier for what real LLM
+answers do to claim extraction and support, not a measure of the judge.
+
+Usage: python bench/judge_rag_answers.py [--minilm] [-v] [--set dev|check]
 """
 
 from __future__ import annotations
@@ -33,11 +40,17 @@ from typing import Any
 
 from ragpulse.collector.judge import get_judge
 
-CASES: list[dict[str, Any]] = json.loads(Path(__file__).with_name("judge_rag_cases.json").read_text())[
-    "cases"
-]
+SETS: dict[str, str] = {"dev": "judge_rag_cases.json", "check": "judge_rag_cases_check.json"}
 
-__all__ = ["CASES", "main"]
+
+def load_cases(name: str) -> list[dict[str, Any]]:
+    """The cases of set ``name`` (a key of :data:`SETS`)."""
+    return json.loads(Path(__file__).with_name(SETS[name]).read_text())["cases"]
+
+
+CASES: dict[str, list[dict[str, Any]]] = {name: load_cases(name) for name in SETS}
+
+__all__ = ["CASES", "SETS", "load_cases", "main"]
 
 VERDICTS = ("faithful", "unsure", "hallucinated")
 
@@ -57,9 +70,9 @@ def _f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
     return p, r, 2 * p * r / (p + r) if p + r else 0.0
 
 
-def _report(name: str, judge: Any, verbose: bool) -> None:
+def _report(name: str, judge: Any, cases: list[dict[str, Any]], verbose: bool) -> None:
     counts: dict[str, Counter] = {"faithful": Counter(), "hallucinated": Counter()}
-    for i, case in enumerate(CASES):
+    for i, case in enumerate(cases):
         for gold, answer in (("faithful", case["answer"]), ("hallucinated", case["hallucinated"])):
             out = judge.judge(_record(case, answer, i))
             verdict = out["response_verdict"]
@@ -70,14 +83,14 @@ def _report(name: str, judge: Any, verbose: bool) -> None:
                 for c in out["claims"]:
                     mark = "  " if c["verdict"] == "supported" else "**"
                     print(f"    {mark} {c['verdict']:<12} p={c['support_probability']:.2f}  {c['text']}")
-    print(f"{name}: {len(CASES)} faithful and {len(CASES)} hallucinated answers")
+    print(f"{name}: {len(cases)} faithful and {len(cases)} hallucinated answers")
     for gold in counts:
         row = "  ".join(f"{v} {counts[gold][v]:>2}" for v in VERDICTS)
         print(f"  {gold:<13} answers judged: {row}")
     for label, positive in (("hallucinated", ("hallucinated",)), ("hallucinated or unsure", VERDICTS[1:])):
         tp = sum(counts["hallucinated"][v] for v in positive)
         fp = sum(counts["faithful"][v] for v in positive)
-        p, r, f = _f1(tp, fp, len(CASES) - tp)
+        p, r, f = _f1(tp, fp, len(cases) - tp)
         print(f"  positive = {label:<22}: precision {p:.2f}  recall {r:.2f}  F1 {f:.2f}")
 
 
@@ -85,12 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minilm", action="store_true", help="also the default tiered policy (make minilm)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the claims of wrongly judged answers")
+    ap.add_argument("--set", choices=sorted(SETS), action="append", help="only these sets (default: all)")
     args = ap.parse_args(argv)
-    local = get_judge("local")
-    _report(local.judge_id, local, args.verbose)
+    judges = [get_judge("local")]
     if args.minilm:
-        tiered = get_judge("tiered", minilm={})
-        _report(tiered.judge_id, tiered, args.verbose)
+        judges.append(get_judge("tiered", minilm={}))
+    for name in args.set or list(SETS):
+        for judge in judges:
+            _report(f"[{name}] {judge.judge_id}", judge, CASES[name], args.verbose)
     return 0
 
 
