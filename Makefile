@@ -73,7 +73,7 @@ align-train: minilm
 BENCHES := sdk_overhead decode_speed ingest_throughput e2e_freshness ingest_instructions \
 	judge_throughput judge_instructions judge_quality judge_minilm judge_align_features judge_align \
 	judge_align_joint judge_align_retrieve judge_xenc judge_snli judge_snli_xenc judge_lexicon judge_antonym \
-	judge_formatting judge_numbers judge_fold_seeds judge_rag_answers
+	judge_formatting judge_numbers judge_fold_seeds judge_rag_answers judge_summaries
 
 bench: install services
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
