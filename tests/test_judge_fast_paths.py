@@ -61,7 +61,7 @@ def _real_texts() -> list[str]:
 
 def _reference_tokens(s: str) -> list[str]:
     """The tokens by the regexes alone: space-grouped thousands joined with commas, then the
-    token regex, each date or time it reads, and the ordinal words (numbers.read_ordinal_words)."""
+    token regex, each date or time it reads, and the ordinal words (numbers.read_number_words)."""
     s = numbers._DIGIT_GROUPS_RE.sub(lambda m: re.sub(r"[ \u00a0\u202f\u2009]", ",", m[0]), s)
     out: list[str] = []
     pos = 0
@@ -70,7 +70,7 @@ def _reference_tokens(s: str) -> list[str]:
         if words is not None:
             out += text._WORD_RE.findall(s[pos : m.start()]) + words
             pos = m.end()
-    return numbers.read_ordinal_words(out + text._WORD_RE.findall(s[pos:]))
+    return numbers.read_number_words(out + text._WORD_RE.findall(s[pos:]))
 
 
 def test_tokenise_equals_the_token_regex_on_random_strings() -> None:

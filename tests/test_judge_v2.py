@@ -48,7 +48,7 @@ def test_every_claim_carries_a_probability_and_the_record_a_response_verdict(jud
     assert probs[0] > probs[1]
     assert [c["verdict"] for c in out["claims"]] == ["supported", "unsupported"]
     assert out["response_verdict"] == "hallucinated"
-    assert out["judge_id"].startswith("local-4.7:")
+    assert out["judge_id"].startswith("local-4.8:")
 
 
 def test_negation_of_the_cited_sentence_is_a_contradiction_not_a_valid_citation(judge: LocalJudge) -> None:
@@ -197,8 +197,11 @@ def test_a_number_another_chunk_has_in_context_is_capped_at_the_joint_rate(judge
     out = judged(judge, answer, chunks, query="How long are billing backups kept?")
     claim = out["claims"][0]
     model = judge.claim_model
-    assert model.number_cap < model.joint_number_cap < model.threshold
-    assert claim["support_probability"] <= model.joint_number_cap
+    # The joint cap is the supported rate of such dev claims (about half): whether it falls
+    # just under or just over the threshold is the fit's, so only its order with the plain
+    # cap is pinned, and that the claim is capped in the joint cell, not the plain one.
+    assert model.number_cap < model.joint_number_cap
+    assert model.number_cap < claim["support_probability"] <= model.joint_number_cap
     # The same claim whose 7 is only a count of something else in the other chunk.
     chunks[1] = "The archive has 7 floors and opened in 2004."
     swapped = judged(judge, answer, chunks, query="How long are billing backups kept?")["claims"][0]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from .evidence import ChunkEvidence
 from .numbers import is_ordinal
 from .segments import unmatched_segment
-from .support import ClaimView, SupportModel, number_neighbours, view_features
+from .support import ClaimView, SupportModel, number_next_to, view_features
 
 __all__ = ["CLAIM_FEATURES", "ChunkIndex", "ClaimEvidence", "claim_evidence"]
 
@@ -76,9 +76,9 @@ class ClaimEvidence:
     pair_covs: list[float]  # ``cov`` per chunk, in chunk order
     best: int  # index of the best chunk (pair probability, then coverage); -1 without chunks
     best_sentence: tuple[int, int] | None  # (chunk index, sentence index) of the best-aligned sentence
-    # A number of the claim is missing from its best chunk (``num_miss``), yet every one of
-    # its numbers is in a chunk next to the same words (:func:`numbers_in_context`): the
-    # claim may rest on two chunks. False when no number is missing.
+    # A number of the claim is missing from its best chunk (``num_miss``), yet each number
+    # that chunk lacks is in another chunk next to the same words (:func:`numbers_in_context`):
+    # the claim may rest on two chunks. False when no number is missing.
     numbers_elsewhere: bool = False
     # Every number of the claim that its best chunk (or the chunk covering most of it) lacks
     # is an ordinal ("its first voyage" against "her maiden voyage", "the fifth pillar"
@@ -253,7 +253,8 @@ def claim_evidence(
         chunk_count * chunk_count,
         length * chunk_count,
     ]
-    in_context = feats[10] > 0 and num_miss_all == 0 and numbers_in_context(cv, chunks)
+    lacking = (cv.numbers - chunks[b].whole.numbers) | (cv.numbers - chunks[c1].whole.numbers)
+    in_context = feats[10] > 0 and num_miss_all == 0 and numbers_in_context(cv, chunks, lacking)
     ordinals = feats[10] > 0 and _only_ordinals_missing(cv, chunks[b], chunks[c1])
     segment = text is not None and top >= 0.5 and unmatched_segment(text, cv.keys, index.all_keys)
     return ClaimEvidence(feats, probs, covs, b, where, in_context, ordinals, ent_miss_all > 0, segment)
@@ -266,27 +267,24 @@ def _only_ordinals_missing(cv: ClaimView, best: ChunkEvidence, widest: ChunkEvid
     return all(map(is_ordinal, missing))
 
 
-def numbers_in_context(cv: ClaimView, chunks: list[ChunkEvidence]) -> bool:
-    """Whether every number of the claim is in some chunk sentence next to one of the words
-    it has next to it in the claim (:func:`.support.number_neighbours`): "backups are kept
-    for 7 years in the archive" against another chunk's "billing backups are kept for 7
-    years" is, against "the archive has 7 floors" or "credentials are rotated every 4
-    days" against "laptops are reported within 4 hours" is not."""
-    if len(cv.number_neighbours) < len(cv.numbers):
+def numbers_in_context(
+    cv: ClaimView, chunks: list[ChunkEvidence], lacking: frozenset[str] | None = None
+) -> bool:
+    """Whether every number of the claim in ``lacking`` (all of them when None: the numbers
+    its best chunks lack) is in some chunk sentence next to one of the words it has next to
+    it in the claim (:func:`.support.number_neighbours`): "backups are kept for 7 years in
+    the archive" against another chunk's "billing backups are kept for 7 years" is, against
+    "the archive has 7 floors" or "credentials are rotated every 4 days" against "laptops
+    are reported within 4 hours" is not. The numbers the best chunks have need no context
+    test: they come with the rest of the claim, often reordered ("in 1901, Dunant shared
+    the prize" for "Dunant shared the prize in 1901")."""
+    wanted = cv.numbers if lacking is None else lacking
+    near_of = dict(cv.number_neighbours)
+    if any(n not in near_of for n in wanted):
         return False
     return all(
-        any(_next_to(n, near, chunk) for chunk in chunks if n in chunk.whole.numbers)
-        for n, near in cv.number_neighbours
-    )
-
-
-def _next_to(number: str, near: frozenset[str], chunk: ChunkEvidence) -> bool:
-    """Whether a sentence of ``chunk`` has ``number`` next to one of the stems ``near``."""
-    one = frozenset((number,))
-    return any(
-        near & number_neighbours(seq, one).get(number, set())
-        for seq in chunk.sentence_stem_lists
-        if number in seq
+        any(number_next_to(n, near_of[n], chunk) for chunk in chunks if n in chunk.whole.numbers)
+        for n in wanted
     )
 
 

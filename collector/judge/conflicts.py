@@ -28,11 +28,12 @@ the claim rests on (the one sharing most of its content stems):
 from __future__ import annotations
 
 from .comparisons import comparison_flip, may_flip
-from .denials import asserts_denied, may_deny
+from .denials import asserts_denied, may_deny, negated_stems, negates_in_own_words
 from .evidence import ChunkEvidence
 from .lexicon import Lexicon, lemmas_of, load_lexicon
 from .numbers import is_ordinal
 from .scope import may_widen, scope_conflict
+from .support import number_neighbours, number_next_to
 from .swaps import numbers_swapped, roles_swapped
 from .text import TextProfile, case_forms, stem
 
@@ -94,7 +95,7 @@ def negation_conflicts(cp: TextProfile, chunk: ChunkEvidence) -> bool:
     if shared < 0.75:
         return False
     sp = chunk.sentence_profile(i)
-    if cp.negated == sp.negated:
+    if cp.negated == sp.negated or not _polarity_differs(cp, sp):
         return False
     return cp.negated or len(chunk.sentence_stems[i]) <= 1.5 * len(cp.stem_set)
 
@@ -306,10 +307,11 @@ def contradicting(cp: TextProfile, chunks: list[ChunkEvidence]) -> list[str]:
     words = cp.stem_set - cp.numbers - {n for n in cp.stem_set if n[:1].isdigit()}
     if not words:
         return []
+    checked = cp.numbers - numbers_attested(cp, chunks)
     return [
         c.id
         for c in chunks
-        if _contradicts(cp, words, c)
+        if _contradicts(cp, words, c, checked)
         or antonym_conflicts(cp, c)
         or sufficiency_conflict(cp, c) == "contradicted"
         or scope_conflicts(cp, c, contradiction=True) == "contradicted"
@@ -330,9 +332,27 @@ def _numbers_disagree(claim: frozenset[str], sentence: frozenset[str]) -> bool:
     return False
 
 
-def _contradicts(cp: TextProfile, words: frozenset[str], chunk: ChunkEvidence) -> bool:
-    """A sentence that matches the claim's ``words`` (its stems less numbers) but
-    disagrees on a number or a negation."""
+def numbers_attested(cp: TextProfile, chunks: list[ChunkEvidence]) -> frozenset[str]:
+    """The claim's numbers that some chunk sentence states next to one of the words the claim
+    has next to them (:func:`.support.number_next_to`). A sentence that lacks such a number
+    does not disagree with it: a claim that joins two sentences ("gusts of up to 94 mph,
+    cutting power to 120,000 homes") takes each number from its own sentence."""
+    if not cp.numbers:
+        return frozenset()
+    near_of = number_neighbours(cp.stems, cp.numbers)
+    return frozenset(
+        n
+        for n, near in near_of.items()
+        if near and any(number_next_to(n, near, c) for c in chunks if n in c.whole.numbers)
+    )
+
+
+def _contradicts(
+    cp: TextProfile, words: frozenset[str], chunk: ChunkEvidence, numbers: frozenset[str] | None = None
+) -> bool:
+    """A sentence that matches the claim's ``words`` (its stems less numbers) but disagrees
+    on a number (of ``numbers``: the claim's own when None) or a negation."""
+    numbers = cp.numbers if numbers is None else numbers
     if len(words & chunk.whole.stem_set) < 0.6 * len(words):
         return False  # no sentence can share enough words with the claim
     for i, ss in enumerate(chunk.sentence_stems):
@@ -340,8 +360,20 @@ def _contradicts(cp: TextProfile, words: frozenset[str], chunk: ChunkEvidence) -
         if shared < 0.6:
             continue  # both rules need this much; skip profiling the sentence
         sp = chunk.sentence_profile(i)
-        if cp.numbers and sp.numbers and _numbers_disagree(cp.numbers, sp.numbers):
+        if numbers and sp.numbers and _numbers_disagree(numbers, sp.numbers):
             return True
-        if shared >= 0.75 and sp.negated != cp.negated:
+        if shared >= 0.75 and sp.negated != cp.negated and _polarity_differs(cp, sp):
             return True
     return False
+
+
+def _polarity_differs(cp: TextProfile, sp: TextProfile) -> bool:
+    """Of a claim and a sentence that share most words and differ in :attr:`.text.TextProfile.negated`:
+    whether they do say opposite things. A negated claim does; a plain claim does only when
+    it says no absence in its own words ("free", "cutting power") and the sentence negates
+    one of the claim's words: "... approved on Tuesday, despite objections from residents who
+    say the roads cannot cope" negates nothing the claim "the commission voted to approve
+    the plan" says."""
+    if cp.negated:
+        return True
+    return not negates_in_own_words(cp) and not negated_stems(sp.tokens).isdisjoint(cp.stem_set)

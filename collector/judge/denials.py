@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .text import NEGATIONS, STOPWORDS, TextProfile, case_forms, stem
 
-__all__ = ["asserts_denied", "may_deny"]
+__all__ = ["asserts_denied", "may_deny", "negates_in_own_words", "negated_stems"]
 
 # The negations read here: the verbal ones. "no", "without" and "lack" name an absence, which
 # a claim restates with other words often enough ("has no side effects").
@@ -39,7 +39,8 @@ _CLAUSE_ENDS = frozenset(
 # says ("resistant to chemical reactions" against "is not a chemical reaction").
 _CLAIM_NEGATIONS = NEGATIONS | frozenset(
     "resistant immune free avoid avoids avoided prevent prevents prevented absent refuse refuses refused "
-    "deny denies denied reject rejects rejected impossible neither".split()
+    "deny denies denied reject rejects rejected impossible neither "
+    "cut cuts cutting lose loses losing lost".split()
 )
 _CLAIM_NEGATION_FORMS = case_forms(_CLAIM_NEGATIONS)
 _UNTIL = frozenset(("until", "till"))
@@ -57,6 +58,32 @@ def may_deny(cp: TextProfile, chunk: TextProfile) -> bool:
     even in other words ("without a solid surface", "resistant to reactions"): the chunk's
     cached :attr:`.text.TextProfile.negated` and one set operation on the claim's tokens."""
     return chunk.negated and _CLAIM_NEGATION_FORMS.isdisjoint(cp.tokens) and not cp.negated
+
+
+def negates_in_own_words(cp: TextProfile) -> bool:
+    """Whether the claim negates, in a negation word or in words that say an absence or a
+    loss ("free of charge", "cutting power to 120,000 homes" for "leaving 120,000 homes
+    without power")."""
+    return cp.negated or not _CLAIM_NEGATION_FORMS.isdisjoint(cp.tokens)
+
+
+def negated_stems(tokens: list[str]) -> frozenset[str]:
+    """The content stems that a negation among ``tokens`` (any of :data:`.text.NEGATIONS`:
+    "not", "no", "without", ...) has in its scope: the words after it up to the next clause
+    word or :data:`_SPAN` tokens. "... approved on Tuesday, despite objections from residents
+    who say the roads cannot cope" negates "cope", not the approval."""
+    out: set[str] = set()
+    for k, tok in enumerate(tokens):
+        low = tok.lower()
+        if low not in NEGATIONS and not low.endswith("n't"):
+            continue
+        for raw in tokens[k + 1 : k + 1 + _SPAN]:
+            t = raw.lower()
+            if t in _CLAUSE_ENDS or t in NEGATIONS:
+                break
+            if t not in STOPWORDS and t.isalpha():
+                out.add(stem(t))
+    return frozenset(out)
 
 
 def _denied_phrases(tokens: list[str]) -> list[frozenset[str]]:

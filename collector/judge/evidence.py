@@ -15,7 +15,7 @@ from itertools import chain
 from typing import Any
 
 from .dates import ends_with_month_abbreviation, may_hold_date_time
-from .numbers import may_group_digits, read_ordinal_words
+from .numbers import may_group_digits, read_number_words
 from .text import (
     TextProfile,
     char_classes,
@@ -120,7 +120,7 @@ def _sentences_and_tokens(content: str) -> tuple[list[str], list[list[str]]]:
             sp = spaced(content)
             tokens = [sp[a:b].split() for a, b in spans]
             if not may_hold_date_time(content, chain.from_iterable(tokens)):
-                return texts, list(map(read_ordinal_words, tokens))
+                return texts, list(map(read_number_words, tokens))
     else:
         texts = _split_regex(content)
     return texts, list(map(tokenise, texts))

@@ -51,7 +51,7 @@ __all__ = [
     "lexical_utilization",
 ]
 
-LOCAL_VERSION = "4.7"
+LOCAL_VERSION = "4.8"
 
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "

@@ -235,11 +235,23 @@ _SECOND_AS_UNIT_AFTER = frozenset("a per one each every split fraction few milli
 _QUARTERS = {"1": "1st", "2": "2nd", "3": "3rd", "4": "4th"}
 
 
-def read_ordinal_words(tokens: list[str]) -> list[str]:
-    """``tokens`` with the ordinal "second" as ``2nd`` (it matches "2nd", as "third" matches
-    "3rd") and a quarter written "Q2" as ``2nd quarter``; the list itself when neither
-    occurs (two C-level membership tests)."""
-    if "second" not in tokens and "Second" not in tokens and "Q" not in tokens:
+# "all three", "all five": a count of the names or things just listed, not a number the
+# evidence states ("Fleming, Florey and Chain shared the prize" for "All three shared it").
+_GROUP_WORDS = frozenset(("all", "All"))
+_GROUP_COUNTS = frozenset("two three four five six seven eight nine ten eleven twelve".split())
+
+
+def read_number_words(tokens: list[str]) -> list[str]:
+    """``tokens`` with the number words read as the numbers they are: the ordinal "second" as
+    ``2nd`` (it matches "2nd", as "third" matches "3rd"), a quarter written "Q2" as ``2nd
+    quarter``, and a count after "all" ("all three") left out; the list itself when none of
+    these can occur (C-level membership tests: "all" is common, a count after it is not)."""
+    if (
+        "second" not in tokens
+        and "Second" not in tokens
+        and "Q" not in tokens
+        and (_GROUP_WORDS.isdisjoint(tokens) or _GROUP_COUNTS.isdisjoint(tokens))
+    ):
         return tokens
     out: list[str] = []
     i, n = 0, len(tokens)
@@ -250,7 +262,9 @@ def read_ordinal_words(tokens: list[str]) -> list[str]:
             i += 2
             continue
         before = tokens[i - 1] if i else ""
-        if (
+        if tok in _GROUP_COUNTS and before in _GROUP_WORDS:
+            pass
+        elif (
             tok in ("second", "Second")
             and before
             and not (before[0].isdigit() or before.lower() in _SECOND_AS_UNIT_AFTER)

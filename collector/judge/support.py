@@ -48,6 +48,8 @@ __all__ = [
     "load_model",
     "read_weights",
     "fit_logistic",
+    "number_neighbours",
+    "number_next_to",
 ]
 
 FEATURES: tuple[str, ...] = (
@@ -110,6 +112,18 @@ def number_neighbours(stems: list[str] | tuple[str, ...], numbers: frozenset[str
             near = stems[max(0, i - NEIGHBOUR_WINDOW) : i + NEIGHBOUR_WINDOW + 1]
             out.setdefault(s, set()).update(t for t in near if not t[:1].isdigit())
     return out
+
+
+def number_next_to(number: str, near: frozenset[str] | set[str], chunk: ChunkEvidence) -> bool:
+    """Whether a sentence of ``chunk`` has ``number`` next to one of the stems ``near`` (the
+    claim's words around it, :func:`number_neighbours`): the chunk states that number of the
+    same thing."""
+    one = frozenset((number,))
+    return any(
+        near & number_neighbours(seq, one).get(number, set())
+        for seq in chunk.sentence_stem_lists
+        if number in seq
+    )
 
 
 def claim_view(claim: TextProfile, query_stems: frozenset[str]) -> ClaimView:

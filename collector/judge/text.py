@@ -20,7 +20,7 @@ from .numbers import (
     join_digit_groups,
     joined_numbers,
     normalise_numbers,
-    read_ordinal_words,
+    read_number_words,
 )
 
 __all__ = [
@@ -202,7 +202,7 @@ def tokenise(text: str) -> list[str]:
         text, c = grouped, char_classes(grouped)
     tokens = _word_tokens(text, c)
     if not may_hold_date_time(text, tokens):
-        return read_ordinal_words(tokens)
+        return read_number_words(tokens)
     out: list[str] = []
     pos = 0
     for m in DATE_TIME_RE.finditer(text):
@@ -213,7 +213,7 @@ def tokenise(text: str) -> list[str]:
         out += words
         pos = m.end()
     out += _word_tokens(text[pos:], None)
-    return read_ordinal_words(out)
+    return read_number_words(out)
 
 
 def _word_tokens(text: str, classes: bytes | None) -> list[str]:
