@@ -405,3 +405,41 @@ def test_links_and_a_sources_section_are_not_claims() -> None:
         "See the retention policy or for details.",
         "Backups are encrypted.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "claims"),
+    [
+        (
+            "Basements were flooded, rail services between Galway and Athenry were suspended, "
+            "and a man was treated in hospital.",
+            [
+                "Basements were flooded, rail services between Galway and Athenry were suspended.",
+                "A man was treated in hospital.",
+            ],
+        ),
+        (
+            "Both adults and children were screened at the clinic.",
+            ["Both adults and children were screened at the clinic."],
+        ),
+        (
+            "The deal, which the family has agreed to support, still requires shareholder and regulatory "
+            "approval and is expected to close next year.",
+            [
+                "The deal, which the family has agreed to support, still requires shareholder and regulatory approval.",
+                "The deal, which the family has agreed to support, still is expected to close next year.",
+            ],
+        ),
+        (
+            "The chief executive expects $45 million in savings and said there are no plans for layoffs.",
+            [
+                "The chief executive expects $45 million in savings.",
+                "The chief executive said there are no plans for layoffs.",
+            ],
+        ),
+    ],
+)
+def test_and_in_a_paired_phrase_or_before_a_shared_subject_s_verb(sentence: str, claims: list[str]) -> None:
+    """ "between X and Y" joins nouns; a tail whose verb follows another "and" has no subject of
+    its own; a borrowed head skips a relative clause; an irregular past borrows the head."""
+    assert _texts(sentence) == claims

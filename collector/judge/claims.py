@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from .dates import ends_with_month_abbreviation
 from .formatting import formatting_spans
 from .markers import Marker, find_markers, read_markers
+from .morphology import IRREGULAR
 from .text import has_content, strip_markers
 
 __all__ = [
@@ -39,7 +40,7 @@ __all__ = [
 
 # The version of what this module calls a claim: both judges pin it in their ids, since a change
 # here changes their verdicts on the same answer.
-EXTRACTION_VERSION = "14"
+EXTRACTION_VERSION = "15"
 
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _CUT_AFTER_MARKER_RE = re.compile(r"\s*(?:,\s*)?(?:;|and\b|or\b|but\b|while\b|whereas\b)")
@@ -236,7 +237,33 @@ def _verb_index(words: list[str]) -> int:
     return -1
 
 
+_RELATIVES = frozenset(("which", "who", "whose", "whom", "where"))
+
+
+def _main_verb_index(words: list[str]) -> int:
+    """:func:`_verb_index` of the words outside a relative clause set off by commas ("The
+    deal, which the family has agreed to support, still requires ..."), as an index into
+    ``words``: the head a subject-less clause borrows ends before the main verb, not the
+    relative clause's."""
+    kept: list[int] = []
+    skipping = False
+    for i, w in enumerate(words):
+        if not skipping and i and words[i - 1].endswith(",") and w.lower() in _RELATIVES:
+            skipping = True
+        if not skipping:
+            kept.append(i)
+        elif w.endswith(","):
+            skipping = False
+    vi = _verb_index([words[i] for i in kept])
+    return kept[vi] if vi >= 0 else -1
+
+
 _PIECE_END_RE = re.compile(r"[,:;]")
+# A word before the verb that leaves the subject unfinished: the verb is a later
+# coordination's, and the "and" before the tail joins nouns.
+_COORDINATORS = frozenset(("and", "or", "but", "nor"))
+# Words whose phrase a bare "and" completes ("between X and Y", "both X and Y").
+_PAIRED = frozenset(("between", "both"))
 
 
 def _joins_clauses(conjunction: str, head: str, tail: str) -> bool:
@@ -255,11 +282,15 @@ def _joins_clauses(conjunction: str, head: str, tail: str) -> bool:
     vt = _verb_index(tail_words)
     if vt < 1 or _verb_index(head_words) < 1:
         return False
+    if tail_words[vt - 1].lower() in _COORDINATORS:
+        return False  # "shareholder and regulatory approval and is expected to": no subject
     if conjunction.startswith(","):
         return True
     if vt == len(tail_words) - 1 or any(w.endswith(",") for w in tail_words[:vt]):
         return False
     piece = _PIECE_END_RE.split(head)[-1].split()
+    if any(w.lower() in _PAIRED for w in piece[-3:]):
+        return False  # "between Galway and Athenry", "both adults and children"
     if any(w.lower() in _AUX for w in piece[1:]):
         return True
     return len(piece) > 3 and _verb_index(piece) >= 1
@@ -340,13 +371,20 @@ def _complete(fragment: str, head_words: list[str], verb_at: int) -> str:
     verb = head_words[verb_at].lower()
     same_form = (first.endswith("s") and verb.endswith("s")) or (first.endswith("ed") and verb.endswith("ed"))
     own_verb = len(words) > 1 and words[1].lower().strip(",.;:") in _AUX  # "crocodiles have ..."
-    if first in _AUX or (len(first) > 3 and same_form and not first.endswith("ss") and not own_verb):
+    # An irregular simple past ("and said there are no plans", "and grew 3%"); not a participle
+    # in -en/-wn, which opens a noun phrase as often ("and written confirmation").
+    past = (
+        first in IRREGULAR and first not in _NOT_VERBS and not first.endswith(("en", "wn")) and not own_verb
+    )
+    if first in _AUX or past or (len(first) > 3 and same_form and not first.endswith("ss") and not own_verb):
         return " ".join(head_words[:verb_at] + words)
     if _verb_index(words) < 0 and not any(w.lower() in _AUX for w in words):
         return " ".join(head_words[: verb_at + 1] + words)
     return fragment
 
 
+# Forms the irregular table relates to a verb that are no verbs themselves.
+_NOT_VERBS = frozenset(("dead", "death"))
 _ENUM_RE = re.compile(r"^\s*(?:[-*\u2022\u00b7]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
 
 
@@ -477,7 +515,7 @@ def extract_claims(answer: str, chunk_ids: list[str]) -> ExtractedAnswer:
             else:
                 cleaned = _clean(text)
                 head_words = cleaned.rstrip(".").split()
-                verb_at = _verb_index(head_words)
+                verb_at = _main_verb_index(head_words)
             claims.append(Claim(cleaned, f_start, f_end, [d for m in own for d in m.doc_ids]))
         if plain[s_start:s_end].rstrip().endswith(":") and claims and claims[-1].start >= s_start:
             intro = _Intro(claims[-1])
