@@ -276,7 +276,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--run-folds", type=int, default=None, help="train only the first N folds (timing)")
     ap.add_argument("--subset", type=int, default=None, help="train on N rows of fold 0 only (timing)")
-    ap.add_argument("--top", type=int, default=1, help="top layers trained (1 to 6; 6: every layer, the embeddings frozen)")
+    ap.add_argument(
+        "--top",
+        type=int,
+        default=1,
+        help="top layers trained (1 to 6; 6: every layer, the embeddings frozen)",
+    )
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--layer-lr", type=float, default=5e-5)
     ap.add_argument("--head-lr", type=float, default=1e-3)
