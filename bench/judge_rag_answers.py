@@ -40,6 +40,10 @@ from typing import Any
 
 from ragpulse.collector.judge import get_judge
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from judge_pairs import print_claims, print_verdicts  # noqa: E402
+
 SETS: dict[str, str] = {"dev": "judge_rag_cases.json", "check": "judge_rag_cases_check.json"}
 
 
@@ -52,8 +56,6 @@ CASES: dict[str, list[dict[str, Any]]] = {name: load_cases(name) for name in SET
 
 __all__ = ["CASES", "SETS", "load_cases", "main"]
 
-VERDICTS = ("faithful", "unsure", "hallucinated")
-
 
 def _record(case: dict[str, Any], answer: str, i: int) -> dict[str, Any]:
     return {
@@ -62,12 +64,6 @@ def _record(case: dict[str, Any], answer: str, i: int) -> dict[str, Any]:
         "answer": answer,
         "chunks": [{"id": f"C{j + 1}", "content": text} for j, text in enumerate(case["chunks"])],
     }
-
-
-def _f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
-    p = tp / (tp + fp) if tp + fp else 0.0
-    r = tp / (tp + fn) if tp + fn else 0.0
-    return p, r, 2 * p * r / (p + r) if p + r else 0.0
 
 
 def _report(name: str, judge: Any, cases: list[dict[str, Any]], verbose: bool) -> None:
@@ -79,19 +75,9 @@ def _report(name: str, judge: Any, cases: list[dict[str, Any]], verbose: bool) -
             counts[gold][verdict] += 1
             wrong = verdict != "faithful" if gold == "faithful" else verdict == "faithful"
             if verbose and wrong:
-                print(f"  case {i} {gold} answer judged {verdict} ({case['kind']}: {case['changed']!r})")
-                for c in out["claims"]:
-                    mark = "  " if c["verdict"] == "supported" else "**"
-                    print(f"    {mark} {c['verdict']:<12} p={c['support_probability']:.2f}  {c['text']}")
+                print_claims(i, gold, "answer", case, out)
     print(f"{name}: {len(cases)} faithful and {len(cases)} hallucinated answers")
-    for gold in counts:
-        row = "  ".join(f"{v} {counts[gold][v]:>2}" for v in VERDICTS)
-        print(f"  {gold:<13} answers judged: {row}")
-    for label, positive in (("hallucinated", ("hallucinated",)), ("hallucinated or unsure", VERDICTS[1:])):
-        tp = sum(counts["hallucinated"][v] for v in positive)
-        fp = sum(counts["faithful"][v] for v in positive)
-        p, r, f = _f1(tp, fp, len(cases) - tp)
-        print(f"  positive = {label:<22}: precision {p:.2f}  recall {r:.2f}  F1 {f:.2f}")
+    print_verdicts(counts, "answers", len(cases))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,13 +40,15 @@ from typing import Any
 
 from ragpulse.collector.judge import get_judge
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from judge_pairs import print_claims, print_verdicts  # noqa: E402
+
 CASES: list[dict[str, Any]] = json.loads(Path(__file__).with_name("judge_summary_cases.json").read_text())[
     "cases"
 ]
 
 __all__ = ["CASES", "CHUNKINGS", "main"]
-
-VERDICTS = ("faithful", "unsure", "hallucinated")
 
 # How the article reaches the judge: as one chunk, or split at its blank lines into paragraphs.
 CHUNKINGS: dict[str, Callable[[str], list[str]]] = {
@@ -65,23 +67,6 @@ def _record(case: dict[str, Any], summary: str, i: int, chunks: list[str]) -> di
     }
 
 
-def _rates(tp: int, fp: int, fn: int, tn: int) -> tuple[float, float, float, float]:
-    """Precision, recall, F1 and balanced accuracy (mean of recall and specificity)."""
-    p = tp / (tp + fp) if tp + fp else 0.0
-    r = tp / (tp + fn) if tp + fn else 0.0
-    f = 2 * p * r / (p + r) if p + r else 0.0
-    specificity = tn / (tn + fp) if tn + fp else 0.0
-    return p, r, f, (r + specificity) / 2
-
-
-def _print_claims(i: int, gold: str, case: dict[str, Any], out: dict[str, Any]) -> None:
-    """Every claim of a wrongly judged summary, unsupported ones marked with ``**``."""
-    print(f"  case {i} {gold} summary judged {out['response_verdict']} ({case['kind']}: {case['changed']!r})")
-    for c in out["claims"]:
-        mark = "  " if c["verdict"] == "supported" else "**"
-        print(f"    {mark} {c['verdict']:<12} p={c['support_probability']:.2f}  {c['text']}")
-
-
 def _judge_all(judge: Any, chunking: Callable[[str], list[str]], verbose: bool) -> dict[str, Counter]:
     """Response verdicts of every faithful and hallucinated summary, counted by gold label."""
     counts: dict[str, Counter] = {"faithful": Counter(), "hallucinated": Counter()}
@@ -94,22 +79,8 @@ def _judge_all(judge: Any, chunking: Callable[[str], list[str]], verbose: bool) 
             counts[gold][verdict] += 1
             wrong = verdict != "faithful" if gold == "faithful" else verdict == "faithful"
             if verbose and wrong:
-                _print_claims(i, gold, case, out)
+                print_claims(i, gold, "summary", case, out)
     return counts
-
-
-def _print_counts(counts: dict[str, Counter]) -> None:
-    """How the response verdicts fall, then the scores for each choice of positive calls."""
-    for gold in counts:
-        row = "  ".join(f"{v} {counts[gold][v]:>2}" for v in VERDICTS)
-        print(f"  {gold:<13} summaries judged: {row}")
-    for label, positive in (("hallucinated", ("hallucinated",)), ("hallucinated or unsure", VERDICTS[1:])):
-        tp = sum(counts["hallucinated"][v] for v in positive)
-        fp = sum(counts["faithful"][v] for v in positive)
-        p, r, f, bacc = _rates(tp, fp, len(CASES) - tp, len(CASES) - fp)
-        print(
-            f"  positive = {label:<22}: precision {p:.2f}  recall {r:.2f}  F1 {f:.2f}  balanced accuracy {bacc:.2f}"
-        )
 
 
 def _report(name: str, judge: Any, verbose: bool) -> None:
@@ -117,7 +88,7 @@ def _report(name: str, judge: Any, verbose: bool) -> None:
     for chunking, split in CHUNKINGS.items():
         counts = _judge_all(judge, split, verbose)
         print(f"{name} [{chunking}]: {len(CASES)} faithful and {len(CASES)} hallucinated summaries")
-        _print_counts(counts)
+        print_verdicts(counts, "summaries", len(CASES))
 
 
 def main(argv: list[str] | None = None) -> int:
