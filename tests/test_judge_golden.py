@@ -2,14 +2,7 @@
 
 Speed work on the local judge (tokenisation, indexing, lazy views) must not
 change a single verdict, score or probability. These hashes were taken from the
-local judge 4.8 (4.8: a number a fused claim takes from another sentence is no disagreement,
-a negation in another clause or restated in the claim's own words no contradiction, "all
-three" no number, and claim-v4.json refit; extraction 15 moved only the judge id here; from 4.5, unchanged from 4.4 on these sets; 4.4: a number the best chunk lacks that another chunk has next to the claim's
-words is capped at its own rate; earlier, from 4.1: claim-v4.json: the claim's length and the number of chunks also as
-squares and product; irregular verbs and retain/retention as one stem; a number's stem is
-its value; a necessary condition read as sufficient and a word swapped for its WordNet
-antonym are conflicts; list and markdown formatting is not read as claims) over four
-input sets:
+local judge 4.8 (what each version changed is in the commit messages) over four input sets:
 the claim-support cases of tests/data as judge records (each claim against its
 own evidence, against another case's, and two claims as one answer), the
 worked example runs, 500 traces of the demo application and 150 of the

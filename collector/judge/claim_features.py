@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from .evidence import ChunkEvidence
 from .numbers import is_ordinal
 from .segments import unmatched_segment
-from .support import ClaimView, SupportModel, number_next_to, view_features
+from .support import ClaimView, SupportModel, attested_numbers, view_features
 
 __all__ = ["CLAIM_FEATURES", "ChunkIndex", "ClaimEvidence", "claim_evidence"]
 
@@ -253,8 +253,7 @@ def claim_evidence(
         chunk_count * chunk_count,
         length * chunk_count,
     ]
-    lacking = (cv.numbers - chunks[b].whole.numbers) | (cv.numbers - chunks[c1].whole.numbers)
-    in_context = feats[10] > 0 and num_miss_all == 0 and numbers_in_context(cv, chunks, lacking)
+    in_context = feats[10] > 0 and num_miss_all == 0 and numbers_in_context(cv, chunks, (b, c1))
     ordinals = feats[10] > 0 and _only_ordinals_missing(cv, chunks[b], chunks[c1])
     segment = text is not None and top >= 0.5 and unmatched_segment(text, cv.keys, index.all_keys)
     return ClaimEvidence(feats, probs, covs, b, where, in_context, ordinals, ent_miss_all > 0, segment)
@@ -267,25 +266,18 @@ def _only_ordinals_missing(cv: ClaimView, best: ChunkEvidence, widest: ChunkEvid
     return all(map(is_ordinal, missing))
 
 
-def numbers_in_context(
-    cv: ClaimView, chunks: list[ChunkEvidence], lacking: frozenset[str] | None = None
-) -> bool:
-    """Whether every number of the claim in ``lacking`` (all of them when None: the numbers
-    its best chunks lack) is in some chunk sentence next to one of the words it has next to
-    it in the claim (:func:`.support.number_neighbours`): "backups are kept for 7 years in
-    the archive" against another chunk's "billing backups are kept for 7 years" is, against
-    "the archive has 7 floors" or "credentials are rotated every 4 days" against "laptops
-    are reported within 4 hours" is not. The numbers the best chunks have need no context
-    test: they come with the rest of the claim, often reordered ("in 1901, Dunant shared
-    the prize" for "Dunant shared the prize in 1901")."""
-    wanted = cv.numbers if lacking is None else lacking
+def numbers_in_context(cv: ClaimView, chunks: list[ChunkEvidence], best: tuple[int, ...]) -> bool:
+    """Whether every number of the claim that its ``best`` chunks (indices) lack is in some
+    chunk sentence next to one of the words it has next to it in the claim
+    (:func:`.support.attested_numbers`): "backups are kept for 7 years in the archive" against
+    another chunk's "billing backups are kept for 7 years" is, against "the archive has 7
+    floors" or "credentials are rotated every 4 days" against "laptops are reported within 4
+    hours" is not. The numbers the best chunks have need no context test: they come with the
+    rest of the claim, often reordered ("in 1901, Dunant shared the prize" for "Dunant shared
+    the prize in 1901")."""
+    lacking = frozenset().union(*(cv.numbers - chunks[i].whole.numbers for i in best))
     near_of = dict(cv.number_neighbours)
-    if any(n not in near_of for n in wanted):
-        return False
-    return all(
-        any(number_next_to(n, near_of[n], chunk) for chunk in chunks if n in chunk.whole.numbers)
-        for n in wanted
-    )
+    return lacking <= attested_numbers({n: near_of[n] for n in lacking if n in near_of}, chunks)
 
 
 def _number_miss(cv: ClaimView, chunk: ChunkEvidence) -> float:

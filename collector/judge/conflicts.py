@@ -33,7 +33,7 @@ from .evidence import ChunkEvidence
 from .lexicon import Lexicon, lemmas_of, load_lexicon
 from .numbers import is_ordinal
 from .scope import may_widen, scope_conflict
-from .support import number_neighbours, number_next_to
+from .support import attested_numbers, number_neighbours
 from .swaps import numbers_swapped, roles_swapped
 from .text import TextProfile, case_forms, stem
 
@@ -339,20 +339,15 @@ def numbers_attested(cp: TextProfile, chunks: list[ChunkEvidence]) -> frozenset[
     cutting power to 120,000 homes") takes each number from its own sentence."""
     if not cp.numbers:
         return frozenset()
-    near_of = number_neighbours(cp.stems, cp.numbers)
-    return frozenset(
-        n
-        for n, near in near_of.items()
-        if near and any(number_next_to(n, near, c) for c in chunks if n in c.whole.numbers)
-    )
+    return attested_numbers(number_neighbours(cp.stems, cp.numbers), chunks)
 
 
 def _contradicts(
-    cp: TextProfile, words: frozenset[str], chunk: ChunkEvidence, numbers: frozenset[str] | None = None
+    cp: TextProfile, words: frozenset[str], chunk: ChunkEvidence, numbers: frozenset[str]
 ) -> bool:
     """A sentence that matches the claim's ``words`` (its stems less numbers) but disagrees
-    on a number (of ``numbers``: the claim's own when None) or a negation."""
-    numbers = cp.numbers if numbers is None else numbers
+    on one of the claim's ``numbers`` (those no chunk attests, :func:`numbers_attested`) or a
+    negation."""
     if len(words & chunk.whole.stem_set) < 0.6 * len(words):
         return False  # no sentence can share enough words with the claim
     for i, ss in enumerate(chunk.sentence_stems):

@@ -57,7 +57,7 @@ def may_deny(cp: TextProfile, chunk: TextProfile) -> bool:
     """Whether the chunk (its whole profile) negates something and the claim nothing, not
     even in other words ("without a solid surface", "resistant to reactions"): the chunk's
     cached :attr:`.text.TextProfile.negated` and one set operation on the claim's tokens."""
-    return chunk.negated and _CLAIM_NEGATION_FORMS.isdisjoint(cp.tokens) and not cp.negated
+    return chunk.negated and not negates_in_own_words(cp)
 
 
 def negates_in_own_words(cp: TextProfile) -> bool:

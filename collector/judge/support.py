@@ -31,6 +31,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -48,6 +50,7 @@ __all__ = [
     "load_model",
     "read_weights",
     "fit_logistic",
+    "attested_numbers",
     "number_neighbours",
     "number_next_to",
 ]
@@ -114,7 +117,7 @@ def number_neighbours(stems: list[str] | tuple[str, ...], numbers: frozenset[str
     return out
 
 
-def number_next_to(number: str, near: frozenset[str] | set[str], chunk: ChunkEvidence) -> bool:
+def number_next_to(number: str, near: AbstractSet[str], chunk: ChunkEvidence) -> bool:
     """Whether a sentence of ``chunk`` has ``number`` next to one of the stems ``near`` (the
     claim's words around it, :func:`number_neighbours`): the chunk states that number of the
     same thing."""
@@ -123,6 +126,18 @@ def number_next_to(number: str, near: frozenset[str] | set[str], chunk: ChunkEvi
         near & number_neighbours(seq, one).get(number, set())
         for seq in chunk.sentence_stem_lists
         if number in seq
+    )
+
+
+def attested_numbers(
+    neighbours: Mapping[str, AbstractSet[str]], chunks: list[ChunkEvidence]
+) -> frozenset[str]:
+    """The numbers of ``neighbours`` (a claim's number -> its words around it) that some chunk
+    states next to one of those words (:func:`number_next_to`)."""
+    return frozenset(
+        n
+        for n, near in neighbours.items()
+        if near and any(number_next_to(n, near, c) for c in chunks if n in c.whole.numbers)
     )
 
 
