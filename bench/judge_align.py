@@ -32,7 +32,7 @@ import judge_dev_data as dev  # noqa: E402
 import judge_quality as jq  # noqa: E402
 from judge_align_states import load_states  # noqa: E402
 from judge_minilm import _table  # noqa: E402
-from ragpulse.collector.judge import minilm  # noqa: E402
+from ragpulse.collector.judge.tiers import minilm  # noqa: E402
 
 __all__ = ["main", "mini4", "mini_features"]
 

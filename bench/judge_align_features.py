@@ -34,7 +34,7 @@ import judge_metrics as jm  # noqa: E402
 import judge_quality as jq  # noqa: E402
 from judge_align_fit import unit as _u  # noqa: E402
 from judge_align_states import States, load_states  # noqa: E402
-from ragpulse.collector.judge import minilm  # noqa: E402
+from ragpulse.collector.judge.tiers import minilm  # noqa: E402
 
 __all__ = ["load_dev", "main", "print_rows"]
 

@@ -34,7 +34,7 @@ from typing import Any
 import judge_metrics as jm
 import judge_quality as jq
 import numpy as np
-from ragpulse.collector.judge.minilm import PUNCTUATION as PUNCT  # the MiniLM tier's own list
+from ragpulse.collector.judge.tiers.minilm import PUNCTUATION as PUNCT  # the MiniLM tier's own list
 
 __all__ = [
     "TOKEN_FEATURES",

@@ -33,8 +33,8 @@ from judge_align import mini4  # noqa: E402
 from judge_align_features import load_dev, print_rows  # noqa: E402
 from judge_align_fit import unit  # noqa: E402
 from judge_align_states import BATCH, States  # noqa: E402
-from ragpulse.collector.judge import minilm  # noqa: E402
-from ragpulse.collector.judge.evidence import build_evidence  # noqa: E402
+from ragpulse.collector.judge.local.evidence import build_evidence  # noqa: E402
+from ragpulse.collector.judge.tiers import minilm  # noqa: E402
 
 __all__ = ["main"]
 

@@ -1,7 +1,7 @@
 """Frozen MiniLM token states of the dev claims and their aligned sentences, encoded once.
 
 The alignment head (bench/judge_align.py) is trained on the last-layer token states of
-all-MiniLM-L6-v2 (:class:`ragpulse.collector.judge.minilm.MiniLM`, the product's encoder)
+all-MiniLM-L6-v2 (:class:`ragpulse.collector.judge.tiers.minilm.MiniLM`, the product's encoder)
 for every dev claim of the sets bench/judge_minilm.py measures (AttributionBench dev,
 FActScore subsampled by person, Factcheck-GPT, WiCE dev) and for the ``--sentences`` chunk
 sentences tier 1 aligns each claim with (:func:`minilm.aligned_sentences`, in rank order;
@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_dev_data as dev  # noqa: E402
 import judge_metrics as jm  # noqa: E402
 from judge_minilm import aligned_sentences  # noqa: E402
-from ragpulse.collector.judge import minilm  # noqa: E402
-from ragpulse.collector.judge.claims import normalise_claim  # noqa: E402
-from ragpulse.collector.judge.evidence import build_evidence  # noqa: E402
+from ragpulse.collector.judge.local.claims import normalise_claim  # noqa: E402
+from ragpulse.collector.judge.local.evidence import build_evidence  # noqa: E402
+from ragpulse.collector.judge.tiers import minilm  # noqa: E402
 
 __all__ = ["States", "load_states"]
 

@@ -3,7 +3,7 @@
 No dev set holds antonym swaps (the rule fires on none of their 16,733 claims:
 bench/judge_lexicon.py), so this makes them from real text. Every supported claim of the
 claim-level dev sets (bench/judge_dev_data.py) that has a content word spelled as a lemma
-of the judge's antonym table (:mod:`ragpulse.collector.judge.lexicon`) gets that word (the
+of the judge's antonym table (:mod:`ragpulse.collector.judge.text.lexicon`) gets that word (the
 first such) replaced by its antonym (the first in alphabetical order): "He won the award"
 -> "He lost the award". The swapped claim, now saying the opposite of its evidence, is
 judged against the claim's own chunks by the local judge with the antonym rule and, in the
@@ -28,9 +28,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import judge_dev_data as dev  # noqa: E402
-from ragpulse.collector.judge import conflicts, get_judge  # noqa: E402
-from ragpulse.collector.judge.lexicon import Lexicon, load_lexicon  # noqa: E402
-from ragpulse.collector.judge.text import STOPWORDS  # noqa: E402
+from ragpulse.collector.judge import get_judge
+from ragpulse.collector.judge.local.rules import conflicts  # noqa: E402
+from ragpulse.collector.judge.text.lexicon import Lexicon, load_lexicon  # noqa: E402
+from ragpulse.collector.judge.text.tokens import STOPWORDS  # noqa: E402
 
 __all__ = ["main", "swap_antonym"]
 

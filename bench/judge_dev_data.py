@@ -9,10 +9,10 @@ whole by bench/judge_quality.py). Each labelled claim becomes one item with:
   AttributionBench question; records in one group share evidence), ``response``
   (the answer the claim comes from, for response-level scores), ``label``
   (1 = supported by the chunks; ``partial``, ``unsupported`` and ``contradicted`` are 0);
-- ``x``: the local judge's claim features (:mod:`ragpulse.collector.judge.claim_features`);
+- ``x``: the local judge's claim features (:mod:`ragpulse.collector.judge.local.claim_features`);
 - ``v1``: the current (v1) judge's claim confidence, the max pair probability
   with its number veto, computed by the packaged v1 pair model;
-- ``neg``: the judge's conflict rules (:mod:`ragpulse.collector.judge.conflicts`: negation, a
+- ``neg``: the judge's conflict rules (:mod:`ragpulse.collector.judge.local.rules.conflicts`: negation, a
   necessary condition read as sufficient) fire on the best chunk;
 - ``overlap``: the lexical-overlap baseline, the share of the claim's content
   stems found anywhere in the chunks.
@@ -35,14 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from ragpulse.collector import judge as judge_package
-from ragpulse.collector.judge.approximate import claim_profile
-from ragpulse.collector.judge.claim_features import ChunkIndex, claim_evidence
-from ragpulse.collector.judge.claims import normalise_claim
-from ragpulse.collector.judge.conflicts import conflicts as conflicts_with
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.local import QUESTION_WORDS
-from ragpulse.collector.judge.support import claim_view, load_model
-from ragpulse.collector.judge.text import profile
+from ragpulse.collector.judge.local.claim_features import ChunkIndex, claim_evidence
+from ragpulse.collector.judge.local.claims import normalise_claim
+from ragpulse.collector.judge.local.evidence import build_evidence
+from ragpulse.collector.judge.local.judge import QUESTION_WORDS
+from ragpulse.collector.judge.local.rules.approximate import claim_profile
+from ragpulse.collector.judge.local.rules.conflicts import conflicts as conflicts_with
+from ragpulse.collector.judge.local.support import claim_view, load_model
+from ragpulse.collector.judge.text.tokens import profile
 
 __all__ = ["DATA", "SOURCES", "load_items", "iter_records"]
 
@@ -141,10 +141,10 @@ def _cache_key(data: Path) -> str:
     # Every module of the judge (a feature may come from any of them, and a new module needs
     # no entry here) and this one, the pair model the v1 column reads, the word relations.
     package = Path(judge_package.__file__).parent
-    for path in (*sorted(package.glob("*.py")), Path(__file__)):
+    for path in (*sorted(package.rglob("*.py")), Path(__file__)):
         h.update(path.read_bytes())
-    h.update((package / "weights" / "support-v1.json").read_bytes())
-    h.update((package / "wordnet" / "relations.tsv").read_bytes())
+    h.update((package / "local" / "weights" / "support-v1.json").read_bytes())
+    h.update((package / "text" / "wordnet" / "relations.tsv").read_bytes())
     for name in _FILES.values():
         st = (data / name).stat()
         h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())

@@ -20,11 +20,11 @@ from typing import Any
 
 import judge_metrics as jm
 import numpy as np
-from ragpulse.collector.judge.claims import extract_claims
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.local import QUESTION_WORDS, LocalJudge
-from ragpulse.collector.judge.support import claim_view, load_model
-from ragpulse.collector.judge.text import profile
+from ragpulse.collector.judge.local.claims import extract_claims
+from ragpulse.collector.judge.local.evidence import build_evidence
+from ragpulse.collector.judge.local.judge import QUESTION_WORDS, LocalJudge
+from ragpulse.collector.judge.local.support import claim_view, load_model
+from ragpulse.collector.judge.text.tokens import profile
 
 __all__ = ["halueval_report"]
 

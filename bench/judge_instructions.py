@@ -47,7 +47,7 @@ sys.path.insert(0, {root!r})
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from bench.judge_throughput import synthetic_traces
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.text import profile
+from ragpulse.collector.judge.text.tokens import profile
 mode, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 traces = synthetic_traces(n + {warm}, seed=seed)
 judge = get_judge("local")

@@ -5,7 +5,7 @@ chunk sentence it rests on (the best-aligned sentence of the claim features) and
 best chunk:
 
 - *rescue*: of the claim's content stems that sentence (chunk) does not cover, the share
-  whose synonym or derived form (:mod:`ragpulse.collector.judge.lexicon`) it does have,
+  whose synonym or derived form (:mod:`ragpulse.collector.judge.text.lexicon`) it does have,
   for supported and unsupported claims apart; a relation that pays rescues more words of
   supported claims than of unsupported ones;
 - the AUROC of the sentence coverage alone, exact and counting related forms;
@@ -13,7 +13,7 @@ best chunk:
   sentence, the best chunk, both) as extra features, grouped 5-fold CV as
   bench/judge_quality.py does, beside the model without them and beside the same features
   shuffled across claims (a null: what refitting with an uninformative column moves by chance);
-- *antonym*: how often the antonym rule (:func:`ragpulse.collector.judge.conflicts.antonym_conflicts`)
+- *antonym*: how often the antonym rule (:func:`ragpulse.collector.judge.local.rules.conflicts.antonym_conflicts`)
   fires on the best chunk and on any chunk, by gold label (Factcheck-GPT has ``contradicted``
   claims).
 
@@ -41,14 +41,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_dev_data as dev  # noqa: E402
 import judge_metrics as jm  # noqa: E402
 import judge_quality as jq  # noqa: E402
-from ragpulse.collector.judge.claim_features import ChunkIndex, claim_evidence  # noqa: E402
-from ragpulse.collector.judge.claims import normalise_claim  # noqa: E402
-from ragpulse.collector.judge.conflicts import antonym_conflicts  # noqa: E402
-from ragpulse.collector.judge.evidence import build_evidence  # noqa: E402
-from ragpulse.collector.judge.lexicon import Lexicon, load_lexicon, parse_lexicon  # noqa: E402
-from ragpulse.collector.judge.local import QUESTION_WORDS  # noqa: E402
-from ragpulse.collector.judge.support import claim_view, load_model  # noqa: E402
-from ragpulse.collector.judge.text import profile  # noqa: E402
+from ragpulse.collector.judge.local.claim_features import ChunkIndex, claim_evidence  # noqa: E402
+from ragpulse.collector.judge.local.claims import normalise_claim  # noqa: E402
+from ragpulse.collector.judge.local.evidence import build_evidence  # noqa: E402
+from ragpulse.collector.judge.local.judge import QUESTION_WORDS  # noqa: E402
+from ragpulse.collector.judge.local.rules.conflicts import antonym_conflicts  # noqa: E402
+from ragpulse.collector.judge.local.support import claim_view, load_model  # noqa: E402
+from ragpulse.collector.judge.text.lexicon import Lexicon, load_lexicon, parse_lexicon  # noqa: E402
+from ragpulse.collector.judge.text.tokens import profile  # noqa: E402
 
 __all__ = ["main", "claim_sets"]
 

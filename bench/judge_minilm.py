@@ -1,13 +1,13 @@
 """The local judge's MiniLM second tier on the development data: its figures and its weights.
 
-The four MiniLM alignment features of :mod:`ragpulse.collector.judge.minilm` (the product's
+The four MiniLM alignment features of :mod:`ragpulse.collector.judge.tiers.minilm` (the product's
 encoder, against the ``--sentences`` (3) chunk sentences tier 1 aligns each claim with) are
 computed for every dev claim. The claim model's features ("tier1", 26), then the same plus
 these four ("+minilm", the tier-2 head), are fit by :func:`judge_quality.fit_model` on the
 same grouped folds; per set the script prints balanced accuracy, macro-F1, AUROC and ECE of
 both and of the tiered judge ("banded": the tier-2 probability only for claims whose tier-1
 probability lies in ``--band`` and that no chunk supports on its own, as
-:class:`~ragpulse.collector.judge.second_tier.MiniLMTier` does; ``--rescore-settled`` escalates
+:class:`~ragpulse.collector.judge.tiers.second_tier.MiniLMTier` does; ``--rescore-settled`` escalates
 those too), and the share of claims escalated. Verdicts use tier 1's threshold throughout, as the
 judge does. The features are cached under ``.cache/judge-quality/``. FActScore is
 subsampled by person (``--factscore-share``, default a quarter) to keep the run to minutes.
@@ -38,13 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_dev_data as dev  # noqa: E402
 import judge_metrics as jm  # noqa: E402
 import judge_quality as jq  # noqa: E402
-from ragpulse.collector.judge import bert_onnx, minilm  # noqa: E402
-from ragpulse.collector.judge.claims import normalise_claim  # noqa: E402
-from ragpulse.collector.judge.evidence import ChunkEvidence, build_evidence  # noqa: E402
-from ragpulse.collector.judge.local import QUESTION_WORDS  # noqa: E402
-from ragpulse.collector.judge.second_tier import TIER2_FEATURES  # noqa: E402
-from ragpulse.collector.judge.support import claim_view  # noqa: E402
-from ragpulse.collector.judge.text import profile  # noqa: E402
+from ragpulse.collector.judge.local.claims import normalise_claim  # noqa: E402
+from ragpulse.collector.judge.local.evidence import ChunkEvidence, build_evidence  # noqa: E402
+from ragpulse.collector.judge.local.judge import QUESTION_WORDS  # noqa: E402
+from ragpulse.collector.judge.local.support import claim_view  # noqa: E402
+from ragpulse.collector.judge.text.tokens import profile  # noqa: E402
+from ragpulse.collector.judge.tiers import bert_onnx, minilm  # noqa: E402
+from ragpulse.collector.judge.tiers.second_tier import TIER2_FEATURES  # noqa: E402
 
 __all__ = ["aligned_sentences", "main"]
 

@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import judge_dev_data as dev  # noqa: E402
 from ragpulse.collector.judge import get_judge  # noqa: E402
-from ragpulse.collector.judge.approximate import QUALIFIERS  # noqa: E402
-from ragpulse.collector.judge.claims import normalise_claim  # noqa: E402
+from ragpulse.collector.judge.local.claims import normalise_claim  # noqa: E402
+from ragpulse.collector.judge.local.rules.approximate import QUALIFIERS  # noqa: E402
 
 __all__ = ["main", "rewrite"]
 

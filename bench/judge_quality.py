@@ -14,7 +14,7 @@ Four judges side by side, in the same run:
 - ``v3``: the previous judge's claim model, local-3.x (``bench/judge-claim-v3.json``: logistic
   over its 23 features, isotonic map, a number cap on the best chunk, its threshold and weak
   band), as shipped;
-- ``v4``: the current judge's claim model (:mod:`ragpulse.collector.judge.claim_model`)
+- ``v4``: the current judge's claim model (:mod:`ragpulse.collector.judge.local.claim_model`)
   refit on the training folds of all four sets pooled (each set weighted equally), the
   isotonic map and the thresholds fit on the training folds' own cross-validated outputs,
   scored on the held-out fold.
@@ -56,12 +56,12 @@ import judge_dev_data as dev  # noqa: E402
 import judge_metrics as jm  # noqa: E402
 import judge_responses as jr  # noqa: E402
 import judge_weak as jw  # noqa: E402
-from ragpulse.collector.judge.claim_features import CLAIM_FEATURES  # noqa: E402
-from ragpulse.collector.judge.claim_model import response_verdict  # noqa: E402
+from ragpulse.collector.judge.local.claim_features import CLAIM_FEATURES  # noqa: E402
+from ragpulse.collector.judge.local.claim_model import response_verdict  # noqa: E402
 
 __all__ = ["main", "cross_validate", "Data"]
 
-WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v4.json"
+WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "local" / "weights" / "claim-v4.json"
 PREVIOUS = Path(__file__).resolve().with_name("judge-claim-v3.json")
 L2 = 1.0
 THRESHOLDS = np.round(np.arange(0.20, 0.81, 0.01), 2)
@@ -412,7 +412,7 @@ def report(data: Data, cv: dict[str, Any]) -> dict[str, Any]:
 def weights_json(
     version: str, about: str, features: list[str], fit: dict[str, Any], threshold: float, weak: Any
 ) -> str:
-    """A fitted claim model as the packaged weights file reads it (``collector/judge/weights/``):
+    """A fitted claim model as the packaged weights file reads it (``collector/judge/local/weights/``):
     logistic coefficients, isotonic knots, verdict threshold, weak band and number caps."""
     xs, ys = fit["knots"]
     body = {

@@ -58,7 +58,7 @@ import judge_snli_data as snli  # noqa: E402
 from judge_align import _verdict, mini_features  # noqa: E402
 from judge_align_states import load_states  # noqa: E402
 from judge_minilm import _table  # noqa: E402
-from ragpulse.collector.judge import minilm  # noqa: E402
+from ragpulse.collector.judge.tiers import minilm  # noqa: E402
 
 __all__ = ["main", "paired_delta", "pretrain", "snli_logits", "transfer"]
 

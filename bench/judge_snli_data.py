@@ -10,7 +10,7 @@ tarball (its sha256 checked) or from its unpacked folder; it fetches nothing.
 Each pair's premise (``sentence1``) plays the evidence and its hypothesis (``sentence2``) the
 claim, for the alignment head of bench/judge_align_fit.py. Pairs without a consensus label
 (``-``) are dropped. Every distinct sentence is encoded once with
-:class:`ragpulse.collector.judge.minilm.MiniLM` (the tier's backend by default) and its
+:class:`ragpulse.collector.judge.tiers.minilm.MiniLM` (the tier's backend by default) and its
 last-layer states kept as float16 (:class:`SnliStates`, cached under ``.cache/judge-quality/``
 by the files' bytes, the encoder's code and files and the backend); :func:`batches` turns
 pairs into the head's padded inputs (:func:`judge_align_fit.token_inputs`) batch by batch, so
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_align_fit as fit  # noqa: E402
 import judge_dev_data as dev  # noqa: E402
 from judge_align_states import _encode  # noqa: E402
-from ragpulse.collector.judge import bert_onnx, minilm  # noqa: E402
+from ragpulse.collector.judge.tiers import bert_onnx, minilm  # noqa: E402
 
 __all__ = ["LABELS", "SDIST", "SDIST_SHA256", "SnliStates", "batches", "load_snli", "read_pairs"]
 

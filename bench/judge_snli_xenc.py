@@ -41,7 +41,7 @@ import judge_snli_data as snli  # noqa: E402
 import judge_xenc as xenc  # noqa: E402
 from judge_align import mini_features  # noqa: E402
 from judge_align_features import load_dev  # noqa: E402
-from ragpulse.collector.judge import minilm  # noqa: E402
+from ragpulse.collector.judge.tiers import minilm  # noqa: E402
 
 __all__ = ["main"]
 

@@ -47,7 +47,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # o
     os.environ.setdefault(_var, "1")
 
 from ragpulse.collector.judge import get_judge  # noqa: E402
-from ragpulse.collector.judge.text import profile  # noqa: E402
+from ragpulse.collector.judge.text.tokens import profile  # noqa: E402
 
 __all__ = ["main", "synthetic_traces"]
 

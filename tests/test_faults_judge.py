@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from ragpulse.collector.contract import SCORE_NAMES
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
-from ragpulse.collector.judge.llm import LLMJudge
-from ragpulse.collector.judge.tiered import TieredJudge
+from ragpulse.collector.judge.llm.judge import LLMJudge
+from ragpulse.collector.judge.tiers.tiered import TieredJudge
 
 from tests.judge_llm_server import Reply, ScriptedLLMServer, all_supported
 from tests.live_demo import LiveDemo

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.acronyms import expand_acronyms, is_acronym
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.text import tokenise
+from ragpulse.collector.judge.local.evidence import build_evidence
+from ragpulse.collector.judge.text.acronyms import expand_acronyms, is_acronym
+from ragpulse.collector.judge.text.tokens import tokenise
 
 CHUNK = (
     "Barack Obama signed the Affordable Care Act in March 2010. The National Aeronautics and Space "

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.approximate import claim_profile
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.text import profile
+from ragpulse.collector.judge.local.evidence import build_evidence
+from ragpulse.collector.judge.local.rules.approximate import claim_profile
+from ragpulse.collector.judge.text.tokens import profile
 
 CHUNK = (
     "The agency processed 1,523,400 applications in 2019, up from 1,210,000 in 2018. "

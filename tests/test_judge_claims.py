@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ragpulse.collector.judge.claims import extract_claims, find_markers, is_abstention, normalise_claim
+from ragpulse.collector.judge.local.claims import extract_claims, find_markers, is_abstention, normalise_claim
 
 IDS = ["C1", "C2", "doc-7"]
 

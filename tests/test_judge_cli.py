@@ -105,7 +105,7 @@ def test_non_utf8_line_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def _minilm_installed() -> bool:
     """Whether the tier can find its weights, by the tier's own lookup."""
-    from ragpulse.collector.judge.minilm import TierUnavailable, locate_model
+    from ragpulse.collector.judge.tiers.minilm import TierUnavailable, locate_model
 
     try:
         locate_model()

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.denials import asserts_denied, may_deny
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.local import LocalJudge
-from ragpulse.collector.judge.numbers import join_digit_groups
-from ragpulse.collector.judge.text import char_classes, profile, tokenise
+from ragpulse.collector.judge.local.evidence import build_evidence
+from ragpulse.collector.judge.local.judge import LocalJudge
+from ragpulse.collector.judge.local.rules.denials import asserts_denied, may_deny
+from ragpulse.collector.judge.text.numbers import join_digit_groups
+from ragpulse.collector.judge.text.tokens import char_classes, profile, tokenise
 
 LEAVE = "All full-time employees receive 20 days of paid leave."
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.conflicts import asserts_sufficiency, sufficiency_conflict
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.local import LocalJudge
-from ragpulse.collector.judge.text import profile, stem
+from ragpulse.collector.judge.local.evidence import build_evidence
+from ragpulse.collector.judge.local.judge import LocalJudge
+from ragpulse.collector.judge.local.rules.conflicts import asserts_sufficiency, sufficiency_conflict
+from ragpulse.collector.judge.text.tokens import profile, stem
 
 REQUIRES_BOTH = "Earlier deletion requires release of all active legal holds and documented authorization from the records officer."
 

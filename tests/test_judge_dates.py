@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.claims import extract_claims
-from ragpulse.collector.judge.evidence import split_sentences
-from ragpulse.collector.judge.local import LocalJudge
-from ragpulse.collector.judge.text import tokenise
+from ragpulse.collector.judge.local.claims import extract_claims
+from ragpulse.collector.judge.local.evidence import split_sentences
+from ragpulse.collector.judge.local.judge import LocalJudge
+from ragpulse.collector.judge.text.tokens import tokenise
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,9 @@ import random
 import re
 
 import pytest
-from ragpulse.collector.judge import claims, dates, evidence, numbers, text
+from ragpulse.collector.judge.local import claims, evidence
+from ragpulse.collector.judge.text import dates, numbers
+from ragpulse.collector.judge.text import tokens as text
 
 from tests.carried_data import attribution_cases
 

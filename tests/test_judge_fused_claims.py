@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.conflicts import numbers_attested
-from ragpulse.collector.judge.denials import negated_stems
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.local import LocalJudge
-from ragpulse.collector.judge.numbers import read_number_words
-from ragpulse.collector.judge.text import profile, tokenise
+from ragpulse.collector.judge.local.evidence import build_evidence
+from ragpulse.collector.judge.local.judge import LocalJudge
+from ragpulse.collector.judge.local.rules.conflicts import numbers_attested
+from ragpulse.collector.judge.local.rules.denials import negated_stems
+from ragpulse.collector.judge.text.numbers import read_number_words
+from ragpulse.collector.judge.text.tokens import profile, tokenise
 
 
 @pytest.fixture(scope="module")

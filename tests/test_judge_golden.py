@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.local import LocalJudge, lexical_utilization
+from ragpulse.collector.judge.local.evidence import build_evidence
+from ragpulse.collector.judge.local.judge import LocalJudge, lexical_utilization
 
 from tests.carried_data import attribution_records
 

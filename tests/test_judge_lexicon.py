@@ -1,4 +1,4 @@
-"""The WordNet word relations (collector/judge/lexicon.py, scripts/build_lexicon.py) and the
+"""The WordNet word relations (collector/judge/text/lexicon.py, scripts/build_lexicon.py) and the
 antonym contradiction rule of the local judge (conflicts.antonym_swap), on hand-made cases."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.conflicts import antonym_conflicts, antonym_swap
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.lexicon import lemmas_of, lexicon_digest, load_lexicon, parse_lexicon
-from ragpulse.collector.judge.local import LocalJudge
-from ragpulse.collector.judge.text import profile, stem
+from ragpulse.collector.judge.local.evidence import build_evidence
+from ragpulse.collector.judge.local.judge import LocalJudge
+from ragpulse.collector.judge.local.rules.conflicts import antonym_conflicts, antonym_swap
+from ragpulse.collector.judge.text.lexicon import lemmas_of, lexicon_digest, load_lexicon, parse_lexicon
+from ragpulse.collector.judge.text.tokens import profile, stem
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLE = ROOT / "collector" / "judge" / "wordnet" / "relations.tsv"
+TABLE = ROOT / "collector" / "judge" / "text" / "wordnet" / "relations.tsv"
 
 SMALL = """# a comment line
 syn\tbig large

@@ -12,7 +12,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from ragpulse.collector.judge import get_judge  # noqa: E402
-from ragpulse.collector.judge.llm import LLMJudge  # noqa: E402
+from ragpulse.collector.judge.llm.judge import LLMJudge  # noqa: E402
 from ragpulse.collector.judge.record import SCORE_KEYS  # noqa: E402
 
 from tests.carried_data import worked_example, worked_record  # noqa: E402

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.local import LocalJudge
+from ragpulse.collector.judge.local.judge import LocalJudge
 from ragpulse.collector.judge.record import SCORE_KEYS
 
 CHUNKS = [
@@ -211,7 +211,7 @@ def test_a_number_in_another_written_form_is_the_same_number(judge: LocalJudge) 
 
 
 def test_numbers_written_with_scale_words_have_one_value() -> None:
-    from ragpulse.collector.judge.text import profile
+    from ragpulse.collector.judge.text.tokens import profile
 
     assert profile("1.5 million users").numbers == profile("1,500,000 users").numbers == {"1500000"}
     assert profile("1.5 million users").stems == profile("1,500,000 users").stems == ["1500000", "user"]

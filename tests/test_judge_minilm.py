@@ -1,4 +1,4 @@
-"""The MiniLM second tier (collector/judge/minilm.py, second_tier.py) on a tiny random BERT
+"""The MiniLM second tier (collector/judge/tiers/minilm.py, second_tier.py) on a tiny random BERT
 the test writes.
 
 The real weights (all-MiniLM-L6-v2, 90 MB, an opt-in install) are not needed to check the
@@ -23,10 +23,11 @@ import pytest
 
 pytest.importorskip("tokenizers")
 
-from ragpulse.collector.judge import get_judge, minilm  # noqa: E402
-from ragpulse.collector.judge.local import LocalJudge  # noqa: E402
-from ragpulse.collector.judge.second_tier import MiniLMTier  # noqa: E402
-from ragpulse.collector.judge.tiered import TieredJudge  # noqa: E402
+from ragpulse.collector.judge import get_judge
+from ragpulse.collector.judge.local.judge import LocalJudge  # noqa: E402
+from ragpulse.collector.judge.tiers import minilm  # noqa: E402
+from ragpulse.collector.judge.tiers.second_tier import MiniLMTier  # noqa: E402
+from ragpulse.collector.judge.tiers.tiered import TieredJudge  # noqa: E402
 
 VOCAB = "[PAD] [UNK] [CLS] [SEP] audit logs are kept for five years in the archive backups run nightly . ,".split()
 
@@ -213,10 +214,10 @@ def test_the_tier_rescores_exactly_the_claims_in_its_band(tiny_dir) -> None:
 
 def _claim_inputs(local: LocalJudge, record: dict):
     """The tier's inputs for the record's claims, as the local judge computes them."""
-    from ragpulse.collector.judge.claim_features import ChunkIndex, claim_evidence
-    from ragpulse.collector.judge.evidence import build_evidence
-    from ragpulse.collector.judge.support import claim_view
-    from ragpulse.collector.judge.text import profile
+    from ragpulse.collector.judge.local.claim_features import ChunkIndex, claim_evidence
+    from ragpulse.collector.judge.local.evidence import build_evidence
+    from ragpulse.collector.judge.local.support import claim_view
+    from ragpulse.collector.judge.text.tokens import profile
 
     chunks = build_evidence(record["chunks"])
     views = [claim_view(profile(t), frozenset()) for t in ("audit logs are kept for five years",)]
@@ -280,7 +281,7 @@ def test_the_runtime_whose_kernels_compute_the_states_is_pinned_with_its_version
     """int8 states follow onnxruntime's kernels: its version is part of the tier id's hash."""
     import numpy
     import onnxruntime
-    from ragpulse.collector.judge.second_tier import MiniLMTier
+    from ragpulse.collector.judge.tiers.second_tier import MiniLMTier
 
     tier = MiniLMTier(model_dir=str(tiny_dir))
     assert tier.pinned["runtime"] == f"onnxruntime=={onnxruntime.__version__}"

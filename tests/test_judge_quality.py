@@ -13,7 +13,7 @@ from itertools import product
 
 import numpy as np
 import pytest
-from ragpulse.collector.judge.claim_features import CLAIM_FEATURES
+from ragpulse.collector.judge.local.claim_features import CLAIM_FEATURES
 
 from tests.bench_modules import bench_modules
 

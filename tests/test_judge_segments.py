@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from ragpulse.collector.judge.approximate import claim_profile
-from ragpulse.collector.judge.claim_features import ChunkIndex, claim_evidence
-from ragpulse.collector.judge.evidence import build_evidence
-from ragpulse.collector.judge.segments import unmatched_segment
-from ragpulse.collector.judge.support import claim_view, load_model
+from ragpulse.collector.judge.local.claim_features import ChunkIndex, claim_evidence
+from ragpulse.collector.judge.local.evidence import build_evidence
+from ragpulse.collector.judge.local.rules.approximate import claim_profile
+from ragpulse.collector.judge.local.rules.segments import unmatched_segment
+from ragpulse.collector.judge.local.support import claim_view, load_model
 
 SYMPTOMS = "When symptoms appear, they can include fatigue, bone pain, muscle weakness and mood changes."
 

@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("tokenizers")
 
-from ragpulse.collector.judge import minilm  # noqa: E402
+from ragpulse.collector.judge.tiers import minilm  # noqa: E402
 
 from tests.bench_modules import bench_modules  # noqa: E402
 from tests.test_judge_minilm import tiny_dir  # noqa: E402, F401  (the tiny BERT fixture)

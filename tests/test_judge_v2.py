@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.claim_features import CLAIM_FEATURES
-from ragpulse.collector.judge.claim_model import load_claim_model, response_verdict
-from ragpulse.collector.judge.claims import extract_claims
-from ragpulse.collector.judge.local import LocalJudge
-from ragpulse.collector.judge.question_type import asks_time
-from ragpulse.collector.judge.tiered import TieredJudge
-from ragpulse.collector.judge.worker import judgment_rows
+from ragpulse.collector.judge.local.claim_features import CLAIM_FEATURES
+from ragpulse.collector.judge.local.claim_model import load_claim_model, response_verdict
+from ragpulse.collector.judge.local.claims import extract_claims
+from ragpulse.collector.judge.local.judge import LocalJudge
+from ragpulse.collector.judge.local.question_type import asks_time
+from ragpulse.collector.judge.service.worker import judgment_rows
+from ragpulse.collector.judge.tiers.tiered import TieredJudge
 
-WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v4.json"
+WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "local" / "weights" / "claim-v4.json"
 
 
 @pytest.fixture(scope="module")
@@ -225,7 +225,9 @@ def test_an_ordinal_the_chunk_words_otherwise_is_capped_at_its_own_rate(judge: L
 
 @pytest.mark.parametrize("key", ["joint_number_cap", "ordinal_number_cap"])
 def test_a_weights_file_without_a_cap_caps_its_cell_at_the_number_cap(tmp_path: Path, key: str) -> None:
-    packaged = Path(__file__).resolve().parents[1] / "collector" / "judge" / "weights" / "claim-v4.json"
+    packaged = (
+        Path(__file__).resolve().parents[1] / "collector" / "judge" / "local" / "weights" / "claim-v4.json"
+    )
     weights = json.loads(packaged.read_text())
     weights.pop(key)
     path = tmp_path / "claim.json"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ragpulse.collector.judge.claim_model import response_verdict
+from ragpulse.collector.judge.local.claim_model import response_verdict
 
 from tests.bench_modules import bench_modules
 

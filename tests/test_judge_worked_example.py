@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from ragpulse.collector.judge import get_judge
-from ragpulse.collector.judge.claims import extract_claims
+from ragpulse.collector.judge.local.claims import extract_claims
 
 from tests.carried_data import worked_example as _example
 from tests.carried_data import worked_record as _record

@@ -143,3 +143,16 @@ def test_make_bench_runs_every_benchmark_script() -> None:
     scripts = {p.stem for p in (ROOT / "bench").glob("*.py") if '__name__ == "__main__"' in p.read_text()}
     assert sorted(set(listed)) == sorted(listed), "BENCHES names a script twice"
     assert set(listed) == scripts - {"soak"}
+
+
+def test_the_judge_is_a_package_per_job() -> None:
+    """collector/judge/ keeps its public interface at the top (at most 10 modules) and its jobs in
+    at least three subpackages (the local judge, its text reading and verdict rules, the LLM
+    judge, the tiers, the service), none over 15 modules, so a newcomer finds each in one step."""
+    judge = ROOT / "collector" / "judge"
+    top = sorted(p.name for p in judge.glob("*.py"))
+    assert len(top) <= 10, f"collector/judge/ has {len(top)} modules at its top: {top}"
+    subpackages = sorted(p.parent for p in judge.rglob("__init__.py") if p.parent != judge)
+    assert len(subpackages) >= 3, subpackages
+    crowded = {_rel(d): n for d in subpackages if (n := len(list(d.glob("*.py")))) > 15}
+    assert not crowded, f"judge subpackages over 15 modules: {crowded}"

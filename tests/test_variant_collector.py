@@ -187,7 +187,7 @@ def test_ten_thousand_distinct_variants_give_at_most_the_configured_label_values
 def test_the_judge_side_labels_stay_bounded_too(tmp_path: Path) -> None:
     from ragpulse.collector.ingest.build import build_trace
     from ragpulse.collector.judge import get_judge
-    from ragpulse.collector.judge.worker import JudgeWorker
+    from ragpulse.collector.judge.service.worker import JudgeWorker
 
     st = Storage(f"chdb://{tmp_path / 'db'}")
     try:

@@ -62,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _judge(cfg: dict[str, Any]) -> Any:
-    from ..judge.worker import load_judge
+    from ..judge.service.worker import load_judge
     from .errors import CliError
 
     try:
@@ -72,8 +72,8 @@ def _judge(cfg: dict[str, Any]) -> Any:
 
 
 def _run_kafka(cfg: dict[str, Any], role: str) -> int:
-    from ..judge.evaluation_events import EvaluationEvents
-    from ..judge.service import KafkaJudgeService
+    from ..judge.service.evaluation_events import EvaluationEvents
+    from ..judge.service.kafka_loop import KafkaJudgeService
     from ..kafka.collector import KafkaCollector
     from ..kafka.topics import ensure_topics, quiet_missing_topics
     from ..serve.alertmanager import start_from_config

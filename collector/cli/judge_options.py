@@ -2,7 +2,7 @@
 
 ``--judge`` picks the judge (``local``, ``tiered``, ``tiered:<model>`` or a litellm model
 name); ``--api-base`` points an LLM judge at an OpenAI-compatible server; ``--minilm`` turns on
-the local judge's optional MiniLM second tier (:mod:`..judge.second_tier`), with
+the local judge's optional MiniLM second tier (:mod:`..judge.tiers.second_tier`), with
 ``--minilm-band LO HI`` for the tier-1 probability band it re-scores. Bad combinations and a
 tier whose weights package is not installed are one-line :class:`.errors.CliError`\\ s.
 """
@@ -61,7 +61,7 @@ def judge_settings(args: argparse.Namespace) -> dict[str, Any]:
 def build_judge(args: argparse.Namespace, **extra: Any) -> Any:
     """The judge the options name, with ``extra`` settings (LLM ones only for LLM judges)."""
     from ..judge import get_judge
-    from ..judge.minilm import TierUnavailable
+    from ..judge.tiers.minilm import TierUnavailable
 
     settings = judge_settings(args)
     if args.judge not in _LOCAL_SPECS:

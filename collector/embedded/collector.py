@@ -35,8 +35,8 @@ from ..ingest.otlp import Limits
 from ..ingest.pipeline import Ingestor
 from ..ingest.readable import spans_from_readable
 from ..ingest.sampling import SamplingPolicy
-from ..judge.evaluation_events import EvaluationEvents
-from ..judge.worker import JudgeWorker, load_judge
+from ..judge.service.evaluation_events import EvaluationEvents
+from ..judge.service.worker import JudgeWorker, load_judge
 from ..serve.metrics import Metrics
 from ..serve.server import MetricsServer
 from ..serve.variants import VariantLabels

@@ -50,7 +50,7 @@ def default_judging(config: Mapping[str, Any]) -> str:
 
 
 def _judge_here(config: Mapping[str, Any], storage: Storage, metrics: Metrics, messages: list[dict]) -> str:
-    from ..judge.worker import JudgeWorker, load_judge
+    from ..judge.service.worker import JudgeWorker, load_judge
 
     judge = load_judge(config["judge"]["judge"], config["judge"]["settings"])
     worker = JudgeWorker(judge, storage, metrics)

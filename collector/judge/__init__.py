@@ -20,13 +20,13 @@ __all__ = ["Judge", "get_judge"]
 def get_judge(spec: str = "local", **settings: Any) -> Judge:
     """Build a judge: ``"local"``, ``"tiered"``, ``"tiered:<litellm model>"`` or a litellm model name."""
     if spec == "local":
-        from .local import LocalJudge
+        from .local.judge import LocalJudge
 
         return LocalJudge(**settings)
     if spec == "tiered" or spec.startswith("tiered:"):
-        from .tiered import TieredJudge
+        from .tiers.tiered import TieredJudge
 
         return TieredJudge(spec.split(":", 1)[1] if ":" in spec else None, **settings)
-    from .llm import LLMJudge
+    from .llm.judge import LLMJudge
 
     return LLMJudge(spec, **settings)

@@ -2,7 +2,7 @@
 
 The ingest loop (:mod:`.collector`), its producer (:mod:`.producer`), the
 dead-letter writer (:mod:`.deadletter`) and the judge service
-(:mod:`..judge.service`) build their clients and records from here, so the
+(:mod:`..judge.service.kafka_loop`) build their clients and records from here, so the
 security pass-through and the header names are defined once.
 """
 
