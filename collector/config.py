@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
-__all__ = ["ConfigError", "load_config", "default_config", "merge", "validate"]
+__all__ = ["ConfigError", "load_config", "default_config", "logs_url", "merge", "validate"]
 
 ENV_PREFIX = "RAGPULSE_"
 
@@ -253,13 +254,19 @@ def _check_variants_and_cost(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(str(exc)) from None
 
 
+def logs_url(endpoint: str) -> str:
+    """The OTLP/HTTP logs URL: an endpoint without a path gets the standard ``/v1/logs``."""
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"evaluations.otlp_endpoint must be an http(s) URL, got {endpoint!r}")
+    return endpoint.rstrip("/") + "/v1/logs" if parts.path in ("", "/") else endpoint
+
+
 def _check_evaluations(section: Mapping[str, Any]) -> None:
     """The endpoint is an http(s) URL; thresholds name scores and lie in [0, 1]."""
     from .contract import SCORE_NAMES
 
     if section["otlp_endpoint"]:
-        from .judge.service.evaluation_events import logs_url
-
         try:
             logs_url(section["otlp_endpoint"])
         except ValueError as exc:

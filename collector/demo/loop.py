@@ -94,7 +94,7 @@ def _export(storage: Any, files: LoopFiles, since_ns: int, out: TextIO) -> int:
 
 def close_the_loop(storage: Any, since_ns: int, files: LoopFiles, out: TextIO) -> int:
     """Export, replay both configurations, print the comparison; returns an exit status (0 = done)."""
-    from ..cli.main import main
+    from ..cli import dispatch, evaluate
 
     print("", file=out)
     print(f"Closing the loop: exporting this run's failures into {files.evalset} ...", file=out)
@@ -112,7 +112,7 @@ def close_the_loop(storage: Any, since_ns: int, files: LoopFiles, out: TextIO) -
         argv = _eval_argv(files, baseline)
         print(f"  ragpulse {shlex.join(a for a in argv if a != '-q')}", file=out)
         out.flush()
-        code = main(argv)
+        code = dispatch.run((evaluate,), argv)
         if code != 0:
             print(f"the eval exited with status {code}", file=out)
             return code

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .pipeline_rules import PIPELINE_ALERTS
-from .rule_tests import JUDGE, SCRAPE, SERVICE, Case, Expect, counter, gauge, series
+from .promtool_cases import JUDGE, SCRAPE, SERVICE, Case, Expect, counter, gauge, series
 
 __all__ = ["pipeline_cases"]
 

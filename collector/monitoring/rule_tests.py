@@ -12,84 +12,18 @@ Prometheus's own template engine.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..contract import SCORE_NAMES
 from .config import duration_seconds, error_budget
+from .pipeline_rule_tests import pipeline_cases
+from .promtool_cases import JUDGE, SCRAPE, SERVICE, Case, Expect, counter, series
 from .rules import budget_queries
 from .templates import expand
+from .variant_rule_tests import variant_cases
 from .yamlout import dump_yaml
 
-__all__ = [
-    "Case",
-    "Expect",
-    "TEST_FILES",
-    "render_rule_tests",
-    "counter",
-    "gauge",
-    "series",
-    "SERVICE",
-    "JUDGE",
-    "SCRAPE",
-]
-
-SERVICE = "policy-assistant"
-JUDGE = "local-1.0:test"
-#: Target labels Prometheus adds to everything it scrapes from the collector.
-SCRAPE = {"job": "ragpulse", "instance": "collector:9464"}
-
-
-@dataclass(frozen=True)
-class Expect:
-    """One alert expected to fire: the labels its rule adds, the series labels it keeps, its value."""
-
-    rule_labels: Mapping[str, str]
-    labels: Mapping[str, str]
-    value: float | None = None
-
-
-@dataclass
-class Case:
-    """One promtool test group: input series and, per eval time, the alerts expected to fire."""
-
-    name: str
-    interval: str
-    series: list[tuple[str, str]]
-    checks: list[tuple[str, str, list[Expect]]] = field(default_factory=list)
-
-
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:.10g}"
-
-
-def counter(*segments: tuple[float, int]) -> str:
-    """promtool values for a counter from 0 rising by ``inc`` per step for ``steps`` steps, per segment.
-
-    One segment is written in promtool's expanding notation; several are written sample by sample,
-    because promtool sums fractional increments with float error and a next segment written from
-    the exact value could then read as a (tiny) counter reset.
-    """
-    if len(segments) == 1:
-        inc, steps = segments[0]
-        return f"0+{_fmt(inc)}x{steps}"
-    values, total = [0.0], 0.0
-    for inc, steps in segments:
-        for _ in range(steps):
-            total += inc
-            values.append(round(total, 6))
-    return " ".join(_fmt(v) for v in values)
-
-
-def gauge(*segments: tuple[float | None, int]) -> str:
-    """promtool values for a level held for ``steps`` samples per segment (None = no sample)."""
-    return " ".join(" ".join(["_"] * n) if v is None else f"{_fmt(v)}x{n - 1}" for v, n in segments)
-
-
-def series(metric: str, labels: Mapping[str, str]) -> str:
-    """A series in promtool's input notation."""
-    inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
-    return f"{metric}{{{inner}}}"
+__all__ = ["TEST_FILES", "render_rule_tests"]
 
 
 def _find_rule(docs: Mapping[str, Any], alert: str, rule_labels: Mapping[str, str]) -> Mapping[str, Any]:
@@ -332,9 +266,6 @@ TEST_FILES: dict[str, tuple[tuple[str, ...], str]] = {
 
 def render_rule_tests(config: Mapping[str, Any], docs: Mapping[str, Any]) -> dict[str, str]:
     """Test file name -> promtool test YAML, for the rule documents ``docs`` rendered from ``config``."""
-    from .pipeline_rule_tests import pipeline_cases
-    from .variant_rule_tests import variant_cases
-
     cases = {
         "slo-page_test.yaml": _page_cases(config),
         "slo-ticket_test.yaml": _ticket_cases(config),

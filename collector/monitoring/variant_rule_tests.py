@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .config import duration_seconds
-from .rule_tests import JUDGE, SCRAPE, SERVICE, Case, Expect, counter, series
+from .promtool_cases import JUDGE, SCRAPE, SERVICE, Case, Expect, counter, series
 from .variant_rules import CLAIMS, check_variant_config
 
 __all__ = ["variant_cases"]

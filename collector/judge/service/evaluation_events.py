@@ -35,10 +35,10 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 
+from ...config import logs_url
 from ...contract import SCORE_NAMES
 from ...serve.metrics import Metrics
 
@@ -144,14 +144,6 @@ def _ids(ids: Any) -> str:
 
 def _cap(text: str) -> str:
     return text if len(text) <= _MAX_EXPLANATION else text[: _MAX_EXPLANATION - 1] + "…"
-
-
-def logs_url(endpoint: str) -> str:
-    """The OTLP/HTTP logs URL: an endpoint without a path gets the standard ``/v1/logs``."""
-    parts = urlsplit(endpoint)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"evaluations.otlp_endpoint must be an http(s) URL, got {endpoint!r}")
-    return endpoint.rstrip("/") + "/v1/logs" if parts.path in ("", "/") else endpoint
 
 
 class EvaluationEvents:

@@ -1,7 +1,7 @@
 """The MiniLM encoder's BERT graph for onnxruntime, built from the safetensors weights.
 
 The graph is written with the ``onnx`` package's helper API straight from the tensors
-:func:`.minilm.load_safetensors` reads (no torch, no export, no download), as the fused
+:func:`.bert_weights.load_safetensors` reads (no torch, no export, no download), as the fused
 onnxruntime contrib ops a BERT exporter plus ``onnxruntime.transformers``' BERT fusion would
 produce: ``EmbedLayerNormalization``, ``Attention`` (query, key and value in one matrix) and
 ``FastGelu`` (the tanh form of GELU, the one the numpy reference uses). Built from plain ONNX
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .minilm import encoder_layers
+from .bert_weights import encoder_layers
 
 __all__ = ["OnnxBert", "build_graph"]
 
 _MS = "com.microsoft"
-# The initialiser names of one layer's tensors, in :func:`.minilm.encoder_layers` order.
+# The initialiser names of one layer's tensors, in :func:`.bert_weights.encoder_layers` order.
 _LAYER_TENSORS = ("qkv_w", "qkv_b", "o_w", "o_b", "g1", "b1", "i_w", "i_b", "f_w", "f_b", "g2", "b2")
 
 

@@ -21,9 +21,7 @@ sentence-transformers and so torch, which this does not use: install it with
 from __future__ import annotations
 
 import functools
-import json
 import math
-import struct
 from collections import OrderedDict
 from dataclasses import dataclass
 from importlib import metadata
@@ -31,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from .bert_weights import encoder_layers, load_safetensors
 
 if TYPE_CHECKING:
     from ..local.evidence import ChunkEvidence
@@ -47,8 +47,6 @@ __all__ = [
     "NumpyBert",
     "TierUnavailable",
     "aligned_sentences",
-    "encoder_layers",
-    "load_safetensors",
     "locate_model",
 ]
 
@@ -106,20 +104,6 @@ def locate_model(folder: str | Path | None = None) -> ModelFiles:
     return ModelFiles(path, pin)
 
 
-def load_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """The float32 tensors of a safetensors file (8-byte header length, JSON header, data)."""
-    raw = path.read_bytes()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n])
-    out = {}
-    for name, meta in header.items():
-        if name == "__metadata__" or meta["dtype"] != "F32":
-            continue
-        a, b = meta["data_offsets"]
-        out[name] = np.frombuffer(raw, np.float32, (b - a) // 4, 8 + n + a).reshape(meta["shape"])
-    return out
-
-
 def _layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
     m = x.mean(-1, keepdims=True)
     v = ((x - m) ** 2).mean(-1, keepdims=True)
@@ -129,37 +113,6 @@ def _layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _gelu(x: np.ndarray) -> np.ndarray:
     """GELU in its tanh form (within ~1e-3 of BERT's erf form; numpy has no erf)."""
     return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * (x * x * x))))  # x**3 is ~300x slower
-
-
-def encoder_layers(w: dict[str, np.ndarray], layers: int | None = None) -> list[tuple[np.ndarray, ...]]:
-    """Each encoder layer's tensors, in order (the first ``layers`` only when given): the
-    query/key/value projection as one ``[hidden, 3 * hidden]`` matrix and its bias, then
-    attention output weight, bias, layer norm gain and bias, intermediate weight and bias,
-    output weight, bias, layer norm gain and bias; weights transposed to ``x @ W`` form. The
-    one reading of the safetensors names, for the numpy forward and the onnx graph alike."""
-    out: list[tuple[np.ndarray, ...]] = []
-    while f"encoder.layer.{len(out)}.attention.self.query.weight" in w and (
-        layers is None or len(out) < layers
-    ):
-        p = f"encoder.layer.{len(out)}."
-        qkv = [p + f"attention.self.{n}." for n in ("query", "key", "value")]
-        out.append(
-            (
-                np.concatenate([w[q + "weight"] for q in qkv]).T.copy(),
-                np.concatenate([w[q + "bias"] for q in qkv]),
-                w[p + "attention.output.dense.weight"].T.copy(),
-                w[p + "attention.output.dense.bias"],
-                w[p + "attention.output.LayerNorm.weight"],
-                w[p + "attention.output.LayerNorm.bias"],
-                w[p + "intermediate.dense.weight"].T.copy(),
-                w[p + "intermediate.dense.bias"],
-                w[p + "output.dense.weight"].T.copy(),
-                w[p + "output.dense.bias"],
-                w[p + "output.LayerNorm.weight"],
-                w[p + "output.LayerNorm.bias"],
-            )
-        )
-    return out
 
 
 class NumpyBert:
