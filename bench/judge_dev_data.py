@@ -2,7 +2,8 @@
 
 Reads ``../shared/data`` (AttributionBench dev and ``judge-dev/``: FActScore,
 Factcheck-GPT, WiCE dev; HaluEval QA has response labels only and is judged
-whole by bench/judge_quality.py). Each labelled claim becomes one item with:
+whole by :func:`halueval_report`, a sanity row of bench/judge_quality.py). Each labelled claim
+becomes one item with:
 
 - ``source`` (data set), ``sub`` (its sub-source), ``group`` (the cross-validation
   group: FActScore topic, Factcheck-GPT response, WiCE article title,
@@ -34,17 +35,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import judge_metrics as jm
+import numpy as np
 from ragpulse.collector import judge as judge_package
 from ragpulse.collector.judge.local.claim_features import ChunkIndex, claim_evidence
-from ragpulse.collector.judge.local.claims import normalise_claim
+from ragpulse.collector.judge.local.claims import extract_claims, normalise_claim
 from ragpulse.collector.judge.local.evidence import build_evidence
-from ragpulse.collector.judge.local.judge import QUESTION_WORDS
+from ragpulse.collector.judge.local.judge import QUESTION_WORDS, LocalJudge
 from ragpulse.collector.judge.local.rules.approximate import claim_profile
 from ragpulse.collector.judge.local.rules.conflicts import conflicts as conflicts_with
 from ragpulse.collector.judge.local.support import claim_view, load_model
 from ragpulse.collector.judge.text.tokens import profile
 
-__all__ = ["DATA", "SOURCES", "load_items", "iter_records"]
+__all__ = ["DATA", "SOURCES", "halueval_report", "load_items", "iter_records"]
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -173,3 +176,57 @@ def load_items(data: Path = DATA, *, use_cache: bool = True, verbose: bool = Tru
     CACHE.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(items))
     return items
+
+
+# -- HaluEval QA: a sanity check of whole answers with response labels -------------------------
+# Each record (a HotpotQA question, its knowledge paragraph as the one chunk, a right or a
+# ChatGPT-hallucinated answer) is judged end to end, never fitted on; the right answers are short
+# spans and the hallucinated ones sentences, so this checks plumbing and direction, not quality.
+
+
+def _v1_and_lexical(rec: dict[str, Any], v1) -> tuple[bool, bool]:
+    chunks = build_evidence(rec["chunks"])
+    claims = extract_claims(rec["answer"], [c.id for c in chunks]).claims
+    qstems = frozenset(s for s in profile(rec["query"]).stem_set if s not in QUESTION_WORDS)
+    stems = frozenset().union(*(c.whole.stem_set for c in chunks))
+    v1_bad = lex_bad = False
+    for c in claims:
+        cp = profile(c.text)
+        if max((p for p, _ in v1.support_all(claim_view(cp, qstems), chunks)), default=0.0) < 0.5:
+            v1_bad = True
+        if len(cp.stem_set & stems) < 0.5 * max(1, len(cp.stem_set)):
+            lex_bad = True
+    return v1_bad, lex_bad
+
+
+def halueval_report(data: Path) -> dict[str, Any]:
+    """Judge every HaluEval QA record; print and return response-level F1 and balanced accuracy."""
+    path = data / "judge-dev" / "halueval-qa.jsonl"
+    if not path.is_file():
+        print(f"halueval-qa: {path} not found, skipped")
+        return {}
+    judge, v1 = LocalJudge(), load_model()
+    gold, pred = [], {"lexical": [], "v1": [], "v3": []}
+    unsure = 0
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh):
+            r = json.loads(line)
+            rec = {"trace_id": f"h{n}", "query": r["query"], "answer": r["answer"], "chunks": r["chunks"]}
+            verdict = judge.judge(rec).get("response_verdict")
+            v1_bad, lex_bad = _v1_and_lexical(rec, v1)
+            gold.append(int(bool(r["hallucinated"])))
+            pred["v3"].append(int(verdict == "hallucinated"))
+            pred["v1"].append(int(v1_bad))
+            pred["lexical"].append(int(lex_bad))
+            unsure += verdict == "unsure"
+    g = np.array(gold)
+    print(
+        f"halueval-qa (sanity; judged whole)  responses={len(g)}  hallucinated={g.mean():.2f}  v3 unsure={unsure}"
+    )
+    print(f"  {'judge':<8}{'F1':>8}{'bal.acc':>10}")
+    out: dict[str, Any] = {}
+    for name, p in pred.items():
+        pa = np.array(p)
+        out[name] = {"f1": jm.f1(pa, g), "balanced_accuracy": jm.balanced_accuracy(pa, g)}
+        print(f"  {name:<8}{out[name]['f1']:>8.3f}{out[name]['balanced_accuracy']:>10.3f}")
+    return out

@@ -1,4 +1,4 @@
-"""Metrics and model fitting for bench/judge_quality.py (numpy; bench-only).
+"""Metrics and model fitting for the judge benches (numpy; bench-only).
 
 - binary metrics with ``1`` = supported (claims) or hallucinated (responses):
   balanced accuracy, macro-F1, F1 of the positive class, AUROC;
@@ -10,13 +10,18 @@
 - grouped folds: a group's fold is a hash of its name, so records that share
   evidence never straddle a split and the folds do not depend on row order;
 - a grouped bootstrap interval of any statistic of rows (groups drawn whole, since rows of
-  one group share evidence and are not independent).
+  one group share evidence and are not independent);
+- the tallies of the hand-written benches that pair a faithful text with a hallucinated version
+  (bench/judge_rag_answers.py, bench/judge_summaries.py): how the response verdicts fall, and
+  the precision, recall, F1 and balanced accuracy of each choice of positive call.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +37,10 @@ __all__ = [
     "fit_logistic",
     "fold_of",
     "group_bootstrap",
+    "VERDICTS",
+    "print_claims",
+    "print_verdicts",
+    "rates",
 ]
 
 
@@ -187,3 +196,42 @@ def group_bootstrap(
     ]
     tail = (1.0 - level) / 2
     return float(np.nanquantile(values, tail)), float(np.nanquantile(values, 1.0 - tail))
+
+
+# -- the hand-written pair sets' tallies ------------------------------------------------------
+
+VERDICTS = ("faithful", "unsure", "hallucinated")
+
+
+def rates(tp: int, fp: int, fn: int, tn: int) -> tuple[float, float, float, float]:
+    """Precision, recall, F1 and balanced accuracy (mean of recall and specificity)."""
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    specificity = tn / (tn + fp) if tn + fp else 0.0
+    return p, r, f, (r + specificity) / 2
+
+
+def print_claims(i: int, gold: str, noun: str, case: dict[str, Any], out: dict[str, Any]) -> None:
+    """Every claim of a wrongly judged text of case ``i`` (a ``noun``: answer, summary), the
+    unsupported ones marked with ``**``."""
+    print(f"  case {i} {gold} {noun} judged {out['response_verdict']} ({case['kind']}: {case['changed']!r})")
+    for c in out["claims"]:
+        mark = "  " if c["verdict"] == "supported" else "**"
+        print(f"    {mark} {c['verdict']:<12} p={c['support_probability']:.2f}  {c['text']}")
+
+
+def print_verdicts(counts: dict[str, Counter], noun: str, pairs: int) -> None:
+    """How the verdicts of ``pairs`` faithful texts and their hallucinated versions fall
+    (``counts``: gold -> verdict counts), then the scores with "hallucinated" as the positive
+    call and with "unsure" counted positive too."""
+    for gold in counts:
+        row = "  ".join(f"{v} {counts[gold][v]:>2}" for v in VERDICTS)
+        print(f"  {gold:<13} {noun} judged: {row}")
+    for label, positive in (("hallucinated", ("hallucinated",)), ("hallucinated or unsure", VERDICTS[1:])):
+        tp = sum(counts["hallucinated"][v] for v in positive)
+        fp = sum(counts["faithful"][v] for v in positive)
+        p, r, f, bacc = rates(tp, fp, pairs - tp, pairs - fp)
+        print(
+            f"  positive = {label:<22}: precision {p:.2f}  recall {r:.2f}  F1 {f:.2f}  balanced accuracy {bacc:.2f}"
+        )

@@ -55,7 +55,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_dev_data as dev  # noqa: E402
 import judge_metrics as jm  # noqa: E402
 import judge_responses as jr  # noqa: E402
-import judge_weak as jw  # noqa: E402
 from ragpulse.collector.judge.local.claim_features import CLAIM_FEATURES  # noqa: E402
 from ragpulse.collector.judge.local.claim_model import response_verdict  # noqa: E402
 
@@ -253,7 +252,7 @@ def _inner_raw(data: Data, rows: np.ndarray, inner_folds: int) -> np.ndarray:
 def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, Any]:
     """Fit the claim model on ``rows``: logistic weights on all of them; the isotonic map,
     verdict threshold and weak band from outputs cross-validated within ``rows`` (the weak band
-    on RAG-shaped answers composed from them by :func:`judge_weak.fit_weak`'s
+    on RAG-shaped answers composed from them by :func:`judge_responses.fit_weak`'s
     one-standard-error rule: the sets' own multi-claim responses are 90-95% hallucinated, with
     33 clean ones in all)."""
     y, w = data.y, data.weight
@@ -265,7 +264,7 @@ def fit_model(data: Data, rows: np.ndarray, inner_folds: int = 4) -> dict[str, A
     score = verdict_score(cal, data.strong, data.neg)
     thr = best_threshold(score[rows], y[rows], data.src[rows])
     answers = composed_answers(data, rows, WEAK_FIT_K, WEAK_FIT_ANSWERS)
-    weak = jw.fit_weak(answers, score, thr)["weak"]
+    weak = jr.fit_weak(answers, score, thr)["weak"]
     return {
         "coef": coef,
         "intercept": b,
@@ -466,9 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_weights:  # before HaluEval, which runs the packaged judge
         write_weights(data)
     if not args.no_halueval:
-        from judge_halueval import halueval_report
-
-        results["halueval-qa"] = halueval_report(args.data)
+        results["halueval-qa"] = dev.halueval_report(args.data)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=float) + "\n")
     return 0

@@ -16,9 +16,8 @@ recall and F1 with "hallucinated" as the positive call (and with "unsure" counte
 positive too), and, with ``-v``, every claim of the answers judged wrongly: a faithful answer
 called hallucinated or unsure, a hallucinated one called faithful.
 
-Two sets, reported apart: ``dev`` (``bench/judge_rag_cases.json``, 32 pairs, the one the
-judge's rules were developed on) and ``check`` (``bench/judge_rag_cases_check.json``, 40 pairs
-written later and separately, in the styles of several chat models: concise, "Sure! Based on
+Two sets of that file, reported apart: ``dev`` (32 pairs, the one the judge's rules were
+developed on) and ``check`` (40 pairs written later and separately, in the styles of several chat models: concise, "Sure! Based on
 the passages provided" with lists and a closing offer of help, "According to passage 2",
 synthesis of two passages in one sentence, heavy paraphrase, "The passages do not mention"),
 so that a change tuned on the first can be seen to generalise, or not, on the second.
@@ -42,14 +41,14 @@ from ragpulse.collector.judge import get_judge
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from judge_pairs import print_claims, print_verdicts  # noqa: E402
+from judge_metrics import print_claims, print_verdicts  # noqa: E402
 
-SETS: dict[str, str] = {"dev": "judge_rag_cases.json", "check": "judge_rag_cases_check.json"}
+SETS: tuple[str, ...] = ("dev", "check")
 
 
 def load_cases(name: str) -> list[dict[str, Any]]:
-    """The cases of set ``name`` (a key of :data:`SETS`)."""
-    return json.loads(Path(__file__).with_name(SETS[name]).read_text())["cases"]
+    """The cases of set ``name`` (one of :data:`SETS`)."""
+    return json.loads(Path(__file__).with_name("judge_rag_cases.json").read_text())["sets"][name]["cases"]
 
 
 CASES: dict[str, list[dict[str, Any]]] = {name: load_cases(name) for name in SETS}

@@ -42,7 +42,7 @@ from ragpulse.collector.judge import get_judge
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from judge_pairs import print_claims, print_verdicts  # noqa: E402
+from judge_metrics import print_claims, print_verdicts  # noqa: E402
 
 CASES: list[dict[str, Any]] = json.loads(Path(__file__).with_name("judge_summary_cases.json").read_text())[
     "cases"

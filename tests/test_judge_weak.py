@@ -1,4 +1,4 @@
-"""bench/judge_weak.py: the weak band's one-standard-error rule, on answers the test makes.
+"""bench/judge_responses.py: the weak band's one-standard-error rule, on answers the test makes.
 
 Each test composes answers whose claim scores are drawn so that the balanced accuracy
 curve over ``weak`` has a known shape, and checks what the rule picks against it.
@@ -15,7 +15,7 @@ from tests.bench_modules import bench_modules
 
 @pytest.fixture(scope="module")
 def weak():
-    with bench_modules("judge_weak") as (module,):
+    with bench_modules("judge_responses") as (module,):
         yield module
 
 
