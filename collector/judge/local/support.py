@@ -102,7 +102,7 @@ class ClaimView:
 
 # How many content stems either side of a number are its neighbours: what the number counts
 # or dates ("kept for 7 years", "born in 1961"). Three reach too far ("7 years in the
-# Frankfurt archive" meets "the archive has 7 floors"); docs/judging.md has the figures.
+# Frankfurt archive" meets "the archive has 7 floors"); docs/judge-internals.md has the figures.
 NEIGHBOUR_WINDOW = 2
 
 
