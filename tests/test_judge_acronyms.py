@@ -7,6 +7,8 @@ from ragpulse.collector.judge.local.evidence import build_evidence
 from ragpulse.collector.judge.text.acronyms import expand_acronyms, is_acronym
 from ragpulse.collector.judge.text.tokens import tokenise
 
+from tests.judge_records import judged_claims
+
 CHUNK = (
     "Barack Obama signed the Affordable Care Act in March 2010. The National Aeronautics and Space "
     "Administration was founded in 1958. The Centers for Disease Control and Prevention tracks flu. "
@@ -43,12 +45,6 @@ def test_an_acronym_the_chunks_use_is_kept() -> None:
 
 
 def test_a_claim_naming_the_source_by_its_acronym_is_supported() -> None:
-    out = get_judge("local").judge(
-        {
-            "trace_id": "t",
-            "query": "q?",
-            "answer": "Obama signed the ACA in 2010.",
-            "chunks": [{"id": "C1", "content": CHUNK}],
-        }
+    assert (
+        judged_claims(get_judge("local"), "Obama signed the ACA in 2010.", CHUNK)[0]["verdict"] == "supported"
     )
-    assert out["claims"][0]["verdict"] == "supported"

@@ -8,6 +8,8 @@ from ragpulse.collector.judge.local.evidence import build_evidence
 from ragpulse.collector.judge.local.rules.approximate import claim_profile
 from ragpulse.collector.judge.text.tokens import profile
 
+from tests.judge_records import judged_claims
+
 CHUNK = (
     "The agency processed 1,523,400 applications in 2019, up from 1,210,000 in 2018. "
     "About 48.7 percent of applicants were women. The office opened in 2013 and employs 312 staff. "
@@ -79,10 +81,7 @@ def test_a_rounded_or_qualified_number_is_not_a_contradiction() -> None:
     judge = get_judge("local")
 
     def verdict(answer: str) -> str:
-        out = judge.judge(
-            {"trace_id": "t", "query": "q?", "answer": answer, "chunks": [{"id": "C1", "content": CHUNK}]}
-        )
-        return out["claims"][0]["verdict"]
+        return judged_claims(judge, answer, CHUNK)[0]["verdict"]
 
     for faithful in (
         "The agency processed about 1.5 million applications in 2019.",
@@ -114,10 +113,7 @@ def test_a_fraction_or_a_share_reads_as_the_percentage_it_names(claim: str, verd
         "About 35 percent of applicants apply in spring, and 48.7 percent are women. "
         "Roughly 74 percent renew online. He finished third in 2004."
     )
-    out = get_judge("local").judge(
-        {"trace_id": "t", "query": "q?", "answer": claim, "chunks": [{"id": "C1", "content": chunk}]}
-    )
-    assert out["claims"][0]["verdict"] == verdict
+    assert judged_claims(get_judge("local"), claim, chunk)[0]["verdict"] == verdict
 
 
 @pytest.mark.parametrize(
@@ -135,10 +131,7 @@ def test_a_fraction_or_a_share_reads_as_the_percentage_it_names(claim: str, verd
 )
 def test_a_quantity_in_another_unit_is_converted(claim: str, verdict: str) -> None:
     chunk = "Routine processing takes 42 days. The trail is 100 km long and the pack weighs 10 kg. The course lasts 12 weeks and the break is 90 minutes."
-    out = get_judge("local").judge(
-        {"trace_id": "t", "query": "q?", "answer": claim, "chunks": [{"id": "C1", "content": chunk}]}
-    )
-    assert out["claims"][0]["verdict"] == verdict
+    assert judged_claims(get_judge("local"), claim, chunk)[0]["verdict"] == verdict
 
 
 def test_a_small_number_in_another_unit_is_left_to_chance() -> None:
@@ -160,10 +153,7 @@ def test_a_small_number_in_another_unit_is_left_to_chance() -> None:
 )
 def test_an_ordinal_in_words_or_digits_is_one_number(claim: str, chunk: str) -> None:
     assert profile(claim).numbers == profile(chunk).numbers
-    out = get_judge("local").judge(
-        {"trace_id": "t", "query": "q?", "answer": claim, "chunks": [{"id": "C1", "content": chunk}]}
-    )
-    assert out["claims"][0]["verdict"] == "supported"
+    assert judged_claims(get_judge("local"), claim, chunk)[0]["verdict"] == "supported"
 
 
 def test_an_ordinal_is_not_the_cardinal() -> None:

@@ -11,6 +11,8 @@ from ragpulse.collector.judge.local.rules.denials import asserts_denied, may_den
 from ragpulse.collector.judge.text.numbers import join_digit_groups
 from ragpulse.collector.judge.text.tokens import char_classes, profile, tokenise
 
+from tests.judge_records import judged_claims
+
 LEAVE = "All full-time employees receive 20 days of paid leave."
 
 
@@ -20,15 +22,7 @@ def judge() -> LocalJudge:
 
 
 def _claim(judge: LocalJudge, answer: str, chunk: str) -> dict:
-    out = judge.judge(
-        {
-            "trace_id": "t",
-            "query": "Who gets what?",
-            "answer": answer,
-            "chunks": [{"id": "C1", "content": chunk}],
-        }
-    )
-    (claim,) = out["claims"]
+    (claim,) = judged_claims(judge, answer, chunk, query="Who gets what?")
     return claim
 
 

@@ -9,6 +9,8 @@ from ragpulse.collector.judge.local.judge import LocalJudge
 from ragpulse.collector.judge.local.rules.conflicts import asserts_sufficiency, sufficiency_conflict
 from ragpulse.collector.judge.text.tokens import profile, stem
 
+from tests.judge_records import judged_claims
+
 REQUIRES_BOTH = "Earlier deletion requires release of all active legal holds and documented authorization from the records officer."
 
 
@@ -20,15 +22,7 @@ def judge() -> LocalJudge:
 def _claims(
     judge: LocalJudge, answer: str, chunks: list[str], query: str = "When may logs be deleted early?"
 ):
-    out = judge.judge(
-        {
-            "trace_id": "t",
-            "query": query,
-            "answer": answer,
-            "chunks": [{"id": f"C{i + 1}", "content": c} for i, c in enumerate(chunks)],
-        }
-    )
-    return out["claims"]
+    return judged_claims(judge, answer, *chunks, query=query)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ from ragpulse.collector.judge.local.evidence import split_sentences
 from ragpulse.collector.judge.local.judge import LocalJudge
 from ragpulse.collector.judge.text.tokens import tokenise
 
+from tests.judge_records import judged_claims
+
 
 @pytest.fixture(scope="module")
 def judge() -> LocalJudge:
@@ -68,23 +70,15 @@ def test_an_abbreviated_month_ends_no_sentence() -> None:
 def test_a_date_or_time_written_another_way_supports_the_claim(
     judge: LocalJudge, answer: str, chunk: str
 ) -> None:
-    out = judge.judge(
-        {"trace_id": "t", "query": "", "answer": answer, "chunks": [{"id": "C1", "content": chunk}]}
-    )
-    assert [c["verdict"] for c in out["claims"]] == ["supported"]
+    assert [c["verdict"] for c in judged_claims(judge, answer, chunk, query="")] == ["supported"]
 
 
 def test_another_date_still_contradicts(judge: LocalJudge) -> None:
     chunk = "The drug was approved on January 15, 2020, after review."
-    out = judge.judge(
-        {
-            "trace_id": "t",
-            "query": "",
-            "answer": "The drug was approved on 2021-03-15 [1].",
-            "chunks": [{"id": "C1", "content": chunk}],
-        }
+    assert (
+        judged_claims(judge, "The drug was approved on 2021-03-15 [1].", chunk, query="")[0]["verdict"]
+        != "supported"
     )
-    assert out["claims"][0]["verdict"] != "supported"
 
 
 @pytest.mark.parametrize(
@@ -103,7 +97,4 @@ def test_second_is_the_ordinal_unless_it_is_the_unit(written: str, tokens: list[
 def test_a_quarter_written_another_way_supports_the_claim(judge: LocalJudge) -> None:
     chunk = "The company reported its first second-quarter loss since 2009."
     for answer in ("The company reported a 2nd quarter loss [1].", "The company reported a Q2 loss [1]."):
-        out = judge.judge(
-            {"trace_id": "t", "query": "", "answer": answer, "chunks": [{"id": "C1", "content": chunk}]}
-        )
-        assert out["claims"][0]["verdict"] == "supported", answer
+        assert judged_claims(judge, answer, chunk, query="")[0]["verdict"] == "supported", answer

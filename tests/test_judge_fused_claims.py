@@ -14,6 +14,8 @@ from ragpulse.collector.judge.local.rules.denials import negated_stems
 from ragpulse.collector.judge.text.numbers import read_number_words
 from ragpulse.collector.judge.text.tokens import profile, tokenise
 
+from tests.judge_records import judged_claims
+
 
 @pytest.fixture(scope="module")
 def judge() -> LocalJudge:
@@ -21,16 +23,9 @@ def judge() -> LocalJudge:
 
 
 def _claim(judge: LocalJudge, answer: str, chunks: list[str], query: str = "What happened?") -> dict:
-    out = judge.judge(
-        {
-            "trace_id": "t",
-            "query": query,
-            "answer": answer,
-            "chunks": [{"id": f"C{i + 1}", "content": c} for i, c in enumerate(chunks)],
-        }
-    )
-    assert len(out["claims"]) == 1, out["claims"]
-    return out["claims"][0]
+    found = judged_claims(judge, answer, *chunks, query=query)
+    assert len(found) == 1, found
+    return found[0]
 
 
 STORM = (

@@ -9,6 +9,8 @@ from ragpulse.collector.judge import get_judge
 from ragpulse.collector.judge.local.judge import LocalJudge
 from ragpulse.collector.judge.record import SCORE_KEYS
 
+from tests.judge_records import judged_claims
+
 CHUNKS = [
     {
         "id": "P1",
@@ -251,7 +253,4 @@ def test_negation_idioms_that_negate_nothing(claim: str, verdict: str) -> None:
         "The drug reduces pain and lowers fever. The museum reopened in June after renovations. "
         "The bridge is no longer open to cars."
     )
-    out = get_judge("local").judge(
-        {"trace_id": "t", "query": "q?", "answer": claim, "chunks": [{"id": "C1", "content": chunk}]}
-    )
-    assert [c["verdict"] for c in out["claims"]][0] == verdict
+    assert judged_claims(get_judge("local"), claim, chunk)[0]["verdict"] == verdict

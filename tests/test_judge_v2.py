@@ -18,6 +18,8 @@ from ragpulse.collector.judge.local.question_type import asks_time
 from ragpulse.collector.judge.service.worker import judgment_rows
 from ragpulse.collector.judge.tiers.tiered import TieredJudge
 
+from tests.judge_records import record
+
 WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "local" / "weights" / "claim-v4.json"
 
 
@@ -30,14 +32,7 @@ RETENTION = "How long are audit logs retained?"
 
 
 def judged(judge: LocalJudge, answer: str, chunks: list[str], query: str = RETENTION) -> dict:
-    return judge.judge(
-        {
-            "trace_id": "t",
-            "query": query,
-            "answer": answer,
-            "chunks": [{"id": f"C{i + 1}", "content": c} for i, c in enumerate(chunks)],
-        }
-    )
+    return judge.judge(record(answer, *chunks, query=query))
 
 
 def test_every_claim_carries_a_probability_and_the_record_a_response_verdict(judge: LocalJudge) -> None:
