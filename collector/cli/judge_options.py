@@ -1,10 +1,12 @@
 """The judge options ``ragpulse judge`` and ``ragpulse eval`` share, and the judge they build.
 
 ``--judge`` picks the judge (``local``, ``tiered``, ``tiered:<model>`` or a litellm model
-name); ``--api-base`` points an LLM judge at an OpenAI-compatible server; ``--minilm`` turns on
-the local judge's optional MiniLM second tier (:mod:`..judge.tiers.second_tier`), with
-``--minilm-band LO HI`` for the tier-1 probability band it re-scores. Bad combinations and a
-tier whose weights package is not installed are one-line :class:`.errors.CliError`\\ s.
+name); ``--api-base`` points an LLM judge at an OpenAI-compatible server. ``--entailment``
+turns on the local judge's entailment tier (:mod:`..judge.tiers.entailment`, its model ships
+with the package), ``--entailment-band LO HI`` sets the tier-1 probability band it re-scores;
+``--minilm`` runs the optional MiniLM similarity tier (:mod:`..judge.tiers.second_tier`) instead,
+with ``--minilm-band LO HI``. Bad combinations and a tier whose weights are not installed
+are one-line :class:`.errors.CliError`\\ s.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _LOCAL_SPECS = ("local", "tiered")
 
 
 def add_judge_options(p: argparse.ArgumentParser) -> None:
-    """``--judge``, ``--api-base``, ``--minilm`` and ``--minilm-band`` on ``p``."""
+    """``--judge``, ``--api-base``, the entailment and MiniLM tier options on ``p``."""
     p.add_argument("--judge", default="local", help=JUDGE_HELP)
     p.add_argument("--api-base", default=None, help="LLM judge: API base URL (OpenAI-compatible)")
     p.add_argument(
@@ -41,6 +43,19 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="the tier-1 probability band the MiniLM tier re-scores (implies --minilm; default 0.35 0.65)",
     )
+    p.add_argument(
+        "--entailment",
+        action="store_true",
+        help="local judge: re-score unsure claims with the entailment tier (its model ships with ragpulse)",
+    )
+    p.add_argument(
+        "--entailment-band",
+        nargs=2,
+        type=float,
+        metavar=("LO", "HI"),
+        default=None,
+        help="the tier-1 probability band the entailment tier re-scores (implies --entailment)",
+    )
 
 
 def judge_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -55,6 +70,12 @@ def judge_settings(args: argparse.Namespace) -> dict[str, Any]:
         if args.judge != "local" and not args.judge.startswith("tiered"):
             raise CliError(f"--minilm is a tier of the local judge; --judge {args.judge} has none")
         settings["minilm"] = {} if args.minilm_band is None else {"band": tuple(args.minilm_band)}
+    if args.entailment or args.entailment_band is not None:
+        if llm:
+            raise CliError(f"--entailment is a tier of the local judge; --judge {args.judge} has none")
+        if "minilm" in settings:
+            raise CliError("one second tier at most: --minilm or --entailment, not both")
+        settings["entailment"] = {} if args.entailment_band is None else {"band": tuple(args.entailment_band)}
     return settings
 
 
@@ -69,6 +90,6 @@ def build_judge(args: argparse.Namespace, **extra: Any) -> Any:
     try:
         return get_judge(args.judge, **settings)
     except TierUnavailable as exc:
-        raise CliError(f"--minilm: {exc}") from exc
+        raise CliError(str(exc)) from exc
     except (ValueError, TypeError, ImportError) as exc:
         raise CliError(f"cannot build judge {args.judge!r}: {exc}") from exc

@@ -40,6 +40,7 @@ from .rules.conflicts import contradicting as find_contradicting
 from .support import ClaimView, SupportModel, claim_view, load_model
 
 if TYPE_CHECKING:
+    from ..tiers.entailment import EntailmentTier
     from ..tiers.second_tier import MiniLMTier
 
 __all__ = [
@@ -80,8 +81,11 @@ class LocalJudge:
     probability, default from the weights file), ``answerable_coverage``
     (query coverage by one usable chunk that makes a query answerable, 0.34),
     ``require_citations`` (score citation completeness 0 for uncited answers),
-    ``minilm`` (settings of the optional second tier, :class:`.second_tier.MiniLMTier`, which
-    re-scores the claims in its probability band; off by default).
+    ``entailment`` (the entailment tier, :class:`.tiers.entailment.EntailmentTier`, which
+    re-scores the claims tier 1 is unsure of with the entailment model the package ships:
+    ``True`` or a dict of its settings; off by default), ``minilm`` (settings of the MiniLM
+    similarity tier, :class:`.tiers.second_tier.MiniLMTier`; off by default). One second tier
+    at most.
     """
 
     kind = "local"
@@ -95,6 +99,7 @@ class LocalJudge:
         answerable_coverage: float = 0.34,
         require_citations: bool = False,
         minilm: dict[str, Any] | None = None,
+        entailment: dict[str, Any] | bool | None = None,
     ) -> None:
         self.model: SupportModel = load_model(weights)
         self.claim_model: ClaimModel = load_claim_model(claim_weights)
@@ -112,11 +117,18 @@ class LocalJudge:
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
         self.judge_id = f"local-{LOCAL_VERSION}:{digest}"
-        self.second_tier: MiniLMTier | None = None
+        self.second_tier: MiniLMTier | EntailmentTier | None = None
         if minilm is not None:  # raises TierUnavailable when its weights are not installed
+            if entailment not in (None, False):
+                raise ValueError("one second tier at most: minilm or entailment, not both")
             from ..tiers.second_tier import MiniLMTier
 
             self.second_tier = MiniLMTier(**minilm)
+        elif entailment not in (None, False):
+            from ..tiers.entailment import EntailmentTier
+
+            self.second_tier = EntailmentTier(**(entailment if isinstance(entailment, dict) else {}))
+        if self.second_tier is not None:
             self.judge_id += f"+{self.second_tier.tier_id}"
 
     # -- public API ---------------------------------------------------------------------------
@@ -171,9 +183,10 @@ class LocalJudge:
             self.claim_model.probability(ce.features, ce.numbers_elsewhere, ce.ordinals_missing) for ce in evs
         ]
         escalated = 0
+        contradicted_by: list[str | None] = [None] * len(claims)
         if self.second_tier is not None:
             texts = [c.text for c in claims]
-            probs, escalated = self.second_tier.rescore(
+            probs, escalated, contradicted_by = self.second_tier.rescore(
                 texts,
                 views,
                 [ce.features for ce in evs],
@@ -183,9 +196,11 @@ class LocalJudge:
                 [ce.numbers_elsewhere for ce in evs],
                 [ce.ordinals_missing for ce in evs],
             )
-        for claim, cp, view, ce, p in zip(claims, claim_profiles, views, evs, probs, strict=True):
+        for claim, cp, view, ce, p, against in zip(
+            claims, claim_profiles, views, evs, probs, contradicted_by, strict=True
+        ):
             answer_stems |= cp.stem_set
-            judgment, score, used = self._judge_claim(ctx, claim, cp, view, ce, round(p, 4))
+            judgment, score, used = self._judge_claim(ctx, claim, cp, view, ce, round(p, 4), against)
             judged.append(judgment)
             verdict_scores.append(score)
             evidence_stems |= used
@@ -234,11 +249,19 @@ class LocalJudge:
         return any(j.on_topic and any(s in usable for s in j.supporting) for j in judged)
 
     def _judge_claim(
-        self, ctx: _TraceContext, claim: Claim, cp: TextProfile, view: ClaimView, ce: ClaimEvidence, p: float
+        self,
+        ctx: _TraceContext,
+        claim: Claim,
+        cp: TextProfile,
+        view: ClaimView,
+        ce: ClaimEvidence,
+        p: float,
+        contradicted_by: str | None = None,
     ) -> tuple[ClaimJudgment, float, frozenset[str]]:
         """One claim's judgment from its evidence ``ce`` and support probability ``p``, its
         score for the response verdict, and the content stems of the usable evidence sentence
-        it rests on (for context utilization)."""
+        it rests on (for context utilization). ``contradicted_by``: the chunk the second tier
+        reads as contradicting the claim, which makes an unsupported claim contradicted."""
         thr = self.threshold
         by_id = ctx.by_id
         # Supported when the calibrated probability reaches the threshold, or when one
@@ -263,6 +286,8 @@ class LocalJudge:
                 omitted = _omitted_condition(by_id[best].sentence_texts[sent_i], ctx.answer_all)
         else:
             contradicting = find_contradicting(cp, ctx.chunks)
+            if not contradicting and contradicted_by is not None:
+                contradicting = [contradicted_by]
             if contradicting:
                 verdict = "contradicted"
             best_cov = max(ce.pair_covs, default=0.0)

@@ -124,8 +124,9 @@ class MiniLMTier:
         settled: list[bool] | None = None,
         numbers_elsewhere: list[bool] | None = None,
         ordinals_missing: list[bool] | None = None,
-    ) -> tuple[list[float], int]:
-        """The claims' probabilities with the in-band ones re-scored, and how many were.
+    ) -> tuple[list[float], int, list[str | None]]:
+        """The claims' probabilities with the in-band ones re-scored, how many were, and per
+        claim a contradicting chunk (always None: this tier reads no contradiction).
 
         ``settled`` marks the claims whose verdict tier 1 has decided whatever their
         probability (one chunk supports them on their own): they keep tier 1's probability
@@ -134,7 +135,7 @@ class MiniLMTier:
         skip = settled if settled is not None and not self.rescore_settled else [False] * len(probs)
         idx = [i for i, p in enumerate(probs) if self.in_band(p) and not skip[i]]
         if not idx or not chunks:
-            return probs, 0
+            return probs, 0, [None] * len(probs)
         sents = [aligned_sentences(views[i].keys, chunks, self.sentences) for i in idx]
         mini = self.aligner.features([texts[i] for i in idx], sents)
         out = list(probs)
@@ -143,4 +144,4 @@ class MiniLMTier:
             ordinals = bool(ordinals_missing and ordinals_missing[i])
             out[i] = self.model.probability(list(features[i]) + m, elsewhere, ordinals)
         self.claims_escalated += len(idx)
-        return out, len(idx)
+        return out, len(idx), [None] * len(probs)

@@ -35,8 +35,9 @@ class TieredJudge:
     """Local judge first, LLM judge on ``sample_rate`` of traces and borderline verdicts.
 
     Settings: ``sample_rate`` (0.05), ``borderline`` ((0.35, 0.65)), ``escalate_abstentions`` (True),
-    ``local`` (dict of LocalJudge settings), ``minilm`` (dict of second-tier settings, None: no
-    second tier); everything else goes to :class:`.llm.judge.LLMJudge` (none when ``model`` is None).
+    ``local`` (dict of LocalJudge settings), ``entailment`` (the local judge's entailment tier:
+    a dict of its settings, False for none; on by default), ``minilm`` (dict of MiniLM-tier
+    settings in its place, None: not that tier); everything else goes to :class:`.llm.judge.LLMJudge` (none when ``model`` is None).
     """
 
     kind = "tiered"
@@ -50,9 +51,12 @@ class TieredJudge:
         escalate_abstentions: bool = True,
         local: dict[str, Any] | None = None,
         minilm: dict[str, Any] | None = None,
+        entailment: dict[str, Any] | bool | None = None,
         **llm_settings: Any,
     ) -> None:
         local_settings = dict(local or {})
+        if entailment is not None:
+            local_settings["entailment"] = entailment
         if minilm is not None:
             local_settings["minilm"] = minilm
         self.local = LocalJudge(**local_settings)

@@ -1,0 +1,238 @@
+"""The local judge's entailment tier: a MiniLM cross-encoder trained here for entailment.
+
+Tier 1's calibrated probability decides the claims it is sure of; the ones in the ``band``
+(less those one chunk supports on its own) are read by an entailment model: all-MiniLM-L6-v2
+fine-tuned as a cross-encoder on ~92k labelled premise/hypothesis pairs (``training/``,
+``make train-judge``; provenance, data hashes and licences in
+``models/entailment-v1.json``), exported to int8 ONNX and shipped with the package, so it
+runs wherever ragpulse is installed, on onnxruntime, with nothing downloaded.
+
+Per escalated claim the premise is the chunk sentences tier 1 aligns the claim with
+(:func:`.minilm.aligned_sentences`, across chunks, so a claim two chunks support jointly is
+read against both), the hypothesis the claim. The model's entailment and contradiction
+probabilities (:data:`ENTAIL_FEATURES`, as logits) join tier 1's claim features in a second
+calibrated claim model (``weights/claim-entail-v1.json``, fit by
+``bench/judge_quality.py --write-weights`` with grouped cross-validation), whose probability
+replaces tier 1's. A contradiction probability of at least the head's
+``contradiction_threshold`` on a claim that ends up unsupported makes it ``contradicted``,
+resting on the chunk of the best-aligned sentence.
+
+Pairs run one at a time (int8 activations are quantised per call, so batching would make a
+claim's score depend on its batch mates); scores are cached by (premise, claim) across traces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import OrderedDict
+from importlib import metadata, resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..local.claim_features import CLAIM_FEATURES
+from ..local.claim_model import ClaimModel, load_claim_model
+from .minilm import TierUnavailable
+
+if TYPE_CHECKING:
+    from ..local.evidence import ChunkEvidence
+    from ..local.support import ClaimView
+
+__all__ = [
+    "ENTAIL_FEATURES",
+    "MODEL_FILE",
+    "MODEL_SHA256",
+    "TIER_FEATURES",
+    "EntailmentModel",
+    "EntailmentTier",
+    "aligned_premise",
+    "entail_features",
+    "load_entail_head",
+]
+
+ENTAIL_FEATURES: tuple[str, ...] = ("nli_entail", "nli_contra")
+TIER_FEATURES: tuple[str, ...] = CLAIM_FEATURES + ENTAIL_FEATURES
+MODEL_FILE = "entailment-v1.onnx"
+TOKENIZER_FILE = "entailment-tokenizer.json"
+# The one pin of the shipped model: the file's SHA-256 (checked when loaded, part of the judge id).
+MODEL_SHA256 = "736efda56bef0775a33102a5558be6cd12877ee4588c06a0732fdfb0b92ef9cf"
+MAX_TOKENS = 256
+DEFAULT_BAND: tuple[float, float] = (0.35, 0.65)
+_CLIP = 1e-4
+
+
+def _packaged(name: str) -> bytes:
+    return resources.files("ragpulse.collector.judge.tiers").joinpath(f"models/{name}").read_bytes()
+
+
+def entail_features(probs: np.ndarray) -> list[list[float]]:
+    """[entailment, neutral, contradiction] probabilities -> the tier's two features: the
+    logits of entailment and of contradiction (clipped to +-9.2)."""
+
+    def logit(p: float) -> float:
+        p = min(max(float(p), _CLIP), 1.0 - _CLIP)
+        return math.log(p / (1.0 - p))
+
+    return [[logit(p[0]), logit(p[2])] for p in probs]
+
+
+def aligned_premise(
+    keys: frozenset[Any], chunks: list[ChunkEvidence], k: int
+) -> tuple[list[str], str | None]:
+    """The premise of a claim: the ``k`` chunk sentences that share most of its match keys
+    (tier 1's alignment, as :func:`.minilm.aligned_sentences`), best first, and the id of the
+    chunk of the best one (None when no sentence shares a key)."""
+    scored = [
+        (len(keys & ks), c.sentence_texts[i], c.id)
+        for c in chunks
+        for i, ks in enumerate(c.sentence_keys)
+        if keys & ks
+    ]
+    scored.sort(key=lambda s: -s[0])
+    return list(dict.fromkeys(t for _, t, _ in scored[:k])), (scored[0][2] if scored else None)
+
+
+class EntailmentModel:
+    """The shipped cross-encoder: ``probabilities(pairs) -> [n, 3]`` (entailment, neutral,
+    contradiction) for (premise, claim) pairs, on one onnxruntime thread."""
+
+    def __init__(self, path: str | Path | None = None, cache_size: int = 4096) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise TierUnavailable(
+                f"entailment tier unavailable: {exc}; install ragpulse's collector or embedded extra"
+            ) from exc
+        raw = _packaged(MODEL_FILE) if path is None else Path(path).read_bytes()
+        self.sha256 = hashlib.sha256(raw).hexdigest()
+        if path is None and self.sha256 != MODEL_SHA256:
+            raise TierUnavailable(
+                f"entailment tier unavailable: the packaged {MODEL_FILE} has SHA-256 {self.sha256}, "
+                f"not the pinned {MODEL_SHA256}; reinstall ragpulse"
+            )
+        self.tok = Tokenizer.from_str(_packaged(TOKENIZER_FILE).decode())
+        self.tok.enable_truncation(MAX_TOKENS, strategy="longest_first")
+        self.tok.no_padding()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(raw, opts, providers=["CPUExecutionProvider"])
+        self.cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self.cache_size = int(cache_size)
+        self.pairs_scored = 0
+
+    def probabilities(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        out = np.zeros((len(pairs), 3), np.float32)
+        todo = [i for i, pair in enumerate(pairs) if pair not in self.cache]
+        encs = self.tok.encode_batch([pairs[i] for i in todo]) if todo else []
+        for i, enc in zip(todo, encs, strict=True):
+            ids = np.asarray(enc.ids, np.int32)[None]
+            self.cache[pairs[i]] = self.session.run(
+                None, {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+            )[0][0]
+            self.pairs_scored += 1
+            if len(self.cache) > self.cache_size:
+                self.cache.popitem(last=False)
+        for i, pair in enumerate(pairs):
+            out[i] = self.cache[pair]
+            self.cache.move_to_end(pair)
+        return out
+
+
+def load_entail_head(path: str | Path | None = None) -> tuple[ClaimModel, float]:
+    """The tier's claim model (the packaged ``weights/claim-entail-v1.json`` by default) and
+    its contradiction threshold."""
+    model = load_claim_model(path, packaged="claim-entail-v1.json", features=TIER_FEATURES)
+    raw = (
+        Path(path).read_bytes()
+        if path is not None
+        else resources.files("ragpulse.collector.judge.local")
+        .joinpath("weights/claim-entail-v1.json")
+        .read_bytes()
+    )
+    return model, float(json.loads(raw).get("contradiction_threshold", 1.01))
+
+
+class EntailmentTier:
+    """Re-scores the claims whose tier-1 probability lies in ``band`` (``lo <= p < hi``) with
+    the entailment model. Settings (pinned in :attr:`tier_id`): ``band``, ``sentences``
+    (aligned chunk sentences per premise, 3), the head's weights file (``weights``), the model
+    file (``model``, the packaged one by default), ``rescore_settled`` (as
+    :class:`.second_tier.MiniLMTier`); ``cache_size`` changes only speed."""
+
+    kind = "entailment"
+
+    def __init__(
+        self,
+        *,
+        band: tuple[float, float] = DEFAULT_BAND,
+        sentences: int = 3,
+        weights: str | None = None,
+        model: str | None = None,
+        cache_size: int = 4096,
+        rescore_settled: bool = False,
+    ) -> None:
+        lo, hi = float(band[0]), float(band[1])
+        if not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(f"entailment band must satisfy 0 <= lo <= hi <= 1, got {band}")
+        self.band = (lo, hi)
+        self.sentences = int(sentences)
+        self.rescore_settled = bool(rescore_settled)
+        self.head, self.contradiction_threshold = load_entail_head(weights)
+        self.model = EntailmentModel(model, cache_size=cache_size)
+        try:
+            runtime = f"onnxruntime=={metadata.version('onnxruntime')}"
+        except metadata.PackageNotFoundError:
+            runtime = "onnxruntime==?"
+        self.pinned = {
+            "band": self.band,
+            "sentences": self.sentences,
+            "rescore_settled": self.rescore_settled,
+            "head": self.head.digest,
+            "model": self.model.sha256[:12],
+            "runtime": runtime,
+        }
+        digest = hashlib.sha256(json.dumps(self.pinned, sort_keys=True).encode()).hexdigest()[:8]
+        self.tier_id = f"entail-{self.head.version}:{digest}"
+        self.claims_escalated = 0
+
+    def in_band(self, p: float) -> bool:
+        return self.band[0] <= p < self.band[1]
+
+    def rescore(
+        self,
+        texts: list[str],
+        views: list[ClaimView],
+        features: list[list[float]],
+        probs: list[float],
+        chunks: list[ChunkEvidence],
+        settled: list[bool] | None = None,
+        numbers_elsewhere: list[bool] | None = None,
+        ordinals_missing: list[bool] | None = None,
+    ) -> tuple[list[float], int, list[str | None]]:
+        """The claims' probabilities with the in-band ones re-scored, how many were, and per
+        claim the chunk the model reads as contradicting it (None for the rest)."""
+        skip = settled if settled is not None and not self.rescore_settled else [False] * len(probs)
+        idx = [i for i, p in enumerate(probs) if self.in_band(p) and not skip[i]]
+        contra: list[str | None] = [None] * len(probs)
+        if not idx or not chunks:
+            return probs, 0, contra
+        premises = [aligned_premise(views[i].keys, chunks, self.sentences) for i in idx]
+        premises = [(" ".join(texts), chunk) for texts, chunk in premises]
+        scored = [(j, i) for j, i in enumerate(idx) if premises[j][0]]
+        nli = self.model.probabilities([(premises[j][0], texts[i]) for j, i in scored])
+        out = list(probs)
+        for (j, i), p3, f in zip(scored, nli, entail_features(nli), strict=True):
+            elsewhere = bool(numbers_elsewhere and numbers_elsewhere[i])
+            ordinals = bool(ordinals_missing and ordinals_missing[i])
+            out[i] = self.head.probability(list(features[i]) + f, elsewhere, ordinals)
+            if p3[2] >= self.contradiction_threshold:
+                contra[i] = premises[j][1]
+        self.claims_escalated += len(scored)
+        return out, len(scored), contra
