@@ -7,8 +7,9 @@ path (documents, metadata JSON, citations: about 40 SDK attribute writes for 10
 chunks) cost more than the spans themselves. So the request path records the
 end time and queues the span; the thread here expands the record, writes the
 attributes and events and ends the span with the recorded end time, handing it
-to the application's span processors. ``agent.flush()`` ends everything queued
-and then flushes the application's provider; spans reach that provider's
+to the application's span processors. The provider's own ``force_flush()`` and
+``shutdown()`` end everything queued first (:mod:`.flush_hook`), and so does
+``agent.flush()``, which then flushes the provider; spans reach that provider's
 processors within ``schedule_delay_ms`` otherwise.
 
 The provider keeps a bounded number of attributes per span
@@ -64,10 +65,33 @@ class AppSpanEnder(BatchThread):
         super().__init__("ragpulse-app-spans", settings, stats)
         stop = weakref.WeakMethod(self.shutdown)
         atexit.register(lambda: (method := stop()) is not None and method())
+        self._hooked = False
+        self._hook()
+
+    def _hook(self) -> None:
+        """Have the provider's flush and shutdown end the queued spans (once it is an SDK provider:
+        the global one may still be the API's proxy until the application sets it)."""
+        try:
+            from .flush_hook import hook_provider
+        except ImportError:  # no SDK: nothing to hook into
+            self._hooked = True
+            return
+        provider = self._provider
+        if provider is None:
+            from opentelemetry import trace as trace_api
+
+            provider = trace_api.get_tracer_provider()
+        try:
+            self._hooked = hook_provider(provider, self)
+        except Exception:  # noqa: BLE001 - never raise into the application
+            self._hooked = True
+            _log.exception("ragpulse: hooking into the application's provider failed")
 
     # -- request path ------------------------------------------------------------------------
     def end(self, span: Any, record: Record) -> None:
         """Queue ``span`` to be completed from ``record`` and ended at this moment's time."""
+        if not self._hooked:
+            self._hook()
         self.put((span, record, time.time_ns()))
 
     def _rejected(self, item: tuple[Any, Record, int]) -> None:
@@ -148,6 +172,13 @@ class AppSpanEnder(BatchThread):
             provider = trace_api.get_tracer_provider()
         flush = getattr(provider, "force_flush", None)
         return self._flush(timeout_s, flush, "the application's provider force_flush raised")
+
+    def end_queued(self) -> bool:
+        """End, in the caller's thread, every span queued so far, after any batch the thread is
+        ending now; whether there was anything to end (the provider's flush hook asks)."""
+        pending = bool(self._queue) or self._lock.locked()
+        self._drain(limit=len(self._queue))
+        return pending
 
     def shutdown(self) -> None:
         """End everything queued and stop the thread (the application's provider stays up)."""

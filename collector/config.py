@@ -145,6 +145,9 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "auth_token": str,
         "auth_token_file": str,
         "max_inflight_bytes": int,
+        "grpc_enabled": bool,
+        "grpc_port": int,
+        "grpc_workers": int,
     },
     "judge": {
         "enabled": bool,
@@ -218,6 +221,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ("evaluations", "max_export_batch_size"),
         ("evaluations", "max_queue_size"),
         ("receiver", "max_inflight_bytes"),
+        ("receiver", "grpc_workers"),
     ):
         if cfg[section][key] <= 0:
             raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")
@@ -229,9 +233,9 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             f"storage.dsn must be chdb:///path or http(s)://user:pass@host:port/db, got {cfg['storage']['dsn']!r}"
         )
-    for section in ("metrics", "receiver"):
-        if not 0 <= cfg[section]["port"] <= 65535:
-            raise ConfigError(f"{section}.port out of range: {cfg[section]['port']}")
+    for section, key in (("metrics", "port"), ("receiver", "port"), ("receiver", "grpc_port")):
+        if not 0 <= cfg[section][key] <= 65535:
+            raise ConfigError(f"{section}.{key} out of range: {cfg[section][key]}")
     _check_evaluations(cfg["evaluations"])
     from .serve.bearer import token_from_config
 

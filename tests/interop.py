@@ -79,22 +79,10 @@ class Pipeline:
         assert self.collector.flush(60)
 
     def stored(self, trace_id: str) -> dict[str, Any]:
-        rows = self.collector.storage.query(
-            f"SELECT {_TRACE_COLUMNS} FROM {{db}}.rag_traces FINAL WHERE trace_id = %(t)s", {"t": trace_id}
-        )
-        assert len(rows) == 1, f"trace {trace_id} stored {len(rows)} times"
-        return dict(zip([c.strip() for c in _TRACE_COLUMNS.split(",")], rows[0], strict=True))
+        return stored_row(self.collector.storage, trace_id)
 
     def judgment(self, trace_id: str) -> dict[str, Any]:
-        rows = self.collector.storage.query(
-            "SELECT failure_mode, faithfulness, citation_correctness, error FROM {db}.rag_judgments FINAL "
-            "WHERE trace_id = %(t)s",
-            {"t": trace_id},
-        )
-        assert len(rows) == 1, f"trace {trace_id} judged {len(rows)} times"
-        return dict(
-            zip(("failure_mode", "faithfulness", "citation_correctness", "error"), rows[0], strict=True)
-        )
+        return judgment_row(self.collector.storage, trace_id)
 
     def close(self) -> None:
         self.provider.shutdown()
@@ -107,10 +95,29 @@ class Pipeline:
         self.close()
 
 
-def check_stored(
-    pipe: Pipeline, trace_id: str, want: Expected, source: str, failure_mode: str
-) -> dict[str, Any]:
-    """The stored row equals what the application produced, and the judge's verdict is ``failure_mode``."""
+def stored_row(storage: Any, trace_id: str) -> dict[str, Any]:
+    """The one stored row of ``trace_id`` (the columns the interop checks read)."""
+    rows = storage.query(
+        f"SELECT {_TRACE_COLUMNS} FROM {{db}}.rag_traces FINAL WHERE trace_id = %(t)s", {"t": trace_id}
+    )
+    assert len(rows) == 1, f"trace {trace_id} stored {len(rows)} times"
+    return dict(zip([c.strip() for c in _TRACE_COLUMNS.split(",")], rows[0], strict=True))
+
+
+def judgment_row(storage: Any, trace_id: str) -> dict[str, Any]:
+    """The one judgment of ``trace_id``."""
+    rows = storage.query(
+        "SELECT failure_mode, faithfulness, citation_correctness, error FROM {db}.rag_judgments FINAL "
+        "WHERE trace_id = %(t)s",
+        {"t": trace_id},
+    )
+    assert len(rows) == 1, f"trace {trace_id} judged {len(rows)} times"
+    return dict(zip(("failure_mode", "faithfulness", "citation_correctness", "error"), rows[0], strict=True))
+
+
+def check_stored(pipe: Any, trace_id: str, want: Expected, source: str, failure_mode: str) -> dict[str, Any]:
+    """The stored row equals what the application produced, and the judge's verdict is ``failure_mode``
+    (``pipe``: anything with ``stored(trace_id)`` and ``judgment(trace_id)``, as :class:`Pipeline`)."""
     row = pipe.stored(trace_id)
     assert row["source"] == source and row["complete"] == 1
     assert row["query"] == want.query

@@ -4,8 +4,8 @@ With Kafka (default): consume ``ragpulse.spans``, store RAG traces, sample,
 queue for judging, and (``judge.enabled``) run judge workers on
 ``ragpulse.judge``. ``--role ingest`` or ``--role judge`` runs one half only.
 With ``--no-kafka``: own an embedded (chDB) database and take spans over
-OTLP/HTTP (``POST /v1/traces``) with the same pipeline and an in-process judge
-queue. The config is validated first; a bad one fails with a one-line reason.
+OTLP/HTTP (``POST /v1/traces``), and OTLP/gRPC with ``receiver.grpc_enabled``,
+with the same pipeline and an in-process judge queue. The config is validated first; a bad one fails with a one-line reason.
 """
 
 from __future__ import annotations
@@ -123,12 +123,12 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
         return 0
     collector = KafkaCollector(cfg, storage=storage, metrics=metrics)
     collector.install_signal_handlers()  # before anything slow; run() re-installs after chDB opens
-    receiver = _kafka_receiver(cfg, metrics) if cfg["receiver"]["enabled"] else None
+    receivers = _kafka_receivers(cfg, metrics)
     alerts = start_from_config(cfg, storage)
     try:
         rc = collector.run()
     finally:
-        if receiver is not None:
+        for receiver in receivers:
             receiver.stop()
         if alerts is not None:
             alerts.stop()
@@ -140,8 +140,12 @@ def _run_kafka(cfg: dict[str, Any], role: str) -> int:
     return rc
 
 
-def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
-    """OTLP/HTTP in Kafka mode: each request is forwarded to the spans topic, one record per trace."""
+def _kafka_receivers(cfg: dict[str, Any], metrics: Any) -> list[Any]:
+    """OTLP/HTTP (``receiver.enabled``) and OTLP/gRPC (``receiver.grpc_enabled``) in Kafka mode: each
+    request is forwarded to the spans topic, one record per trace, before it is answered."""
+    r = cfg["receiver"]
+    if not (r["enabled"] or r["grpc_enabled"]):
+        return []
     from kafka import KafkaProducer
 
     from ..ingest.otlp import Limits, split_by_trace
@@ -162,10 +166,27 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
                 f.get(timeout=10)  # acknowledged before the client gets its 200
             return True
         except Exception:  # noqa: BLE001 - the client is told to retry (503)
-            logging.getLogger("ragpulse.collect").exception("forwarding OTLP/HTTP to Kafka failed")
+            logging.getLogger("ragpulse.collect").exception("forwarding OTLP to Kafka failed")
             return False
 
-    r = cfg["receiver"]
+    receivers: list[Any] = []
+    if r["grpc_enabled"]:
+        from ..serve.otlp_grpc import OtlpGrpcReceiver
+
+        grpc_receiver = OtlpGrpcReceiver(
+            lambda spans: True,
+            Limits(**cfg["limits"]),
+            metrics,
+            r["host"],
+            r["grpc_port"],
+            forward,
+            auth_token=token_from_config(r),
+            workers=int(r["grpc_workers"]),
+        ).start()
+        receivers.append(grpc_receiver)
+        logging.getLogger("ragpulse.collect").info("OTLP/gRPC receiver on %s", grpc_receiver.url)
+    if not r["enabled"]:
+        return receivers
     receiver = OtlpHttpReceiver(
         lambda spans: True,
         Limits(**cfg["limits"]),
@@ -179,7 +200,7 @@ def _kafka_receiver(cfg: dict[str, Any], metrics: Any) -> Any:
     )
     receiver.start()
     logging.getLogger("ragpulse.collect").info("OTLP/HTTP receiver on %s/v1/traces", receiver.url)
-    return receiver
+    return [*receivers, receiver]
 
 
 def _run_embedded(cfg: dict[str, Any]) -> int:
@@ -203,6 +224,7 @@ def _run_embedded(cfg: dict[str, Any]) -> int:
         judge=cfg["judge"]["judge"] if cfg["judge"]["enabled"] else None,
         receiver_port=cfg["receiver"]["port"],
         install_sink=False,
+        grpc_port=cfg["receiver"]["grpc_port"] if cfg["receiver"]["grpc_enabled"] else None,
     )
     try:
         collector.start()
@@ -211,8 +233,9 @@ def _run_embedded(cfg: dict[str, Any]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):  # again: opening chDB installs its own handlers
         signal.signal(sig, lambda *_: stop.set())
     alerts = start_from_config(cfg, collector.storage)
+    grpc = f" and {collector.grpc_url}" if collector.grpc_url else ""
     print(
-        f"collecting on {collector.receiver_url}/v1/traces; metrics on {collector.metrics_url}/metrics",
+        f"collecting on {collector.receiver_url}/v1/traces{grpc}; metrics on {collector.metrics_url}/metrics",
         flush=True,
     )
     stop.wait()

@@ -2,7 +2,7 @@
 
 ``EmbeddedCollector(db_path)`` owns a chDB database and runs::
 
-    agent embedded sink / OTLP/HTTP receiver
+    agent embedded sink / OTLP/HTTP receiver / OTLP/gRPC receiver
       -> in-process queue -> assembly -> rag_traces (chDB) -> sampler
       -> in-process judge queue -> judge (local by default) -> rag_judgments, rag_claims
       -> Prometheus metrics on a local port (/metrics, /healthz, /readyz)
@@ -68,11 +68,14 @@ class EmbeddedCollector:
         receiver_port: int | None = None,
         install_sink: bool = True,
         metrics_host: str = "127.0.0.1",
+        grpc_port: int | None = None,
     ) -> None:
         """``config``: a YAML path or a mapping of overrides on the defaults; ``metrics_port``
         None disables the HTTP endpoint (0 picks a free port); ``judge`` is a spec for
         ``get_judge`` (``"local"``, a litellm model), a judge object, or None for no judging;
-        ``receiver_port`` (0 = free port) also starts the OTLP/HTTP receiver."""
+        ``receiver_port`` (0 = free port) also starts the OTLP/HTTP receiver, ``grpc_port`` the
+        OTLP/gRPC one. While storing fails the receivers refuse new requests (503 / UNAVAILABLE,
+        retry later): what they accepted waits in memory and is stored once storage is back."""
         path, sep, options = str(db_path).partition("?")  # chDB engine options, as in storage.dsn
         dsn = f"chdb://{Path(path).resolve()}{sep}{options}"
         overrides = {"storage": {"dsn": dsn}}
@@ -91,6 +94,9 @@ class EmbeddedCollector:
         self._metrics_port = metrics_port
         self._metrics_host = metrics_host
         self._receiver_port = receiver_port
+        self._grpc_port = grpc_port
+        self.grpc_receiver: Any = None
+        self._storage_down = False
         self._install_sink = install_sink
         self._in: queue.Queue[Any] = queue.Queue(maxsize=100_000)
         self._judge_q: queue.Queue[Any] = queue.Queue()
@@ -156,14 +162,37 @@ class EmbeddedCollector:
                 read_timeout_s=float(self.config["receiver"]["read_timeout_s"]),
                 auth_token=token_from_config(self.config["receiver"]),
                 max_inflight_bytes=int(self.config["receiver"]["max_inflight_bytes"]),
+                refusing=self.refusing,
             )
             self.receiver.start()
+        if self._grpc_port is not None:
+            self.grpc_receiver = self._grpc()
         if self._install_sink:
             from ...agent.embedded import install_embedded_sink
 
             install_embedded_sink(self)
         self._started = True
         return self
+
+    def _grpc(self) -> Any:
+        from ..serve.bearer import token_from_config
+        from ..serve.otlp_grpc import OtlpGrpcReceiver
+
+        r = self.config["receiver"]
+        return OtlpGrpcReceiver(
+            self.submit_decoded,
+            self.limits,
+            self.metrics,
+            host=r["host"],
+            port=self._grpc_port,
+            auth_token=token_from_config(r),
+            refusing=self.refusing,
+            workers=int(r["grpc_workers"]),
+        ).start()
+
+    def refusing(self) -> str | None:
+        """Why the receivers must refuse new requests now (storage is down), else None."""
+        return "storage unavailable" if self._storage_down else None
 
     def _ready(self) -> bool:
         return self._started and not self._stopping.is_set() and all(t.is_alive() for t in self._threads)
@@ -177,6 +206,11 @@ class EmbeddedCollector:
     def receiver_url(self) -> str | None:
         """Base URL of the OTLP/HTTP receiver (POST {url}/v1/traces), None when disabled."""
         return self.receiver.url if self.receiver else None
+
+    @property
+    def grpc_url(self) -> str | None:
+        """``grpc://HOST:PORT`` of the OTLP/gRPC receiver, None when disabled."""
+        return self.grpc_receiver.url if self.grpc_receiver else None
 
     def flush(self, timeout: float = 60.0) -> bool:
         """Wait until everything submitted so far is stored and judged; False on timeout."""
@@ -196,6 +230,8 @@ class EmbeddedCollector:
             uninstall_embedded_sink(self)
         if self.receiver is not None:
             self.receiver.stop()
+        if self.grpc_receiver is not None:
+            self.grpc_receiver.stop()
         marker = _Marker(stop=True)
         self._in.put(marker)
         marker.done.wait(timeout)
@@ -241,6 +277,11 @@ class EmbeddedCollector:
     def _wait(self, delay: float) -> bool:
         return not self._stopping.wait(delay)
 
+    def _wait_storage(self, delay: float) -> bool:
+        """The ingest loop's wait while storing fails: the receivers refuse meanwhile."""
+        self._storage_down = True
+        return self._wait(delay)
+
     def _ingest_loop(self) -> None:
         cfg = self.config["storage"]
         batcher = Batcher(cfg["batch_max_traces"], cfg["batch_max_seconds"], time.monotonic())
@@ -278,10 +319,11 @@ class EmbeddedCollector:
         traces = self._ingestor.prepare(assembled)
         after_store = self._feedback.prepare(self._assembler.take_feedback(), traces)
         try:
-            self.retry(lambda: self._ingestor.store(traces))
+            self.retry(lambda: self._ingestor.store(traces), self._wait_storage)
         except Exception:  # noqa: BLE001 - only on shutdown while storage is down
             log.exception("dropping %d traces at shutdown: storage unavailable", len(traces))
             return
+        self._storage_down = False
         try:
             requeued = after_store() if after_store is not None else []
         except Exception:  # noqa: BLE001 - only on shutdown while storage is down

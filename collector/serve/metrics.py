@@ -27,6 +27,8 @@ __all__ = ["Metrics"]
 
 _SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+# intake result -> ragpulse_records_total result (ok, empty, rejected and throttled as they are)
+_RECORD_RESULTS = {"unauthenticated": "rejected", "unavailable": "throttled"}
 _LAG_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 
 
@@ -54,6 +56,18 @@ class Metrics:
             "ragpulse_records_total", "Kafka records / OTLP requests received", ["result"], registry=r
         )
         self.spans_received = Counter("ragpulse_spans_received_total", "Spans decoded", registry=r)
+        self.intake_requests = Counter(
+            "ragpulse_intake_requests_total",
+            "OTLP requests answered by the intakes, by protocol (http, grpc) and result",
+            ["protocol", "result"],
+            registry=r,
+        )
+        self.intake_spans = Counter(
+            "ragpulse_intake_spans_total",
+            "Spans in OTLP requests accepted, by protocol",
+            ["protocol"],
+            registry=r,
+        )
         self.traces_received = Counter(
             "ragpulse_traces_received_total", "Assembled RAG traces", ["service", "source"], registry=r
         )
@@ -218,6 +232,14 @@ class Metrics:
             "ragpulse_stage_latency_seconds", stages, (*by, "stage"), _LATENCY_BUCKETS
         )
         r.register(self.stage_latency)
+
+    def intake_result(self, protocol: str, result: str, spans: int = 0) -> None:
+        """Count one OTLP request answered by an intake (and ``spans`` accepted with it); also as
+        ``ragpulse_records_total``, where refusals to retry later are ``throttled``."""
+        self.intake_requests.labels(protocol, result).inc()
+        self.records.labels(_RECORD_RESULTS.get(result, result)).inc()
+        if spans:
+            self.intake_spans.labels(protocol).inc(spans)
 
     def read_state_of(self, assembler: Any, index: Any) -> None:
         """Read the assembler's and the re-ask index's state at scrape time (None: stop reading)."""

@@ -7,8 +7,9 @@ pipeline's queue, or a Kafka producer in service mode). Responses follow the
 OTLP/HTTP spec: 200 with an ``ExportTraceServiceResponse`` (with
 ``partial_success`` when spans were rejected; also for a request without any
 span, as the OTel Collector answers it), 400 for undecodable bodies, 503 with
-Retry-After when the pipeline's queue is full, 415 for other media types, 401
-without the configured bearer token (:mod:`.bearer`).
+Retry-After when the pipeline's queue is full or its storage is down, 415 for
+other media types, 401 without the configured bearer token (:mod:`.bearer`).
+Decoding and the answer's body are shared with the gRPC intake (:mod:`.otlp_request`).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ..ingest.model import Span
-from ..ingest.otlp import DecodeResult, Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
+from ..ingest.otlp import Limits
 from .bearer import authorized
-from .empty_request import holds_no_span
 from .http_server import BackgroundHTTPServer, send
-from .inflight import Hold, InflightBytes
+from .inflight import RETRY_AFTER_S, Hold, InflightBytes
 from .intake_body import DRAIN_MAX_BYTES, IntakeRejected, declared_length, discard, inflate, read_body
 from .metrics import Metrics
+from .otlp_request import decode_request, export_response, partial_message
 
 __all__ = ["OtlpHttpReceiver"]
 
@@ -48,12 +49,14 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         read_timeout_s: float = 10.0,
         max_inflight_bytes: int = 256 << 20,
         auth_token: str = "",
+        refusing: Callable[[], str | None] = lambda: None,
     ) -> None:
         """``raw_submit(body, kind)`` (kind ``proto`` or ``json``), when given, receives the
         validated body instead of decoded spans (the Kafka service forwards it to the spans topic).
         ``read_timeout_s`` bounds the time to receive one request's headers or its whole body;
         ``max_inflight_bytes`` the body bytes all requests together may hold (see inflight.py).
-        ``auth_token``, when set, is required as ``Authorization: Bearer <token>``."""
+        ``auth_token``, when set, is required as ``Authorization: Bearer <token>``.
+        ``refusing()`` says why new requests must wait now (e.g. storage down), None when they need not."""
 
         def forward(body: bytes, kind: str, spans: list[Span]) -> bool:
             """Hand on an accepted request: its validated body, or its decoded spans."""
@@ -64,6 +67,7 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         self.read_timeout_s = read_timeout_s
         self.limits = limits
         self.metrics = metrics
+        self.refusing = refusing
         self.inflight = InflightBytes(max_inflight_bytes)
         metrics.intake_inflight.read_from(lambda: self.inflight.held)
         outer = self
@@ -93,6 +97,11 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             return self._refuse(
                 req, IntakeRejected(401, "missing or wrong bearer token", True, unread), is_json
             )
+        busy = self.refusing()
+        if busy:
+            unread = _declared_or_zero(req.headers.get("Content-Length"))
+            exc = IntakeRejected(503, busy, True, unread, retry_after=RETRY_AFTER_S)
+            return self._refuse(req, exc, is_json, "unavailable")
         try:
             body = self._read(req, hold)
         except IntakeRejected as exc:
@@ -103,33 +112,25 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             return _reply(req, 415, b"unsupported media type\n", "text/plain")
         try:
             body = inflate(body, req.headers.get("Content-Encoding") or "", self.limits.max_record_bytes)
-            result = _decode(body, is_json, self.limits)
+            result = decode_request(body, is_json, self.limits)
         except IntakeRejected as exc:
-            if exc.status == 400 and holds_no_span(body, is_json):
-                self.metrics.records.labels("empty").inc()
-                return _reply(req, 200, *_success(is_json))
             return self._refuse(req, exc, is_json)
-        if not result.spans:
-            # Every span was rejected: nothing was accepted, and retrying cannot help.
-            reasons = "; ".join(result.errors[:5])[:1000]
-            return self._refuse(req, IntakeRejected(400, f"no usable span: {reasons}"), is_json)
+        if result is None:
+            self.metrics.intake_result("http", "empty")
+            return _reply(req, 200, *_success(is_json))
         if not self._forward(body, "json" if is_json else "proto", result.spans):
-            self.metrics.records.labels("throttled").inc()
-            return _reply(req, 503, *_status(503, "pipeline queue full", is_json), retry_after=1)
-        self.metrics.records.labels("ok").inc()
-        resp = ExportTraceServiceResponse()
-        if result.errors:
-            resp.partial_success.rejected_spans = len(result.errors)
-            resp.partial_success.error_message = "; ".join(result.errors[:5])[:1000]
+            self.metrics.intake_result("http", "throttled")
+            return _reply(req, 503, *_status(503, "pipeline queue full", is_json), retry_after=RETRY_AFTER_S)
+        self.metrics.intake_result("http", "ok", len(result.spans))
         if is_json:
             payload: dict[str, Any] = {}
             if result.errors:
                 payload["partialSuccess"] = {
                     "rejectedSpans": str(len(result.errors)),
-                    "errorMessage": resp.partial_success.error_message,
+                    "errorMessage": partial_message(result),
                 }
             return _reply(req, 200, json.dumps(payload).encode(), "application/json")
-        return _reply(req, 200, resp.SerializeToString(), "application/x-protobuf")
+        return _reply(req, 200, export_response(result).SerializeToString(), "application/x-protobuf")
 
     def _read(self, req: BaseHTTPRequestHandler, hold: Hold) -> bytes:
         length = declared_length(
@@ -141,25 +142,17 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         hold.take(length + (self.limits.max_record_bytes if encoded else 0), unread=length)
         return read_body(req.rfile, req.connection, length, self.read_timeout_s) if length else b""
 
-    def _refuse(self, req: BaseHTTPRequestHandler, exc: IntakeRejected, is_json: bool) -> None:
+    def _refuse(
+        self, req: BaseHTTPRequestHandler, exc: IntakeRejected, is_json: bool, result: str = ""
+    ) -> None:
         """Answer a refused request; close the connection when its body was not read to the end."""
-        self.metrics.records.labels("rejected").inc()
+        self.metrics.intake_result("http", result or _RESULTS.get(exc.status, "rejected"))
         if exc.close:
             req.close_connection = True
         if 0 < exc.unread <= DRAIN_MAX_BYTES:
             discard(req.rfile, req.connection, exc.unread, self.read_timeout_s)
         body, ctype = _status(exc.status, str(exc), is_json)
         _reply(req, exc.status, body, ctype, retry_after=exc.retry_after, close=exc.close)
-
-
-def _decode(body: bytes, is_json: bool, limits: Limits) -> DecodeResult:
-    """The decoded request; any failure on hostile bytes is a 400, never an unanswered request."""
-    try:
-        return decode_otlp_json(body, limits) if is_json else decode_otlp_proto(body, limits)
-    except MalformedRecord as exc:
-        raise IntakeRejected(400, str(exc)) from None
-    except (ValueError, TypeError, RecursionError, MemoryError) as exc:
-        raise IntakeRejected(400, f"undecodable body: {type(exc).__name__}: {exc}"[:1000]) from None
 
 
 def _declared_or_zero(content_length: str | None) -> int:
@@ -176,6 +169,9 @@ def _success(is_json: bool) -> tuple[bytes, str]:
         return b"{}", "application/json"
     return ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf"
 
+
+# The result label of a refusal, by HTTP status (others: rejected).
+_RESULTS = {401: "unauthenticated", 503: "throttled"}
 
 # HTTP status -> google.rpc.Code carried in the protobuf error body (UNAVAILABLE otherwise).
 _RPC_CODES = {400: 3, 411: 3, 415: 3, 408: 4, 413: 8, 401: 16}

@@ -1,0 +1,198 @@
+"""OTLP/gRPC into a real ``ragpulse collect --no-kafka`` process, from the real OpenTelemetry exporters.
+
+The interop applications (ragpulse's agent under the application's own provider, and an
+OpenInference-instrumented LangChain chain) export through the real
+``opentelemetry-exporter-otlp-proto-grpc`` exporter, plaintext and gzip-compressed, and the same
+applications through the OTLP/HTTP exporter beside them: every trace must be stored as the
+application produced it and judged, whichever way it came (the checks of tests/interop.py).
+Without the bearer token the intake answers UNAUTHENTICATED and stores nothing. The
+applications call only ``provider.shutdown()``, never ``agent.flush()``: the provider's own
+shutdown delivers the agent's deferred spans. The process is started once for the module and
+stopped by PID; the stored traces are read after it stopped (a chDB database has one owner).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from ragpulse import agent
+from ragpulse.collector.demo.synthetic import make_trace, traces_data
+
+from tests.grpc_intake import Collect, Stored, collect, grpc_call, grpc_exporter, http_exporter
+from tests.interop import CORPUS, QUESTION, RIGHT, SCORES, WRONG, Expected, check_stored
+
+pytest.importorskip("langchain_core")
+
+TOKEN = "grpc-intake-token"
+
+
+class Sent:
+    """What the module sent and must find stored: (trace id, expectation, source, failure mode)."""
+
+    def __init__(self) -> None:
+        self.interop: list[tuple[str, Expected, str, str]] = []
+        self.plain: set[str] = set()  # synthetic traces: stored, no expectation beyond that
+        self.refused: set[str] = set()  # sent without the token: never stored
+
+
+@pytest.fixture(scope="module")
+def intake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Collect, Sent]]:
+    tmp = tmp_path_factory.mktemp("grpc-intake")
+    sent = Sent()
+    with collect(tmp, token=TOKEN) as c:
+        yield c, sent
+    stored = Stored(c.db)
+    try:
+        ids = set(stored.trace_ids())
+        assert ids == {t for t, *_ in sent.interop} | sent.plain
+        assert not ids & sent.refused
+        for trace_id, want, source, failure_mode in sent.interop:
+            check_stored(stored, trace_id, want, source, failure_mode)
+    finally:
+        stored.close()
+
+
+def _agent_app() -> Any:
+    """ragpulse's decorators, answering RIGHT then WRONG over CORPUS (ids C1..C3)."""
+    script = [RIGHT, WRONG]
+
+    @agent.retrieval
+    def search(query: str) -> list[dict[str, Any]]:
+        return [{"id": f"C{i}", "content": text, "score": score, "metadata": dict(meta)}
+                for i, ((text, meta), score) in enumerate(zip(CORPUS, SCORES, strict=True), 1)]  # fmt: skip
+
+    @agent.generation(model="scripted", provider="local")
+    def complete(prompt: str) -> str:
+        return script.pop(0)
+
+    @agent.trace_rag
+    def answer(query: str) -> str:
+        search(query)
+        return complete(query)
+
+    return answer
+
+
+def _chain() -> Any:
+    """The OpenInference LangChain chain of tests/test_interop_instrumentations.py."""
+    from tests.test_interop_instrumentations import _string_chain
+
+    return _string_chain()
+
+
+def _roots(memory: InMemorySpanExporter) -> list[str]:
+    spans = sorted((s for s in memory.get_finished_spans() if s.parent is None), key=lambda s: s.start_time)
+    return [format(s.context.trace_id, "032x") for s in spans]
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc", "grpc-gzip"])
+def test_interop_apps_are_stored_and_judged_whichever_way_they_come(
+    intake: tuple[Collect, Sent], protocol: str
+) -> None:
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    c, sent = intake
+    exporter = (
+        http_exporter(c, TOKEN)
+        if protocol == "http"
+        else grpc_exporter(c, TOKEN, gzip=protocol == "grpc-gzip")
+    )
+    wire = "http" if protocol == "http" else "grpc"
+    before = c.metric("ragpulse_intake_spans_total", protocol=wire)
+    provider = TracerProvider(resource=Resource.create({"service.name": "interop-app"}))
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    agent.configure(exporter="none", tracer_provider=provider)
+    instrumentor = LangChainInstrumentor()
+    try:
+        answer = _agent_app()
+        assert [answer(QUESTION), answer(QUESTION)] == [RIGHT, WRONG]
+        instrumentor.instrument(tracer_provider=provider)
+        chain = _chain()
+        assert [chain.invoke(QUESTION), chain.invoke(QUESTION)] == [RIGHT, WRONG]
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()  # the agent's deferred spans first, then the batch processor's export
+        agent.shutdown()
+    roots = _roots(memory)
+    assert len(roots) == 4, roots
+    ids = ["C1", "C2", "C3"]
+    contents = [text for text, _ in CORPUS]
+    ours = [Expected(QUESTION, a, ids, contents, list(SCORES)) for a in (RIGHT, WRONG)]
+    theirs = [Expected(QUESTION, a, ["1", "2", "3"], contents, [None, None, None]) for a in (RIGHT, WRONG)]
+    modes = ["healthy", "generation"]
+    for trace_id, want, source, mode in zip(
+        roots, ours + theirs, ["ragpulse"] * 2 + ["openinference"] * 2, modes * 2, strict=True
+    ):
+        sent.interop.append((trace_id, want, source, mode))
+    spans = len(memory.get_finished_spans())
+    c.until("the intake accepted every span", lambda: c.metric("ragpulse_intake_spans_total", protocol=wire)
+            >= before + spans)  # fmt: skip
+
+
+def _synthetic(seed: str, n: int = 1) -> tuple[bytes, list[str]]:
+    traces = [make_trace(i, seed=seed) for i in range(n)]
+    return traces_data([(t.service, t.spans) for t in traces]), [t.hex for t in traces]
+
+
+def test_without_the_token_unauthenticated_and_nothing_stored(intake: tuple[Collect, Sent]) -> None:
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    c, sent = intake
+    before = c.metric("ragpulse_intake_requests_total", protocol="grpc", result="unauthenticated")
+    body, ids = _synthetic("no-token", 3)
+    sent.refused.update(ids)
+    assert grpc_call(c, body)[0] == grpc.StatusCode.UNAUTHENTICATED
+    assert grpc_call(c, body, token="wrong")[0] == grpc.StatusCode.UNAUTHENTICATED
+    # The real exporter: UNAUTHENTICATED is not retryable, the export fails at once.
+    provider = TracerProvider()
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with provider.get_tracer("t").start_as_current_span("rag"):
+        pass
+    spans = memory.get_finished_spans()
+    sent.refused.add(format(spans[0].context.trace_id, "032x"))
+    assert grpc_exporter(c).export(spans) is SpanExportResult.FAILURE
+    after = c.metric("ragpulse_intake_requests_total", protocol="grpc", result="unauthenticated")
+    assert after - before == 3
+    # and with the token the same body is accepted
+    code, out = grpc_call(c, body, token=TOKEN)
+    assert (
+        code == grpc.StatusCode.OK
+        and ExportTraceServiceResponse.FromString(out) == ExportTraceServiceResponse()
+    )
+    sent.refused.difference_update(ids)
+    sent.plain.update(ids)
+
+
+def test_some_spans_rejected_is_a_partial_success(intake: tuple[Collect, Sent]) -> None:
+    from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+    c, sent = intake
+    body, ids = _synthetic("partial")
+    doc = TracesData.FromString(body)
+    bad = doc.resource_spans[0].scope_spans[0].spans.add()
+    bad.trace_id = b"\x01" * 5  # not 16 bytes
+    bad.span_id = b"\x02" * 8
+    bad.name = "broken"
+    code, out = grpc_call(c, doc.SerializeToString(), token=TOKEN)
+    assert code == grpc.StatusCode.OK, out
+    resp = ExportTraceServiceResponse.FromString(out)
+    assert resp.partial_success.rejected_spans == 1 and resp.partial_success.error_message
+    sent.plain.update(ids)
+    # every span rejected: INVALID_ARGUMENT, nothing to retry
+    only_bad = TracesData()
+    only_bad.resource_spans.add().scope_spans.add().spans.append(bad)
+    code, details = grpc_call(c, only_bad.SerializeToString(), token=TOKEN)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "no usable span" in details
+    # an empty request is a success that stores nothing, as the OpenTelemetry Collector answers it
+    assert grpc_call(c, b"", token=TOKEN)[0] == grpc.StatusCode.OK
