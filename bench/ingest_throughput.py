@@ -196,7 +196,7 @@ def load_average() -> float:
 
 
 def run_processes(
-    broker: KafkaBroker, topic: str, n_procs: int, workdir: Path
+    broker: KafkaBroker, topic: str, n_procs: int, workdir: Path, python: str = ""
 ) -> tuple[float, list[float], list[float], list[float], float]:
     """Drain the backlog with ``n_procs`` processes in one new group.
 
@@ -212,7 +212,7 @@ def run_processes(
         d.mkdir(parents=True)
         path = d / "collector.yaml"
         path.write_text(yaml.safe_dump(config(broker, topic, group, d / "chdb")))
-        procs.append(CollectorProcess(path, d / "collector.log"))
+        procs.append(CollectorProcess(path, d / "collector.log", python=python))
     end = end_offsets(broker, topic)
     load = load_average()
     try:
@@ -244,7 +244,7 @@ def run_processes(
             time.sleep(0.05)
         elapsed = time.monotonic() - start
         if broker0 is not None and broker.pid:
-            THREAD_CPU.append(f"{n_procs} process(es), Kafka broker: {cpu_seconds(broker.pid) - broker0:.2f}")
+            THREAD_CPU.append(f"{n_procs} process(es){' (other)' if python else ''}, Kafka broker: {cpu_seconds(broker.pid) - broker0:.2f}")
         rss = [peak_rss_mb(p.proc.pid) for p in procs if p.proc]
         cpu = [cpu_seconds(p.proc.pid) - (c0 or 0.0) for p, c0 in zip(procs, cpu0, strict=True) if p.proc]
         for k, p in enumerate(procs):
@@ -253,7 +253,7 @@ def run_processes(
             top = sorted(((sec, name) for name, sec in spent.items() if sec >= 0.05), reverse=True)
             faults = minor_faults(p.proc.pid) - faults0[k]  # type: ignore[union-attr]
             THREAD_CPU.append(
-                f"{n_procs} process(es), #{k + 1}: "
+                f"{n_procs} process(es){' (other)' if python else ''}, #{k + 1}: "
                 + ", ".join(f"{name} {sec:.2f}" for sec, name in top)
                 + f"; {faults} minor page faults"
             )
@@ -289,6 +289,20 @@ def profile_in_process(broker: KafkaBroker, topic: str, workdir: Path) -> str:
     return profiler.output_text(unicode=False, color=False, show_all=False, short_mode=False)
 
 
+def print_against(python: str, spans: int, runs: list[tuple], other: list[tuple]) -> None:
+    """One-process drains of this checkout and of ``python``'s, alternated on the same backlog."""
+    print(f"one-process drains, alternating with {python}:")
+    print(f"  {'run':<6}{'this spans/s':>14}{'spans/CPU-s':>13}{'anon MB':>9}"
+          f"{'other spans/s':>15}{'spans/CPU-s':>13}{'anon MB':>9}{'load':>7}")  # fmt: skip
+    for k, (a, b) in enumerate(zip(runs, other, strict=True), 1):
+        print(f"  {k:<6}{spans / a[0]:>14.0f}{spans / sum(a[2]):>13.0f}{max(a[3]):>9.0f}"
+              f"{spans / b[0]:>15.0f}{spans / sum(b[2]):>13.0f}{max(b[3]):>9.0f}{a[4]:>7.2f}")  # fmt: skip
+    cpu_a = sum(sum(r[2]) for r in runs)
+    cpu_b = sum(sum(r[2]) for r in other)
+    print(f"  CPU per span, all drains: this {cpu_a * 1e6 / (spans * len(runs)):.1f} us, "
+          f"other {cpu_b * 1e6 / (spans * len(other)):.1f} us (this/other {cpu_a / cpu_b:.2f}x)")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", type=int, default=20_000)
@@ -300,6 +314,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3,
                     help="one-process drains to run; the fastest counts (the machine is shared and noisy); "
                     "the memory figure is the highest of all of them")  # fmt: skip
+    ap.add_argument("--against", default="", metavar="PYTHON",
+                    help="another checkout's interpreter (e.g. an older commit's .venv/bin/python): its "
+                    "collector drains the same backlog, alternating with this one's, and both are printed")  # fmt: skip
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="collector setting for every run, e.g. --set storage.batch_max_traces=1000")  # fmt: skip
     args = ap.parse_args()
@@ -317,7 +334,13 @@ def main() -> None:
         print(
             f"backlog: {args.traces} traces ({args.chunks} chunks x {args.chunk_chars} chars, {args.per_record} per record), {spans} spans in 2 partitions (produced in {time.monotonic() - t0:.1f}s)"
         )
-        runs = [run_processes(broker, topic, 1, workdir) for _ in range(max(1, args.repeat))]
+        runs, other = [], []
+        for _ in range(max(1, args.repeat)):
+            runs.append(run_processes(broker, topic, 1, workdir))
+            if args.against:
+                other.append(run_processes(broker, topic, 1, workdir, args.against))
+        if args.against:
+            print_against(args.against, spans, runs, other)
         print(
             "one-process runs (spans/s, peak anon MB, load average at start):",
             "; ".join(f"{spans / r[0]:.0f}, {max(r[3]):.0f} MB, load {r[4]:.2f}" for r in runs),

@@ -37,10 +37,13 @@ ROOT = Path(__file__).resolve().parent.parent
 class CollectorProcess:
     """One ``ragpulse collect`` subprocess in its own process group, stopped by PID."""
 
-    def __init__(self, config_path: Path, log_path: Path, role: str = "ingest") -> None:
+    def __init__(self, config_path: Path, log_path: Path, role: str = "ingest", python: str = "") -> None:
+        """``python``: the interpreter to run it with (default this one; bench/ingest_throughput.py
+        --against runs another checkout's)."""
         self.config_path = config_path
         self.log_path = log_path
         self.role = role
+        self.python = python or sys.executable
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -48,7 +51,7 @@ class CollectorProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "ragpulse.collector.cli", "collect", "--config", str(self.config_path),
+                [self.python, "-m", "ragpulse.collector.cli", "collect", "--config", str(self.config_path),
                  "--role", self.role, "--log-level", "INFO"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},

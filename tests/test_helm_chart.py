@@ -163,7 +163,7 @@ CHART_OWNED = {
     "kafka": {"bootstrap_servers", "security"},
     "storage": {"dsn"},
     "metrics": {"host", "port", "stall_s"},
-    "receiver": {"enabled", "host", "port", "read_timeout_s"},
+    "receiver": {"enabled", "host", "port", "read_timeout_s", "grpc_enabled", "grpc_port"},
     "alertmanager": {"enabled", "host", "port", "lookback_s"},
     "judge": {"enabled"},
 }
@@ -394,6 +394,23 @@ def test_roles_toggle_their_own_objects() -> None:
     assert intake["spec"]["selector"]["app.kubernetes.io/component"] == "ingest"
     ports = _container(by_name(docs, "Deployment", "r-ragpulse-ingest"))["ports"]
     assert {"name": "otlp-http", "containerPort": 4320, "protocol": "TCP"} in ports
+    assert {"name": "otlp-grpc", "containerPort": 4317, "protocol": "TCP"} not in ports
+    assert [p["name"] for p in intake["spec"]["ports"]] == ["otlp-http"]
+    grpc_only = render_set("minimal", "--set", "receiver.grpc.enabled=true")
+    intake = by_name(grpc_only, "Service", "r-ragpulse-intake")
+    assert intake["spec"]["ports"] == [
+        {
+            "name": "otlp-grpc",
+            "port": 4317,
+            "targetPort": "otlp-grpc",
+            "protocol": "TCP",
+            "appProtocol": "grpc",
+        }
+    ]
+    ports = _container(by_name(grpc_only, "Deployment", "r-ragpulse-ingest"))["ports"]
+    assert {"name": "otlp-grpc", "containerPort": 4317, "protocol": "TCP"} in ports
+    cfg = yaml.safe_load(by_name(grpc_only, "ConfigMap", "r-ragpulse")["data"]["collector.yaml"])["receiver"]
+    assert (cfg["enabled"], cfg["grpc_enabled"], cfg["grpc_port"]) == (False, True, 4317)
     docs = render_set("minimal", *VARIANTS["judge-only"])
     assert [d["metadata"]["name"] for d in of_kind(docs, "Deployment")] == ["r-ragpulse-judge"]
     assert not [s for s in of_kind(docs, "Service") if s["metadata"]["name"].endswith("intake")]
@@ -586,7 +603,11 @@ def test_network_policy_allows_only_the_named_peers() -> None:
     egress_ports = [sorted((p["port"], p["protocol"]) for p in rule["ports"]) for rule in policy["egress"]]
     assert egress_ports == [[(53, "TCP"), (53, "UDP")], [(9093, "TCP")], [(8443, "TCP")], [(443, "TCP")]]
     assert all(rule.get("to") for rule in policy["egress"])
-    assert [r["ports"][0]["port"] for r in policy["ingress"]] == ["metrics", "otlp-http", "alertmanager"]
+    assert [[p["port"] for p in r["ports"]] for r in policy["ingress"]] == [
+        ["metrics"],
+        ["otlp-http", "otlp-grpc"],
+        ["alertmanager"],
+    ]
     minimal = of_kind(render_set("minimal", "--set", "networkPolicy.enabled=true"), "NetworkPolicy")[0]
     assert len(minimal["spec"]["egress"]) == 3  # no LLM egress unless asked for
     assert len(minimal["spec"]["ingress"]) == 1  # no intake without the receiver, no webhook unless enabled

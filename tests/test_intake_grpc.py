@@ -14,6 +14,7 @@ stopped by PID; the stored traces are read after it stopped (a chDB database has
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -196,3 +197,66 @@ def test_some_spans_rejected_is_a_partial_success(intake: tuple[Collect, Sent]) 
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "no usable span" in details
     # an empty request is a success that stores nothing, as the OpenTelemetry Collector answers it
     assert grpc_call(c, b"", token=TOKEN)[0] == grpc.StatusCode.OK
+
+
+def test_storage_down_the_exporter_retries_and_nothing_is_lost(tmp_path: Path) -> None:
+    """The disk fills (tests/test_faults_storage.py's ballast under chDB's keep_free_space_bytes):
+    the intake answers UNAVAILABLE with RetryInfo while storing fails, the real exporter retries
+    after it, and once the space is back every trace is stored exactly once."""
+    import os
+    import shutil
+    import threading
+
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from tests.test_faults_storage import BALLAST, HEADROOM, _chdb_config
+
+    keep_free = shutil.disk_usage(tmp_path).free - HEADROOM
+    cfg = _chdb_config(tmp_path / "chdb.xml", keep_free)
+    provider = TracerProvider(resource=Resource.create({"service.name": "outage-app"}))
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("outage")
+
+    def batch(n: int) -> list[Any]:
+        memory.clear()
+        for i in range(n):
+            with tracer.start_as_current_span("rag", attributes={"openinference.span.kind": "CHAIN",
+                                                                 "input.value": f"q{i}", "output.value": "a"}):  # fmt: skip
+                with tracer.start_as_current_span("retrieve", attributes={"openinference.span.kind": "RETRIEVER",
+                                                                          "retrieval.documents.0.document.id": "D1"}):  # fmt: skip
+                    pass
+        return list(memory.get_finished_spans())
+
+    ballast = tmp_path / "ballast"
+    with collect(tmp_path, judge=False, dsn_options=f"?config-file={cfg}") as c:
+        first, second = batch(5), batch(5)
+        exporter = grpc_exporter(c, timeout=120)
+        try:
+            fd = os.open(ballast, os.O_CREAT | os.O_WRONLY, 0o600)
+            try:
+                os.posix_fallocate(fd, 0, BALLAST)
+            finally:
+                os.close(fd)
+            # accepted into the pipeline's queue; storing it fails and the intake starts refusing
+            assert exporter.export(first) is SpanExportResult.SUCCESS
+            c.until("storage down", lambda: c.metric("ragpulse_storage_up") == 0, 90)
+            result: list[Any] = []
+            sender = threading.Thread(target=lambda: result.append(exporter.export(second)))
+            sender.start()
+            c.until("the exporter retried twice", lambda: c.metric(
+                "ragpulse_intake_requests_total", protocol="grpc", result="unavailable") >= 2, 60)  # fmt: skip
+            assert not result  # still retrying
+        finally:
+            ballast.unlink(missing_ok=True)
+        sender.join(120)
+        assert result == [SpanExportResult.SUCCESS]
+        c.until("every trace stored", lambda: c.metric("ragpulse_traces_stored_total") >= 10, 90)
+        exporter.shutdown()
+    want = {format(s.context.trace_id, "032x") for s in first + second}
+    stored = Stored(c.db)
+    try:
+        rows = stored.st.query("SELECT trace_id, count() FROM {db}.rag_traces FINAL GROUP BY trace_id")
+    finally:
+        stored.close()
+    assert {r[0] for r in rows} == want and all(r[1] == 1 for r in rows)

@@ -4,7 +4,9 @@ configurations of docs/collector.md ("Through an OpenTelemetry Collector"), read
 * spans from the OTel SDK -> otelcol (otlp receiver, batch, kafka exporter: ``ragpulse.spans``,
   ``otlp_proto``, ``partition_traces_by_id``) -> the real Kafka broker -> ``ragpulse collect``;
 * spans from the OTel SDK -> otelcol (otlp receiver, batch, otlp_http exporter with the bearer
-  token) -> the collector's OTLP/HTTP intake.
+  token) -> the collector's OTLP/HTTP intake;
+* spans from the OTel SDK -> otelcol (otlp receiver, batch, otlp_grpc exporter, plaintext, gzip,
+  the token as ``authorization`` metadata) -> the collector's OTLP/gRPC intake.
 
 Each stored trace must equal what the application sent. The collector binary is built by
 ``make interop`` (scripts/provision.sh otelcol: the OpenTelemetry Collector Builder from the Go
@@ -248,3 +250,36 @@ def test_otlphttp_exporter_into_the_intake_with_its_token(workdir: Path) -> None
         otelcol.stop()
         collector.stop()
     _check_stored([tuple(r) for r in rows], sent)
+
+
+def test_otlp_grpc_exporter_into_the_grpc_intake_with_its_token(workdir: Path) -> None:
+    from ragpulse.collector.embedded.collector import EmbeddedCollector
+
+    config = doc_config("otlp_grpc")
+    (exporter,) = config["exporters"].values()
+    assert exporter["headers"] == {"authorization": "Bearer ${env:RAGPULSE_INTAKE_TOKEN}"}
+    assert exporter["tls"] == {"insecure": True} and exporter["compression"] == "gzip"
+    collector = EmbeddedCollector(
+        workdir / "db", config={"sampling": {"rate": 0.0, "rules": []}, "receiver": {"auth_token": TOKEN}},
+        metrics_port=None, judge=None, grpc_port=0, install_sink=False,
+    )  # fmt: skip
+    collector.start()
+    exporter["endpoint"] = f"127.0.0.1:{collector.grpc_receiver.port}"
+    otelcol = Otelcol(config, workdir, env={"RAGPULSE_INTAKE_TOKEN": TOKEN}).start()
+    try:
+        sent = _send_traces(f"http://127.0.0.1:{otelcol.port}", 5)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert collector.flush(30)
+            rows = collector.storage.query(_STORED)
+            if len(rows) >= len(sent):
+                break
+            time.sleep(0.3)
+        requests = collector.metrics.registry.get_sample_value(
+            "ragpulse_intake_requests_total", {"protocol": "grpc", "result": "ok"}
+        )
+    finally:
+        otelcol.stop()
+        collector.stop()
+    _check_stored([tuple(r) for r in rows], sent)
+    assert requests is not None and requests >= 1  # it came over gRPC

@@ -211,7 +211,7 @@ metrics and receiver listeners on all interfaces). storage.dsn comes from the en
 {{- $_ := set $cfg "kafka" $kafka }}
 {{- $_ := set $cfg "metrics" (dict "host" "0.0.0.0" "port" .Values.metrics.port "stall_s" .Values.metrics.stallSeconds) }}
 {{- $receiver := default (dict) $cfg.receiver }}
-{{- $_ := set $cfg "receiver" (merge (dict "enabled" .Values.receiver.enabled "host" "0.0.0.0" "port" .Values.receiver.port "read_timeout_s" .Values.receiver.readTimeoutSeconds) $receiver) }}
+{{- $_ := set $cfg "receiver" (merge (dict "enabled" .Values.receiver.enabled "host" "0.0.0.0" "port" .Values.receiver.port "read_timeout_s" .Values.receiver.readTimeoutSeconds "grpc_enabled" .Values.receiver.grpc.enabled "grpc_port" .Values.receiver.grpc.port) $receiver) }}
 {{- $am := .Values.alertmanagerWebhook }}
 {{- $_ := set $cfg "alertmanager" (dict "enabled" $am.enabled "host" "0.0.0.0" "port" $am.port "lookback_s" $am.lookbackSeconds) }}
 {{- toYaml $cfg }}
@@ -228,7 +228,7 @@ the shortest digits, as the mixin's renderer does (collector/monitoring/common.p
 {{/* Environment of the ingest pods only: the intake's and the webhook's bearer tokens, from their Secrets. */}}
 {{- define "ragpulse.ingestEnv" -}}
 {{- with .Values.receiver }}
-{{- if and .enabled .existingSecret }}
+{{- if and (or .enabled .grpc.enabled) .existingSecret }}
 - name: RAGPULSE_RECEIVER__AUTH_TOKEN
   valueFrom:
     secretKeyRef:
