@@ -244,7 +244,9 @@ def run_processes(
             time.sleep(0.05)
         elapsed = time.monotonic() - start
         if broker0 is not None and broker.pid:
-            THREAD_CPU.append(f"{n_procs} process(es){' (other)' if python else ''}, Kafka broker: {cpu_seconds(broker.pid) - broker0:.2f}")
+            THREAD_CPU.append(
+                f"{n_procs} process(es){' (other)' if python else ''}, Kafka broker: {cpu_seconds(broker.pid) - broker0:.2f}"
+            )
         rss = [peak_rss_mb(p.proc.pid) for p in procs if p.proc]
         cpu = [cpu_seconds(p.proc.pid) - (c0 or 0.0) for p, c0 in zip(procs, cpu0, strict=True) if p.proc]
         for k, p in enumerate(procs):
