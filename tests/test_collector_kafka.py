@@ -762,14 +762,14 @@ def test_interop_kafkaexporter_shaped_records(setup_factory: Any) -> None:
     records.append((None, _otlp_json(encode_spans([sp for t in rest[10:] for sp in t]))))
     from tests.services import free_port
 
-    port = free_port()
+    port, grpc_port = free_port(), free_port()
     # The in-process judge consumer sometimes never finishes its first group join (kafka-python
     # 3.0.12; docs/collector.md, "Metrics, health, readiness"). With a short rebalance allowance
     # the worker notices within ~50 s and starts over with a new consumer, as in production
     # (there after ~450 s by default); the test still requires every trace to be judged.
     s = setup_factory(
         sampling={"rate": 1.0, "budget_per_minute": None},
-        receiver={"enabled": True, "port": port},
+        receiver={"enabled": True, "port": port, "grpc_enabled": True, "grpc_port": grpc_port},
         judge={"enabled": True, "judge": "local", "max_poll_interval_s": 15},
         metrics={"stall_s": 5},
     )
@@ -780,6 +780,15 @@ def test_interop_kafkaexporter_shaped_records(setup_factory: Any) -> None:
     http_traces = [make_trace(i, seed="otlp-http", service="http-app") for i in range(8)]
     body = traces_data([(t.service, t.spans) for t in http_traces], shared_resource=True)
     assert post_otlp(f"http://127.0.0.1:{port}/v1/traces", body, timeout=30)[0] == 200
+    # OTLP/gRPC too: the real exporter; the intake forwards each trace to the spans topic as well.
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    grpc_spans, grpc_expected = _sdk_traces()
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{grpc_port}", insecure=True, timeout=30)
+    assert exporter.export(grpc_spans) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    expected.update(grpc_expected)
     for t in http_traces:
         expected[t.hex] = {"service": "http-app", "source": "ragpulse", "query": t.query, "answer": t.answer,
                            "chunks": t.chunk_ids, "citations": 3, "model": "gpt-x"}  # fmt: skip
