@@ -82,14 +82,6 @@ def grpc_exporter(c: Collect, token: str = "", gzip: bool = False, timeout: floa
                             compression=Compression.Gzip if gzip else None)  # fmt: skip
 
 
-def http_exporter(c: Collect, token: str = "") -> Any:
-    """The real OpenTelemetry OTLP/HTTP span exporter, for the same traffic over HTTP."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    return OTLPSpanExporter(endpoint=f"{c.http}/v1/traces", headers=headers)
-
-
 def grpc_call(c: Collect, body: bytes, token: str = "", gzip: bool = False) -> tuple[Any, bytes | str]:
     """One raw ``Export`` call: (status code, response bytes or error details)."""
     import grpc

@@ -22,12 +22,11 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from ragpulse import agent
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 
-from tests.grpc_intake import Collect, Stored, collect, grpc_call, grpc_exporter, http_exporter
+from tests.grpc_intake import Collect, Stored, collect, grpc_call, grpc_exporter
 from tests.interop import CORPUS, QUESTION, RIGHT, SCORES, WRONG, Expected, check_stored
 
 pytest.importorskip("langchain_core")
@@ -61,83 +60,40 @@ def intake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Collect, 
         stored.close()
 
 
-def _agent_app() -> Any:
-    """ragpulse's decorators, answering RIGHT then WRONG over CORPUS (ids C1..C3)."""
-    script = [RIGHT, WRONG]
+def _run_apps(c: Collect, protocol: str) -> dict[str, Any]:
+    """The applications in a process of their own (tests/grpc_apps.py); what they produced."""
+    import json
+    import subprocess
+    import sys
 
-    @agent.retrieval
-    def search(query: str) -> list[dict[str, Any]]:
-        return [{"id": f"C{i}", "content": text, "score": score, "metadata": dict(meta)}
-                for i, ((text, meta), score) in enumerate(zip(CORPUS, SCORES, strict=True), 1)]  # fmt: skip
-
-    @agent.generation(model="scripted", provider="local")
-    def complete(prompt: str) -> str:
-        return script.pop(0)
-
-    @agent.trace_rag
-    def answer(query: str) -> str:
-        search(query)
-        return complete(query)
-
-    return answer
-
-
-def _chain() -> Any:
-    """The OpenInference LangChain chain of tests/test_interop_instrumentations.py."""
-    from tests.test_interop_instrumentations import _string_chain
-
-    return _string_chain()
-
-
-def _roots(memory: InMemorySpanExporter) -> list[str]:
-    spans = sorted((s for s in memory.get_finished_spans() if s.parent is None), key=lambda s: s.start_time)
-    return [format(s.context.trace_id, "032x") for s in spans]
+    endpoint = c.http if protocol == "http" else c.grpc
+    out = subprocess.run([sys.executable, "-m", "tests.grpc_apps", protocol, endpoint, TOKEN],
+                         capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent.parent)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc", "grpc-gzip"])
 def test_interop_apps_are_stored_and_judged_whichever_way_they_come(
     intake: tuple[Collect, Sent], protocol: str
 ) -> None:
-    from openinference.instrumentation.langchain import LangChainInstrumentor
-
     c, sent = intake
-    exporter = (
-        http_exporter(c, TOKEN)
-        if protocol == "http"
-        else grpc_exporter(c, TOKEN, gzip=protocol == "grpc-gzip")
-    )
     wire = "http" if protocol == "http" else "grpc"
     before = c.metric("ragpulse_intake_spans_total", protocol=wire)
-    provider = TracerProvider(resource=Resource.create({"service.name": "interop-app"}))
-    memory = InMemorySpanExporter()
-    provider.add_span_processor(BatchSpanProcessor(exporter))
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    agent.configure(exporter="none", tracer_provider=provider)
-    instrumentor = LangChainInstrumentor()
-    try:
-        answer = _agent_app()
-        assert [answer(QUESTION), answer(QUESTION)] == [RIGHT, WRONG]
-        instrumentor.instrument(tracer_provider=provider)
-        chain = _chain()
-        assert [chain.invoke(QUESTION), chain.invoke(QUESTION)] == [RIGHT, WRONG]
-    finally:
-        instrumentor.uninstrument()
-        provider.shutdown()  # the agent's deferred spans first, then the batch processor's export
-        agent.shutdown()
-    roots = _roots(memory)
-    assert len(roots) == 4, roots
+    app = _run_apps(c, protocol)
+    assert app["answers"] == [RIGHT, WRONG, RIGHT, WRONG]
+    assert len(app["roots"]) == 4, app
     ids = ["C1", "C2", "C3"]
     contents = [text for text, _ in CORPUS]
     ours = [Expected(QUESTION, a, ids, contents, list(SCORES)) for a in (RIGHT, WRONG)]
     theirs = [Expected(QUESTION, a, ["1", "2", "3"], contents, [None, None, None]) for a in (RIGHT, WRONG)]
     modes = ["healthy", "generation"]
     for trace_id, want, source, mode in zip(
-        roots, ours + theirs, ["ragpulse"] * 2 + ["openinference"] * 2, modes * 2, strict=True
+        app["roots"], ours + theirs, ["ragpulse"] * 2 + ["openinference"] * 2, modes * 2, strict=True
     ):
         sent.interop.append((trace_id, want, source, mode))
-    spans = len(memory.get_finished_spans())
     c.until("the intake accepted every span", lambda: c.metric("ragpulse_intake_spans_total", protocol=wire)
-            >= before + spans)  # fmt: skip
+            >= before + app["spans"])  # fmt: skip
 
 
 def _synthetic(seed: str, n: int = 1) -> tuple[bytes, list[str]]:
