@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := kafka,collector,llm,embedded,eval,dev,bench
+EXTRAS := kafka,collector,llm,embedded,eval,review,dev,bench
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 

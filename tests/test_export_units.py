@@ -77,7 +77,8 @@ def test_writer_keeps_existing_lines_and_refuses_a_broken_file(tmp_path: Path) -
     path = tmp_path / "set.jsonl"
     path.write_bytes(b'{"id": "case-1", "review": {"status": "reviewed"},   "query": "q"}\n')
     lines, ids = read_existing(path)
-    write_evalset(path, lines, [{"id": "case-2", "query": "r"}])
+    # A case id the file already holds (written meanwhile by another run) is not appended twice.
+    assert write_evalset(path, [{"id": "case-1", "query": "q2"}, {"id": "case-2", "query": "r"}]) == 1
     assert (
         path.read_bytes()
         == b'{"id": "case-1", "review": {"status": "reviewed"},   "query": "q"}\n{"id":"case-2","query":"r"}\n'

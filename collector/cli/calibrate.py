@@ -1,5 +1,12 @@
 """``ragpulse calibrate``: a judge's verdicts against human labels.
 
+With ``--from-reviews`` the labels come from the store instead: the labels
+reviewers saved with ``ragpulse review`` (table ``rag_reviews``) beside the
+judge's stored records of the same traces, and every judged trace nobody
+labelled as the judged set (``--db``/``--config``, ``--service``, ``--since``,
+``--judge`` choose them; ``ragpulse review export-labels`` writes the same rows
+to a file).
+
 LABELS.jsonl holds one object per trace: ``human`` (labels such as
 ``faithful``, ``faithfulness``, ``failure_mode``, ``abstained``,
 ``abstention_kind``), ``judge`` (the judge's output record) and optionally
@@ -18,6 +25,7 @@ from typing import Any
 
 from .errors import CliError
 from .jsonl import parse_object
+from .review import add_scope_options
 
 __all__ = ["register", "run"]
 
@@ -28,7 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="agreement of a judge with human labels, PPI mean faithfulness, judge differences",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    p.add_argument("labels", help="LABELS.jsonl (human labels + judge records)")
+    p.add_argument("labels", nargs="?", help="LABELS.jsonl (human labels + judge records)")
+    p.add_argument(
+        "--from-reviews", action="store_true", help="read the labels of `ragpulse review` from the store"
+    )
+    add_scope_options(p)
     p.add_argument("--judged", action="append", default=[], help="JSONL of judge output records (unlabelled)")
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--seed", type=int, default=0)
@@ -52,10 +64,39 @@ def _read(path: str) -> list[dict[str, Any]]:
     return rows
 
 
+def _from_reviews(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The labels-file rows of the store's review labels (what ``review export-labels`` writes)."""
+    from ..review.dataset import NoLabels, calibration_dataset
+    from ..review.store import ReviewStore
+    from ..storage.clickhouse import StorageUnavailable
+    from .export import open_storage
+    from .review import review_scope
+
+    storage = open_storage(args)
+    try:
+        storage.apply_schema()
+        store = ReviewStore(storage)
+        scope = review_scope(args, store)
+        rows = calibration_dataset(store, scope)
+    except StorageUnavailable as exc:
+        raise CliError(str(exc).splitlines()[0]) from None
+    except NoLabels as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        storage.close()
+    print(f"judge {scope.judge_id}: labels of `ragpulse review` from {storage._safe_dsn()}")
+    return rows
+
+
 def run(args: argparse.Namespace) -> int:
     from ..judge.calibrate import calibration_report
 
-    rows = _read(args.labels)
+    if bool(args.labels) == bool(args.from_reviews):
+        raise CliError("give either LABELS.jsonl or --from-reviews")
+    scope_opts = ("db", "config", "service", "since", "judge")
+    if not args.from_reviews and any(getattr(args, k) for k in scope_opts):
+        raise CliError("--db, --config, --service, --since and --judge go with --from-reviews")
+    rows = _from_reviews(args) if args.from_reviews else _read(args.labels)
     judged = [r for path in args.judged for r in _read(path)]
     if not any(isinstance(r.get("human"), dict) for r in rows):
         raise CliError(f"{args.labels}: no line has a 'human' object of labels")

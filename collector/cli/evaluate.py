@@ -92,10 +92,13 @@ def _replay(args: argparse.Namespace, cases: list[dict[str, Any]]) -> tuple[Any,
 
 def _evaluate(args: argparse.Namespace, judge: Any) -> dict[str, Any]:
     from ..eval.evaluate import evaluate
-    from ..eval.files import EvalInputError, load_evalset, load_run
+    from ..eval.files import EvalInputError, load_evalset, load_run, without_rejected
 
-    cases = load_evalset(args.evalset)
-    ids = [c["id"] for c in cases]
+    every = load_evalset(args.evalset)
+    cases, rejected = without_rejected(every)
+    if rejected:
+        print(f"ragpulse eval: skipping {rejected} rejected case(s) (review.status: rejected)", file=sys.stderr)
+    ids = [c["id"] for c in every]  # a run file may still hold records of rejected cases
     if bool(args.app) == bool(args.run):
         raise EvalInputError("give either a RUN file or --app MODULE:FUNCTION")
     if (args.sweep_position or args.corpus_from_snapshot or args.save_run) and not args.app:
@@ -106,6 +109,10 @@ def _evaluate(args: argparse.Namespace, judge: Any) -> dict[str, Any]:
         replayer, run = _replay(args, cases)
     else:
         run = load_run(args.run, ids)
+    kept = {c["id"] for c in cases}
+    run = {k: v for k, v in run.items() if k in kept}
+    if baseline is not None:
+        baseline = {k: v for k, v in baseline.items() if k in kept}
     try:
         doc = evaluate(
             judge, cases, run, baseline=baseline, slices=args.slice, seed=args.seed,
@@ -120,6 +127,7 @@ def _evaluate(args: argparse.Namespace, judge: Any) -> dict[str, Any]:
     finally:
         if replayer is not None:
             replayer.close()
+    doc["skipped_rejected"] = rejected
     doc["judge_calls"] = {"judged": judge.misses, "cached": judge.hits, "cost_usd": round(judge.cost_usd, 6)}
     return doc
 

@@ -27,13 +27,14 @@ from . import (
     export,
     feedback,
     judge,
+    review,
     schema,
 )
 from .errors import CliError
 
 __all__ = ["CliError", "COMMAND_MODULES", "build_parser", "main"]
 
-COMMAND_MODULES = (judge, calibrate, collect, schema, demo, evaluate, compare, dashboards, export, feedback)
+COMMAND_MODULES = (judge, calibrate, collect, schema, demo, evaluate, compare, dashboards, export, feedback, review)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,7 +18,15 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-__all__ = ["EvalInputError", "load_schema", "read_jsonl", "load_evalset", "load_run", "write_jsonl"]
+__all__ = [
+    "EvalInputError",
+    "load_schema",
+    "read_jsonl",
+    "load_evalset",
+    "load_run",
+    "write_jsonl",
+    "without_rejected",
+]
 
 SCHEMA_FILE = "evalset.schema.json"
 SCHEMA_ID = "urn:ragpulse:evalset"
@@ -79,6 +87,15 @@ def load_evalset(path: str | Path) -> list[dict[str, Any]]:
     if not cases:
         raise EvalInputError(f"{path}: no cases")
     return cases
+
+
+def without_rejected(cases: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """(cases a reviewer did not reject, how many were rejected): ``ragpulse review`` marks a case
+    ``review.status: rejected`` when it is no test at all, and the eval skips it."""
+    kept = [c for c in cases if (c.get("review") or {}).get("status") != "rejected"]
+    if not kept:
+        raise EvalInputError("every case of the eval set is rejected: nothing to evaluate")
+    return kept, len(cases) - len(kept)
 
 
 def load_run(path: str | Path, case_ids: Iterable[str]) -> dict[str, dict[str, Any]]:

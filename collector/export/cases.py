@@ -22,7 +22,7 @@ from .criteria import reason_rank
 from .select import Candidate
 from .text import normalize_query
 
-__all__ = ["case_id", "build_case", "split_for", "sorted_reasons"]
+__all__ = ["case_id", "best_sentence", "build_case", "split_for", "sorted_reasons"]
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _WORD = re.compile(r"\w+")
@@ -48,7 +48,8 @@ def _iso(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _best_sentence(claim: str, content: str) -> tuple[int, int, str] | None:
+def best_sentence(claim: str, content: str) -> tuple[int, int, str] | None:
+    """(start, end, text) of the sentence of ``content`` sharing the most words with ``claim``."""
     want = {w.lower() for w in _WORD.findall(claim)}
     best, best_overlap = None, 0
     for m in _SENTENCE.finditer(content):
@@ -72,7 +73,7 @@ def _evidence(rep: Candidate, supported: list[dict[str, Any]]) -> tuple[list[dic
                 if doc not in alternatives:
                     alternatives.append(doc)
                 continue
-            found = _best_sentence(claim["text"], contents[doc])
+            found = best_sentence(claim["text"], contents[doc])
             if found and (doc, found[0], found[1]) not in seen:
                 seen.add((doc, found[0], found[1]))
                 spans.append({"doc_id": doc, "start": found[0], "end": found[1], "text": found[2]})

@@ -153,7 +153,7 @@ def run_export(storage: Storage, opts: ExportOptions) -> ExportSummary:
     s.run_id = _run_id(opts, records)
     for r in records:
         s.by_reason.update(r["provenance"]["reasons"])
-    s.new_cases = write_evalset(opts.output, existing_lines, records)
+    s.new_cases = write_evalset(opts.output, records)
     prev = previous_run(storage)
     if not opts.dry_run:
         record_cases(storage, updated + [_ledger_row(r, s.run_id, opts) for r in records])

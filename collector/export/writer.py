@@ -4,17 +4,31 @@ An existing file's lines are kept byte for byte (a ``reviewed`` case, edited
 by hand, survives every later export unchanged); a new case whose id is
 already in the file is skipped. New records are serialised with a fixed key
 order and compact separators, so the same data always gives the same bytes.
-The file is replaced atomically (written beside it, then renamed).
+The file is replaced atomically (written beside it, then renamed), under an
+exclusive lock (:func:`evalset_lock`) that ``ragpulse review`` takes too while
+it writes a reviewed case back: the file is re-read under the lock, so an
+export appending and a reviewer saving never lose each other's writes.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["read_existing", "record_line", "write_evalset", "write_manifest", "manifest_path"]
+__all__ = [
+    "atomic_write",
+    "evalset_lock",
+    "read_existing",
+    "record_line",
+    "write_evalset",
+    "write_manifest",
+    "manifest_path",
+]
 
 
 def record_line(record: dict[str, Any]) -> bytes:
@@ -42,17 +56,38 @@ def read_existing(path: Path) -> tuple[list[bytes], set[str]]:
     return lines, ids
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: written beside it, flushed, then renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
+    with tmp.open("wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
-def write_evalset(path: Path, existing: list[bytes], records: list[dict[str, Any]]) -> int:
-    """Write ``existing`` lines then ``records``; returns how many records were appended."""
-    _atomic_write(path, b"".join(existing) + b"".join(record_line(r) for r in records))
-    return len(records)
+@contextmanager
+def evalset_lock(path: Path) -> Iterator[None]:
+    """Hold the eval set's exclusive advisory lock (``flock`` on ``.NAME.lock`` beside it) for one
+    read-modify-write of the file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.with_name(f".{path.name}.lock").open("a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def write_evalset(path: Path, records: list[dict[str, Any]]) -> int:
+    """Append ``records`` whose id the file does not hold yet, keeping the file's lines as they are
+    (re-read under the lock); returns how many records were appended."""
+    with evalset_lock(path):
+        existing, ids = read_existing(path)
+        new = [r for r in records if r["id"] not in ids]
+        atomic_write(path, b"".join(existing) + b"".join(record_line(r) for r in new))
+    return len(new)
 
 
 def manifest_path(path: Path) -> Path:
@@ -62,5 +97,5 @@ def manifest_path(path: Path) -> Path:
 
 def write_manifest(path: Path, manifest: dict[str, Any]) -> Path:
     target = manifest_path(path)
-    _atomic_write(target, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+    atomic_write(target, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
     return target

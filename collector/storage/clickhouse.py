@@ -53,6 +53,7 @@ __all__ = [
     "schema_statements",
     "JUDGMENT_COLUMNS",
     "CLAIM_COLUMNS",
+    "REVIEW_COLUMNS",
 ]
 
 JUDGMENT_COLUMNS = (
@@ -67,6 +68,12 @@ CLAIM_COLUMNS = (
     "trace_id", "judge_id", "claim_index", "service", "variant", "time", "text", "verdict",
     "supporting_chunk_ids", "cited_chunk_ids", "citation_valid", "unsupported_source", "support_probability",
     "version",
+)  # fmt: skip
+
+#: ``rag_reviews``: human labels from ``ragpulse review`` (claim_index -1 = the trace-level label).
+REVIEW_COLUMNS = (
+    "trace_id", "claim_index", "reviewer", "judge_id", "queue", "service", "claim_text", "label",
+    "judge_label", "abstention_kind", "failure_mode", "comment", "time", "version",
 )  # fmt: skip
 
 
@@ -376,6 +383,10 @@ class Storage:
     def insert_claims(self, rows: Iterable[dict[str, Any]]) -> int:
         """Insert ``rag_claims`` rows (dicts keyed by CLAIM_COLUMNS)."""
         return self.insert_rows("rag_claims", CLAIM_COLUMNS, rows)
+
+    def insert_reviews(self, rows: Iterable[dict[str, Any]]) -> int:
+        """Insert ``rag_reviews`` rows (dicts keyed by REVIEW_COLUMNS)."""
+        return self.insert_rows("rag_reviews", REVIEW_COLUMNS, rows)
 
     # -- reads
 

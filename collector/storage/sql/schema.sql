@@ -175,3 +175,27 @@ CREATE TABLE IF NOT EXISTS {db}.rag_exports
 )
 ENGINE = ReplacingMergeTree(version)
 ORDER BY (kind, case_id);
+
+-- Human labels from `ragpulse review` (docs/review.md). One row per (trace, claim, reviewer, judge
+-- shown); claim_index -1 is the trace-level label. A resave replaces the row (version = the time
+-- it was saved); readers take the latest row per (trace, claim, reviewer). No TTL: labels are
+-- the team's work and outlive the traces' TTL as calibration data.
+CREATE TABLE IF NOT EXISTS {db}.rag_reviews
+(
+    trace_id         String,
+    claim_index      Int32,
+    reviewer         String,
+    judge_id         LowCardinality(String),
+    queue            LowCardinality(String),
+    service          LowCardinality(String),
+    claim_text       String,
+    label            LowCardinality(String),
+    judge_label      LowCardinality(String),
+    abstention_kind  LowCardinality(String),
+    failure_mode     LowCardinality(String),
+    comment          String,
+    time             DateTime64(3, 'UTC'),
+    version          UInt64
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY (trace_id, claim_index, reviewer, judge_id);

@@ -1,0 +1,106 @@
+"""The review labels and how they become the rows ``ragpulse calibrate`` reads.
+
+A reviewer labels each claim of a judged trace ``supported``, ``unsupported``
+or ``contradicted`` (the judge's own verdicts) and the trace ``faithful`` or
+``unfaithful``, optionally with the abstention kind and the failure mode. In
+``rag_reviews`` a claim label has its claim index, a trace label the index
+:data:`TRACE_LEVEL`.
+
+:func:`calibration_rows` turns the latest labels per trace and the judge's
+stored records into the labels-file rows of ``ragpulse calibrate``
+(``{"trace_id", "human": {...}, "judge": {...}}``, and ``{"trace_id",
+"judge": {...}}`` for judged traces nobody labelled, the population of the
+prediction-powered estimate), so ``calibrate --from-reviews`` and
+``review export-labels`` followed by ``calibrate FILE`` compute the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..monitoring.dashboard_sql import FAILURE_MODES
+
+__all__ = [
+    "ABSTENTION_KINDS",
+    "CLAIM_LABELS",
+    "FAILURE_MODES",
+    "QUEUES",
+    "TRACE_LABELS",
+    "TRACE_LEVEL",
+    "Label",
+    "calibration_rows",
+    "human_record",
+]
+
+CLAIM_LABELS: tuple[str, ...] = ("supported", "unsupported", "contradicted")
+TRACE_LABELS: tuple[str, ...] = ("faithful", "unfaithful")
+ABSTENTION_KINDS: tuple[str, ...] = ("appropriate", "false_refusal")
+QUEUES: tuple[str, ...] = ("cases", "judgments")
+TRACE_LEVEL = -1
+
+
+@dataclass(frozen=True)
+class Label:
+    """The latest label of one claim (or, with :data:`TRACE_LEVEL`, of the trace)."""
+
+    trace_id: str
+    claim_index: int
+    label: str
+    reviewer: str = ""
+    judge_id: str = ""
+    claim_text: str = ""
+    judge_label: str = ""
+    abstention_kind: str = ""
+    failure_mode: str = ""
+    comment: str = ""
+
+
+def human_record(labels: Iterable[Label], claims_total: int) -> dict[str, Any]:
+    """The ``human`` object of one trace's labels.
+
+    ``faithfulness`` is the share of its claims labelled supported, when every claim the judge
+    found (``claims_total``) has a label; ``faithful`` is the trace label, else (every claim
+    labelled) whether all are supported; ``abstention_kind``, ``failure_mode`` and
+    ``abstained`` come from the trace label when the reviewer set them."""
+    claims = {lab.claim_index: lab.label for lab in labels if lab.claim_index != TRACE_LEVEL}
+    trace = next((lab for lab in labels if lab.claim_index == TRACE_LEVEL), None)
+    out: dict[str, Any] = {}
+    if claims_total > 0 and len(claims) >= claims_total:
+        supported = sum(1 for i in range(claims_total) if claims.get(i) == "supported")
+        out["faithfulness"] = round(supported / claims_total, 6)
+    if trace is not None and trace.label in TRACE_LABELS:
+        out["faithful"] = trace.label == "faithful"
+    elif "faithfulness" in out:
+        out["faithful"] = out["faithfulness"] >= 1.0
+    if trace is not None and trace.failure_mode:
+        out["failure_mode"] = trace.failure_mode
+        out["abstained"] = trace.failure_mode == "abstain"
+        if trace.failure_mode == "abstain":
+            out["abstention_kind"] = trace.abstention_kind or None
+    elif trace is not None and trace.abstention_kind:
+        out["abstention_kind"] = trace.abstention_kind
+    return out
+
+
+def calibration_rows(
+    judge_records: Mapping[str, dict[str, Any]], labels: Iterable[Label]
+) -> list[dict[str, Any]]:
+    """Labels-file rows: one per judged trace, with ``human`` where the trace has labels.
+
+    ``judge_records``: trace id -> the judge's output record (with ``claims``), in the order
+    the rows are written; labels of traces without a record are left out."""
+    by_trace: dict[str, list[Label]] = {}
+    for lab in labels:
+        by_trace.setdefault(lab.trace_id, []).append(lab)
+    rows = []
+    for tid, record in judge_records.items():
+        row: dict[str, Any] = {"trace_id": tid}
+        if tid in by_trace:
+            human = human_record(by_trace[tid], len(record.get("claims") or []))
+            if human:
+                row["human"] = human
+        row["judge"] = record
+        rows.append(row)
+    return rows
