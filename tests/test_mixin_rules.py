@@ -53,7 +53,7 @@ def test_checked_in_files_are_exactly_what_the_config_renders() -> None:
 @pytest.mark.services
 def test_promtool_check_rules_passes_on_every_file(promtool: str) -> None:
     files = sorted(str(p) for p in RULES.glob("*.yaml"))
-    assert len(files) == 5
+    assert len(files) == 6
     run = subprocess.run([promtool, "check", "rules", *files], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.count("SUCCESS") == len(files)
@@ -66,7 +66,7 @@ def test_promtool_unit_tests_pass(promtool: str) -> None:
         p.name: subprocess.Popen([promtool, "test", "rules", p.name], cwd=TESTS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for p in sorted(TESTS.glob("*_test.yaml"))
     }  # fmt: skip
-    assert len(procs) == 5
+    assert len(procs) == 6
     failures = {}
     for name, proc in procs.items():
         out, _ = proc.communicate(timeout=400)
@@ -78,7 +78,7 @@ def test_promtool_unit_tests_pass(promtool: str) -> None:
 def test_every_alert_has_firing_quiet_and_recovery_cases() -> None:
     groups = _test_groups()
     names = {r["alert"] for r in _alert_rules()}
-    assert len(names) == 19
+    assert len(names) == 20
     for name in sorted(names):
         checks = [(g, t) for g in groups for t in g["alert_rule_test"] if t["alertname"] == name]
         firing = [t for _, t in checks if t["exp_alerts"]]

@@ -97,7 +97,9 @@ def _evaluate(args: argparse.Namespace, judge: Any) -> dict[str, Any]:
     every = load_evalset(args.evalset)
     cases, rejected = without_rejected(every)
     if rejected:
-        print(f"ragpulse eval: skipping {rejected} rejected case(s) (review.status: rejected)", file=sys.stderr)
+        print(
+            f"ragpulse eval: skipping {rejected} rejected case(s) (review.status: rejected)", file=sys.stderr
+        )
     ids = [c["id"] for c in every]  # a run file may still hold records of rejected cases
     if bool(args.app) == bool(args.run):
         raise EvalInputError("give either a RUN file or --app MODULE:FUNCTION")

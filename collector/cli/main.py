@@ -34,7 +34,19 @@ from .errors import CliError
 
 __all__ = ["CliError", "COMMAND_MODULES", "build_parser", "main"]
 
-COMMAND_MODULES = (judge, calibrate, collect, schema, demo, evaluate, compare, dashboards, export, feedback, review)
+COMMAND_MODULES = (
+    judge,
+    calibrate,
+    collect,
+    schema,
+    demo,
+    evaluate,
+    compare,
+    dashboards,
+    export,
+    feedback,
+    review,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

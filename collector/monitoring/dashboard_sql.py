@@ -7,6 +7,7 @@ because they are ReplacingMergeTrees (replays stay single-counted).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .grafana import (
@@ -156,8 +157,33 @@ def drilldown() -> dict[str, Any]:
                      variables, panels)  # fmt: skip
 
 
-def judge_health() -> dict[str, Any]:
-    """Agreement between judges and tiers, escalations, judge versions over time."""
+REVIEW_LABELS = """SELECT reviewer, queue, label, count() AS labels, max(time) AS latest
+FROM ${database}.rag_reviews FINAL WHERE service = '${service}' AND $__timeFilter(time)
+GROUP BY reviewer, queue, label ORDER BY reviewer, queue, labels DESC"""
+
+
+def _review_panels(lay: Layout, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Agreement with the reviewers of ``ragpulse review`` (its /metrics and rag_reviews) and the backlog."""
+    floor = float(config["review_agreement"]["min_agreement"])
+    svc = 'service=~"$service"'
+    return [
+        lay.row("Human review"),
+        panel(lay, "Judge-human agreement (latest claim labels)",
+              [prom_target(f"min by (judge) (ragpulse_judge_human_agreement{{{svc}}})", "{{judge}}")],
+              w=8, h=8, unit="percentunit",
+              description=f"Share of the latest claim labels (ragpulse review) on which the judge agrees with the "
+                          f"reviewer; RagpulseJudgeHumanAgreementLow fires below {floor:g}"),
+        panel(lay, "Review backlog", [prom_target(f"max by (queue) (ragpulse_review_backlog{{{svc}}})", "{{queue}}")],
+              w=8, h=8, description="Eval cases still proposed, judged traces without a trace label"),
+        panel(lay, "Review decisions",
+              [prom_target(f"sum by (queue, verdict) (increase(ragpulse_reviews_total{{{svc}}}[$__rate_interval]))",
+                           "{{queue}} {{verdict}}")], w=8, h=8),
+        panel(lay, "Labels by reviewer (rag_reviews)", [sql_target(REVIEW_LABELS)], kind="table", w=24, h=7),
+    ]  # fmt: skip
+
+
+def judge_health(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Agreement between judges, tiers and reviewers, escalations, judge versions over time."""
     lay = Layout()
     versions_prom = prom_target(
         'sum by (judge) (rate(ragpulse_traces_judged_total{service=~"$service"}[$__rate_interval]))',
@@ -173,8 +199,10 @@ def judge_health() -> dict[str, Any]:
         lay.row("Judge versions"),
         panel(lay, "Judgments by judge version (ClickHouse)", [sql_target(JUDGE_VERSIONS, "time_series")], w=12, h=8),
         panel(lay, "Judged traces by judge (Prometheus)", [versions_prom], w=12, h=8, unit="reqps"),
+        *_review_panels(lay, config),
     ]  # fmt: skip
     variables = [datasource_var("datasource", "prometheus", "Prometheus"), *_ch_vars(judge_all=True)]
     return dashboard(JUDGE_HEALTH_UID, "ragpulse judge health",
-                     "Agreement between judges and tiers, local-vs-LLM verdict flips, escalation rate, judge versions over time.",
+                     "Agreement between judges, tiers and reviewers, local-vs-LLM verdict flips, escalation rate, "
+                     "judge versions over time, the review backlog.",
                      variables, panels)  # fmt: skip

@@ -19,7 +19,7 @@ def dashboard_documents(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {
         "ragpulse-quality.json": quality_overview(config),
         "ragpulse-drilldown.json": drilldown(),
-        "ragpulse-judge-health.json": judge_health(),
+        "ragpulse-judge-health.json": judge_health(config),
     }
 
 

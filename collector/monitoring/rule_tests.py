@@ -18,6 +18,7 @@ from ..contract import SCORE_NAMES
 from .config import duration_seconds, error_budget
 from .pipeline_rule_tests import pipeline_cases
 from .promtool_cases import JUDGE, SCRAPE, SERVICE, Case, Expect, counter, series
+from .review_rule_tests import review_cases
 from .rules import budget_queries
 from .templates import expand
 from .variant_rule_tests import variant_cases
@@ -261,6 +262,7 @@ TEST_FILES: dict[str, tuple[tuple[str, ...], str]] = {
     "drift_test.yaml": (("ragpulse-drift-alerts.yaml",), "1h"),
     "pipeline_test.yaml": (("ragpulse-pipeline-alerts.yaml",), "1m"),
     "variant_test.yaml": (("ragpulse-variant-alerts.yaml",), "1m"),
+    "review_test.yaml": (("ragpulse-review-alerts.yaml",), "1m"),
 }
 
 
@@ -272,6 +274,7 @@ def render_rule_tests(config: Mapping[str, Any], docs: Mapping[str, Any]) -> dic
         "drift_test.yaml": _drift_cases(config),
         "pipeline_test.yaml": pipeline_cases(config),
         "variant_test.yaml": variant_cases(config),
+        "review_test.yaml": review_cases(config),
     }
     queries = budget_queries(config)
     return {

@@ -24,6 +24,7 @@ from ..contract import SCORE_NAMES
 from .common import QUALITY_BY, alert_annotations, budget_text, num, query_value
 from .config import error_budget
 from .pipeline_rules import pipeline_alerts
+from .review_rules import review_alerts
 from .variant_rules import variant_alerts
 from .yamlout import dump_yaml
 
@@ -46,6 +47,7 @@ RULE_FILES = (
     "ragpulse-drift-alerts.yaml",
     "ragpulse-pipeline-alerts.yaml",
     "ragpulse-variant-alerts.yaml",
+    "ragpulse-review-alerts.yaml",
 )
 
 
@@ -196,6 +198,7 @@ def rule_documents(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         "ragpulse-drift-alerts.yaml": _drift_alerts(config),
         "ragpulse-pipeline-alerts.yaml": pipeline_alerts(config),
         "ragpulse-variant-alerts.yaml": variant_alerts(config),
+        "ragpulse-review-alerts.yaml": review_alerts(config),
     }
     return {name: docs[name] for name in RULE_FILES}
 

@@ -62,7 +62,7 @@ def human_record(labels: Iterable[Label], claims_total: int) -> dict[str, Any]:
 
     ``faithfulness`` is the share of its claims labelled supported, when every claim the judge
     found (``claims_total``) has a label; ``faithful`` is the trace label, else (every claim
-    labelled) whether all are supported; ``abstention_kind``, ``failure_mode`` and
+    labelled) whether all are supported, and absent for a trace without claims; ``abstention_kind``, ``failure_mode`` and
     ``abstained`` come from the trace label when the reviewer set them."""
     claims = {lab.claim_index: lab.label for lab in labels if lab.claim_index != TRACE_LEVEL}
     trace = next((lab for lab in labels if lab.claim_index == TRACE_LEVEL), None)
@@ -70,7 +70,9 @@ def human_record(labels: Iterable[Label], claims_total: int) -> dict[str, Any]:
     if claims_total > 0 and len(claims) >= claims_total:
         supported = sum(1 for i in range(claims_total) if claims.get(i) == "supported")
         out["faithfulness"] = round(supported / claims_total, 6)
-    if trace is not None and trace.label in TRACE_LABELS:
+    if claims_total == 0:
+        pass  # no claims (an abstention): faithfulness does not apply, as the judge's null says
+    elif trace is not None and trace.label in TRACE_LABELS:
         out["faithful"] = trace.label == "faithful"
     elif "faithfulness" in out:
         out["faithful"] = out["faithfulness"] >= 1.0

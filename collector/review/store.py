@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from ..contract import SCORE_NAMES
