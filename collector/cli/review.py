@@ -183,7 +183,10 @@ def _serve(args: argparse.Namespace) -> int:
             f"ragpulse review: {url}  (eval set {evalset}, judge {scope.judge_id}; Ctrl-C stops)", flush=True
         )
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
-        server.run(sockets=[sock])
+        try:
+            server.run(sockets=[sock])
+        except KeyboardInterrupt:
+            pass  # uvicorn shuts down gracefully on Ctrl-C, then re-raises the signal
         print("ragpulse review: stopped", file=sys.stderr)
     finally:
         storage.close()
