@@ -84,7 +84,7 @@ def _from_reviews(args: argparse.Namespace) -> list[dict[str, Any]]:
         raise CliError(str(exc)) from None
     finally:
         storage.close()
-    print(f"judge {scope.judge_id}: labels of `ragpulse review` from {storage._safe_dsn()}")
+    print(f"judge {scope.judge_id}: labels of `ragpulse review` from {storage._safe_dsn()}", file=sys.stderr)
     return rows
 
 
