@@ -2,7 +2,7 @@
 conflicts, the labels' way into ``ragpulse calibrate``, and ``ragpulse eval`` skipping rejected cases.
 
 The label tests use the demo as a reviewer: it labels judged traces from its injected ground
-truth (``python -m ragpulse.policy_rag.truth_reviewer``), through the same store call as the app.
+truth (``examples/demo_reviewer.py``), through the same store call as the app.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ragpulse.collector.export.writer import record_line, write_evalset
 from ragpulse.collector.review.cases import Conflict, Invalid, apply_decision, case_digest, save_case
 
 from tests.review_server import ENV, ReviewServer, demo_store, ragpulse
+from tests.services import ROOT
 
 
 def _case(cid: str, **extra: Any) -> dict[str, Any]:
@@ -36,7 +37,7 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("labels")
     db, evalset = demo_store(base, queries=500)
     res = subprocess.run(
-        [sys.executable, "-m", "ragpulse.policy_rag.truth_reviewer", "--db", str(db), "--claims", "150"],
+        [sys.executable, str(ROOT / "examples" / "demo_reviewer.py"), "--db", str(db), "--claims", "150"],
         capture_output=True, text=True, timeout=300, env=ENV,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr

@@ -136,7 +136,7 @@ def _threshold(args: argparse.Namespace, judge_id: str) -> float:
             raise CliError("--threshold must lie strictly between 0 and 1")
         return float(args.threshold)
     if judge_id.startswith("local"):
-        from ..judge.claim_model import load_claim_model
+        from ..judge.local.claim_model import load_claim_model
 
         return load_claim_model().threshold
     return 0.5

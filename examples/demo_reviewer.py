@@ -1,6 +1,6 @@
 """The demo as a reviewer: label judged traces from the demo's injected ground truth.
 
-``python -m ragpulse.policy_rag.truth_reviewer --db DIR [--claims 150] [--seed 0]``
+``python examples/demo_reviewer.py --db DIR [--claims 150] [--seed 0]``
 
 The demo records what its scripted generator did to every answer
 (``demo_injections``, collector/demo/truth.py). That gives a human label for
@@ -85,7 +85,7 @@ def _rows(storage: Any, judge_id: str) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ragpulse.policy_rag.truth_reviewer", description=__doc__)
+    parser = argparse.ArgumentParser(prog="examples/demo_reviewer.py", description=__doc__)
     parser.add_argument("--db", required=True, help="the demo's chDB database directory")
     parser.add_argument(
         "--claims", type=int, default=150, help="claim labels to store at least (default 150)"
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     db = Path(args.db).resolve()
     if not db.exists():
-        print(f"truth_reviewer: no database at {db}", file=sys.stderr)
+        print(f"demo_reviewer: no database at {db}", file=sys.stderr)
         return 2
     storage = Storage(f"chdb://{db}")
     try:
@@ -107,13 +107,13 @@ def main(argv: list[str] | None = None) -> int:
         store = ReviewStore(storage)
         judges = store.judges()
         if not judges:
-            print("truth_reviewer: no judged traces in the database", file=sys.stderr)
+            print("demo_reviewer: no judged traces in the database", file=sys.stderr)
             return 2
         judge_id = judges[0][0]
         rows = _rows(storage, judge_id)
         scored = [r for r in rows if r["record"].get("faithfulness") is not None and r["labels"]]
         if sum(len(r["labels"]) for r in rows) < args.claims:
-            print(f"truth_reviewer: only {sum(len(r['labels']) for r in rows)} claims judged; serve more queries",
+            print(f"demo_reviewer: only {sum(len(r['labels']) for r in rows)} claims judged; serve more queries",
                   file=sys.stderr)  # fmt: skip
             return 2
         random.Random(args.seed).shuffle(rows)
