@@ -33,6 +33,7 @@ __all__ = ["claim_truth", "main"]
 
 REVIEWER = "demo-truth"
 _CHANGED = re.compile(r"changed '([^']+)' to '([^']+)' in (\S+)")
+_DROPPED = re.compile(r"dropped '([^']+)' from (\S+)")
 _WORD = re.compile(r"\w+")
 
 
@@ -40,8 +41,17 @@ def _has(word: str, text: str) -> bool:
     return re.search(rf"\b{re.escape(word)}\b", text, re.IGNORECASE) is not None
 
 
-def claim_truth(mode: str, detail: str, claim: str, chunks: dict[str, str]) -> str:
-    """The true label of one claim of a trace the generator wrote in ``mode`` (``detail`` as stored)."""
+def claim_truth(mode: str, detail: str, claim: str, chunks: dict[str, str], strict: bool = False) -> str:
+    """The true label of one claim of a trace the generator wrote in ``mode`` (``detail`` as stored);
+    ``strict``: a claim that states a rule without one of its conditions is ``unsupported``."""
+    dropped = _DROPPED.match(detail) if strict and mode == "missing_condition" else None
+    if dropped is not None:
+        words = {w.lower() for w in _WORD.findall(chunks.get(dropped.group(2), ""))}
+        if {w.lower() for w in _WORD.findall(claim)} <= words and dropped.group(
+            1
+        ).lower() not in claim.lower():
+            return "unsupported"
+        return "supported"
     m = _CHANGED.match(detail) if mode == "hallucinated_number" else None
     if m is None:
         return "supported"
@@ -56,7 +66,7 @@ def claim_truth(mode: str, detail: str, claim: str, chunks: dict[str, str]) -> s
     return "supported"
 
 
-def _rows(storage: Any, judge_id: str) -> list[dict[str, Any]]:
+def _rows(storage: Any, judge_id: str, strict: bool) -> list[dict[str, Any]]:
     """Every judged trace with ground truth: its truth, chunks, judge faithfulness and claims."""
     from ragpulse.collector.review.store import ReviewStore, Scope
 
@@ -76,7 +86,7 @@ def _rows(storage: Any, judge_id: str) -> list[dict[str, Any]]:
         trace = store.trace(tid, judge_id)
         chunks = {c["id"]: c["content"] for c in (trace or {}).get("chunks", [])}
         mode, detail, fm, kind = truth[tid]
-        labels = [claim_truth(mode, detail, c["text"], chunks) for c in rec["claims"]]
+        labels = [claim_truth(mode, detail, c["text"], chunks, strict) for c in rec["claims"]]
         out.append(
             {"trace_id": tid, "service": rec["service"], "record": rec, "labels": labels,
              "failure_mode": fm, "abstention_kind": kind}
@@ -91,6 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         "--claims", type=int, default=150, help="claim labels to store at least (default 150)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample of traces (default 0)")
+    parser.add_argument(
+        "--strict-conditions",
+        action="store_true",
+        help="a team convention: a claim that states a rule without one of its conditions is unsupported "
+        "(the judge's head calls it supported: its words are all in the chunk)",
+    )
     args = parser.parse_args(argv)
 
     from ragpulse.collector.review.labels import TRACE_LEVEL, Label
@@ -110,16 +126,17 @@ def main(argv: list[str] | None = None) -> int:
             print("demo_reviewer: no judged traces in the database", file=sys.stderr)
             return 2
         judge_id = judges[0][0]
-        rows = _rows(storage, judge_id)
+        rows = _rows(storage, judge_id, args.strict_conditions)
         scored = [r for r in rows if r["record"].get("faithfulness") is not None and r["labels"]]
-        if sum(len(r["labels"]) for r in rows) < args.claims:
+        want = args.claims or sum(len(r["labels"]) for r in rows)
+        if sum(len(r["labels"]) for r in rows) < want:
             print(f"demo_reviewer: only {sum(len(r['labels']) for r in rows)} claims judged; serve more queries",
                   file=sys.stderr)  # fmt: skip
             return 2
         random.Random(args.seed).shuffle(rows)
         labelled = claims = 0
         for r in rows:
-            if claims >= args.claims:
+            if claims >= want:
                 break
             rec = r["record"]
             labels = [
@@ -139,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         wrong = sum(lab != "supported" for r in rows for lab in r["labels"])
         print(f"labelled {labelled} traces, {claims} claims as {REVIEWER} (judge {judge_id})")
         print(f"ground truth over all {len(scored)} judged traces with a faithfulness score: "
-              f"mean faithfulness {truth_mean:.4f} ({wrong} contradicted claims of {sum(len(r['labels']) for r in rows)})")  # fmt: skip
+              f"mean faithfulness {truth_mean:.4f} ({wrong} unsupported or contradicted claims of {sum(len(r['labels']) for r in rows)})")  # fmt: skip
     finally:
         storage.close()
     return 0

@@ -3,7 +3,9 @@
 :mod:`.main` runs it over every command; the demo's closing loop runs ``ragpulse eval`` in its
 own process through it with the eval command alone (so it needs none of the others, and the
 CLI that starts the demo is not imported back). A command module exposes
-``register(subparsers)``, which adds its parser and sets ``func``. Errors a user can fix are
+``register(subparsers)``, which adds its parser and sets ``func``; a command whose own
+positional argument rules out sub-actions (``ragpulse judge [INPUT]``) may also expose
+``ACTIONS``, (command, action) -> a factory of the action's parser (``ragpulse judge refit``). Errors a user can fix are
 :class:`.errors.CliError`: one line on stderr, exit status 2.
 """
 
@@ -47,7 +49,20 @@ def _version() -> str:
 
 def run(modules: Sequence[ModuleType], argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    parser = build_parser(modules)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = next(
+        (
+            factory()
+            for m in modules
+            for words, factory in getattr(m, "ACTIONS", {}).items()
+            if argv[:2] == list(words)
+        ),
+        None,
+    )
+    if parser is not None:  # an action of a command that takes a positional argument itself
+        argv = argv[2:]
+    else:
+        parser = build_parser(modules)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -19,16 +19,28 @@ from .errors import CliError
 from .jsonl import parse_object
 from .judge_options import add_judge_options, build_judge
 
-__all__ = ["register", "run"]
+__all__ = ["ACTIONS", "register", "run"]
 
 _BATCH = 256  # records handed to a batch-capable judge at once (progress is reported between batches)
+
+
+def _refit_parser() -> argparse.ArgumentParser:
+    from .judge_refit import build_parser
+
+    return build_parser()
+
+
+#: ``ragpulse judge refit ...`` (cli/dispatch.py): ``judge`` itself takes an input path.
+ACTIONS = {("judge", "refit"): _refit_parser}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "judge",
         help="judge RAG traces (JSONL in, JSONL out)",
-        description="Judge RAG traces: claim-level faithfulness, citations, relevance and abstention.",
+        description="Judge RAG traces: claim-level faithfulness, citations, relevance and abstention. "
+        "`ragpulse judge refit --from-reviews -o FILE` refits the local judge's claim head on review labels "
+        "(see `ragpulse judge refit --help`).",
     )
     p.add_argument("input", nargs="?", default="-", help="input JSONL (default: stdin)")
     p.add_argument("-o", "--output", default="-", help="output JSONL (default: stdout)")

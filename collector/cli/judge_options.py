@@ -5,7 +5,8 @@ name); ``--api-base`` points an LLM judge at an OpenAI-compatible server. ``--en
 turns on the local judge's entailment tier (:mod:`..judge.tiers.entailment`, its model ships
 with the package), ``--entailment-band LO HI`` sets the tier-1 probability band it re-scores;
 ``--minilm`` runs the optional MiniLM similarity tier (:mod:`..judge.tiers.second_tier`) instead,
-with ``--minilm-band LO HI``. Bad combinations and a tier whose weights are not installed
+with ``--minilm-band LO HI``; ``--claim-weights`` loads a claim-head weights file (``ragpulse
+judge refit``). Bad combinations and a tier whose weights are not installed
 are one-line :class:`.errors.CliError`\\ s.
 """
 
@@ -34,6 +35,11 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
         "--minilm",
         action="store_true",
         help="local judge: re-score unsure claims with the MiniLM second tier (make minilm installs it)",
+    )
+    p.add_argument(
+        "--claim-weights",
+        default=None,
+        help="local judge: a claim-head weights file (e.g. from `ragpulse judge refit`; a new judge id)",
     )
     p.add_argument(
         "--minilm-band",
@@ -66,6 +72,13 @@ def judge_settings(args: argparse.Namespace) -> dict[str, Any]:
         if not llm:
             raise CliError(f"--api-base needs an LLM judge, not --judge {args.judge}")
         settings["api_base"] = args.api_base
+    if args.claim_weights:
+        if llm:
+            raise CliError(f"--claim-weights is the local judge's; --judge {args.judge} has none")
+        if args.judge == "local":
+            settings["claim_weights"] = args.claim_weights
+        else:
+            settings["local"] = {"claim_weights": args.claim_weights}
     if args.minilm or args.minilm_band is not None:
         if args.judge != "local" and not args.judge.startswith("tiered"):
             raise CliError(f"--minilm is a tier of the local judge; --judge {args.judge} has none")
