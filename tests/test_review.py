@@ -22,7 +22,7 @@ from ragpulse.collector.eval.files import write_jsonl
 from ragpulse.collector.export.writer import record_line, write_evalset
 from ragpulse.collector.review.cases import Conflict, Invalid, apply_decision, case_digest, save_case
 
-from tests.review_server import ENV, ReviewServer, demo_store, ragpulse
+from tests.review_server import ENV, RAGPULSE, ReviewServer, demo_store, ragpulse
 from tests.services import ROOT
 
 
@@ -261,3 +261,82 @@ def test_eval_skips_rejected_cases_and_says_how_many(tmp_path: Path) -> None:
     out = json.loads(doc.read_text())
     assert out["skipped_rejected"] == 1
     assert [c["case_id"] for c in out["cases"]] == [c["id"] for c in cases if c is not cases[1]]
+
+
+# -- judge refit
+
+
+@pytest.fixture(scope="module")
+def refit_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo with two generator variants (more changed numbers), every claim labelled by the demo
+    reviewer under the stricter team convention (a rule without one of its conditions is unsupported)."""
+    base = tmp_path_factory.mktemp("refit")
+    db = base / "chdb"
+    res = ragpulse("demo", "--queries", "600", "--rate", "0", "--db", str(db), "--metrics-port", "0",
+                   "--no-eval", "--variants", "--sample-rate", "1", "--report", str(base / "r.html"))  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo_reviewer.py"), "--db", str(db), "--claims", "0",
+         "--strict-conditions"], capture_output=True, text=True, timeout=300, env=ENV,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return db
+
+
+def test_refit_with_too_few_labels_says_how_many_more(labelled: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "w.json"
+    res = ragpulse("judge", "refit", "--from-reviews", "--db", str(labelled["db"]), "-o", str(out))
+    assert res.returncode == 2 and not out.exists()
+    line = res.stderr.strip()
+    assert "\n" not in line and line.startswith(
+        "ragpulse judge refit: error: too few labels to refit: 150 claim labels"
+    )
+    assert re.search(r"needs \d+ more unsupported or contradicted claims", line), line
+
+
+def _refit(db: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return ragpulse("judge", "refit", "--from-reviews", "--db", str(db), "-o", str(out), *extra)
+
+
+def test_refit_against_the_shipped_head_says_which_and_why(refit_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "w.json"
+    res = _refit(refit_db, out)
+    assert re.search(r"shipped head v\S+\s+\d\.\d{3}\s+\d\.\d{3}", res.stdout), res.stdout
+    assert re.search(r"refit on these labels\s+\d\.\d{3}\s+\d\.\d{3}", res.stdout), res.stdout
+    assert res.stdout.count("    fold ") == 5
+    if res.returncode == 0:
+        assert out.exists() and "refit: better than the shipped head on " in res.stdout
+    else:
+        assert res.returncode == 1 and not out.exists(), res.stderr
+        assert "refused: the refit is " in res.stdout and "nothing written" in res.stdout
+
+
+def test_a_refit_that_wins_is_written_and_gives_a_new_judge_id(refit_db: Path, tmp_path: Path) -> None:
+    """From a base head that ranks claims backwards (the shipped file with its coefficients negated):
+    the refit must beat it on held-out folds, and a judge loading the written file has a new id."""
+    from ragpulse.collector.judge.local.judge import LocalJudge
+    from ragpulse.collector.judge.local.refit import read_base
+
+    data, _ = read_base(None)
+    backwards = tmp_path / "backwards.json"
+    backwards.write_text(
+        json.dumps({**data, "coef": [-c for c in data["coef"]], "intercept": -data["intercept"]})
+    )
+    out = tmp_path / "refit.json"
+    res = _refit(refit_db, out, "--base", str(backwards))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (
+        "ECE: mean gain over 5 folds" in res.stdout
+        and "refit: better than the base backwards.json on ECE" in res.stdout
+    )
+    new_id = re.search(r"judge id with it: (\S+) \(shipped: (\S+)\)", res.stdout)
+    assert new_id and new_id.group(1) != new_id.group(2) and new_id.group(2) == LocalJudge().judge_id
+    assert LocalJudge(claim_weights=str(out)).judge_id == new_id.group(1)
+    written = json.loads(out.read_text())
+    assert written["features"] == data["features"] and written["version"].endswith("-refit")
+    record = {"trace_id": "t1", "query": "How long are logs kept?", "answer": "Logs are kept for 90 days [1].",
+              "chunks": [{"id": "C1", "content": "Audit logs are kept for 90 days."}]}  # fmt: skip
+    judged = subprocess.run([*RAGPULSE, "judge", "--claim-weights", str(out)], input=json.dumps(record) + "\n",
+                            capture_output=True, text=True, timeout=120, env=ENV)  # fmt: skip
+    assert judged.returncode == 0, judged.stderr
+    assert json.loads(judged.stdout)["judge_id"] == new_id.group(1)

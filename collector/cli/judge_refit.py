@@ -122,17 +122,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"claim labels: {len(data.y)} from {len(traces)} traces ({pos} supported, {len(data.y) - pos} "
           f"unsupported or contradicted), labels of judge {scope.judge_id}")  # fmt: skip
     cmp = compare(data, base, args.folds)
+    who = f"base {Path(args.base).name}" if args.base else "shipped head"
     print(f"held-out folds: {args.folds}, grouped by trace")
     print(f"  {'head':<28}{'balanced accuracy':>18}{'ECE':>8}")
     for name in ("shipped", "refit"):
-        label = (
-            f"shipped ({Path(args.base).name if args.base else 'packaged'} v{base_data['version']})"
-            if name == "shipped"
-            else "refit on these labels"
-        )
+        label = f"{who} v{base_data['version']}" if name == "shipped" else "refit on these labels"
         print(f"  {label:<28}{_fmt(cmp.pooled[name]['ba']):>18}{_fmt(cmp.pooled[name]['ece']):>8}")
     for k, r in enumerate(cmp.per_fold):
-        print(f"    fold {k}: shipped {_fmt(r['shipped_ba'])} / ECE {_fmt(r['shipped_ece'])}   "
+        print(f"    fold {k}: {'base' if args.base else 'shipped'} {_fmt(r['shipped_ba'])} / ECE {_fmt(r['shipped_ece'])}   "
               f"refit {_fmt(r['refit_ba'])} / ECE {_fmt(r['refit_ece'])}")  # fmt: skip
     verdicts = cmp.verdicts()
     for metric, (gain, se, n) in cmp.gains.items():
@@ -144,9 +141,9 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if not cmp.better:
         why = (
-            "worse than the shipped head on " + " and ".join(m for m, v in verdicts.items() if v == "worse")
+            f"worse than the {who} on " + " and ".join(m for m, v in verdicts.items() if v == "worse")
             if "worse" in verdicts.values()
-            else "not better than the shipped head by more than the folds' noise"
+            else f"not better than the {who} by more than the folds' noise"
         )
         print(f"refused: the refit is {why}; nothing written")
         return 1
@@ -162,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
     new_id = LocalJudge(claim_weights=str(out)).judge_id
     better = " and ".join(m for m, v in verdicts.items() if v == "better")
-    print(f"refit: better than the shipped head on {better}, beyond the folds' noise; wrote {out}")
+    print(f"refit: better than the {who} on {better}, beyond the folds' noise; wrote {out}")
     print(f"judge id with it: {new_id} (shipped: {LocalJudge().judge_id}); configure it as "
           "judge.settings.claim_weights, or --claim-weights for ragpulse judge / eval")  # fmt: skip
     sys.stdout.flush()
