@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .config import duration_seconds
-from .review_rules import AGREEMENT, LABELS, check_review_config
 from .promtool_cases import JUDGE, SERVICE, Case, Expect, gauge, series
+from .review_rules import AGREEMENT, LABELS, check_review_config
 
 __all__ = ["review_cases"]
 
