@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hmac
 import re
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +43,7 @@ from .cases import (
 )
 from .labels import ABSTENTION_KINDS, CLAIM_LABELS, FAILURE_MODES, TRACE_LABELS, TRACE_LEVEL, Label
 from .metrics import ReviewMetrics
-from .store import ReviewStore, Scope
+from .store import QueueItem, ReviewStore, Scope
 from .views import chunk_views, claim_spans, evidence_spans
 
 __all__ = ["ReviewSettings", "build_app"]
@@ -50,6 +52,7 @@ TOKEN_COOKIE = "ragpulse_review_token"
 REVIEWER_COOKIE = "ragpulse_reviewer"
 _REVIEWER = re.compile(r"^[\w .@+-]{1,64}$")
 _VERDICTS = {"accept": "accepted", "edit": "edited", "reject": "rejected"}
+QUEUE_TTL_S = 10.0
 
 
 @dataclass
@@ -97,6 +100,8 @@ class _Reviews:
         self.store, self.s = store, settings
         self.scope = Scope(settings.judge_id, settings.service, settings.since_ns)
         self.metrics = ReviewMetrics(self._gauges)
+        self._lock = threading.Lock()
+        self._queue: tuple[float, list[QueueItem]] | None = None
         self.env = Environment(
             loader=PackageLoader("ragpulse.collector.review", "templates"),
             autoescape=select_autoescape(["html"]),
@@ -113,10 +118,22 @@ class _Reviews:
         labelled = {
             lab.trace_id for lab in self.store.labels(judge_id=self.s.judge_id) if lab.claim_index < 0
         }
-        for item in self.store.queue(self.scope, self.s.threshold):
+        for item in self.queue():
             if item.trace_id not in labelled:
                 backlog[(item.service, "judgments")] = backlog.get((item.service, "judgments"), 0) + 1
         return {"agreement": self.store.agreement(self.s.last_n), "backlog": backlog}
+
+    def queue(self) -> list[QueueItem]:
+        """The judgments queue, read at most every :data:`QUEUE_TTL_S` seconds (a page asks for it
+        several times; a save clears it)."""
+        with self._lock:
+            if self._queue is None or time.monotonic() - self._queue[0] > QUEUE_TTL_S:
+                self._queue = (time.monotonic(), self.store.queue(self.scope, self.s.threshold))
+            return self._queue[1]
+
+    def forget_queue(self) -> None:
+        with self._lock:
+            self._queue = None
 
     def reviewer(self, request: Request) -> str:
         name = request.cookies.get(REVIEWER_COOKIE, "")
@@ -214,7 +231,7 @@ def _judgment_page(
     trace = r.store.trace(trace_id, r.s.judge_id)
     if trace is None or trace["judgment"] is None:
         return r.render(request, "empty.html", 404, queue="judgments", total=0, missing=True)
-    queue = r.store.queue(r.scope, r.s.threshold)
+    queue = r.queue()
     ids = [q.trace_id for q in queue]
     item = next((q for q in queue if q.trace_id == trace_id), None)
     prev_id, next_id = _neighbours(ids, trace_id)
@@ -233,7 +250,7 @@ def _judgment_page(
 
 
 def _next_unlabelled(r: _Reviews, after: str | None = None) -> str | None:
-    ids = [q.trace_id for q in r.store.queue(r.scope, r.s.threshold)]
+    ids = [q.trace_id for q in r.queue()]
     done = {lab.trace_id for lab in r.store.labels(judge_id=r.s.judge_id) if lab.claim_index == TRACE_LEVEL}
     if after in ids:
         k = ids.index(after)
@@ -244,7 +261,7 @@ def _next_unlabelled(r: _Reviews, after: str | None = None) -> str | None:
 def _judgments_first(r: _Reviews, request: Request) -> Response:
     nxt = _next_unlabelled(r)
     if nxt is None:
-        return r.render(request, "empty.html", queue="judgments", total=len(r.store.queue(r.scope, 0.5)))
+        return r.render(request, "empty.html", queue="judgments", total=len(r.queue()))
     return RedirectResponse(f"/judgments/{nxt}", status_code=303)
 
 
@@ -279,6 +296,7 @@ def _judgment_post(r: _Reviews, request: Request, form: dict[str, str]) -> Respo
               kind, mode, form.get("comment", "").strip()[:2000])
     )  # fmt: skip
     r.store.save_labels(labels, "judgments", trace["service"])
+    r.forget_queue()
     for lab in labels:
         r.metrics.count(trace["service"], "judgments", lab.label)
     nxt = _next_unlabelled(r, after=trace_id)
@@ -294,7 +312,7 @@ def build_app(store: ReviewStore, settings: ReviewSettings) -> Starlette:
         return r.render(
             request, "index.html", cases_total=len(cases),
             cases_open=sum(1 for c in cases if _status(c) == "proposed"),
-            progress=store.progress(r.reviewer(request), r.scope), judged=len(store.queue(r.scope, 0.5)),
+            progress=store.progress(r.reviewer(request), r.scope), judged=len(r.queue()),
         )  # fmt: skip
 
     async def set_reviewer(request: Request) -> Response:
