@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import urllib.request
 from pathlib import Path
@@ -53,6 +54,7 @@ def _page(b: Browser) -> dict[str, Any]:
         """({path: location.pathname, caseId: document.getElementById('case-id')?.textContent || null,
              traceId: document.getElementById('trace-id')?.textContent || null,
              claims: [...document.querySelectorAll('#claims tr.claim')].map(r => Number(r.dataset.index)),
+             verdicts: [...document.querySelectorAll('#claims tr.claim')].map(r => r.dataset.verdict),
              marks: document.querySelectorAll('mark').length,
              errors: Object.fromEntries([...document.querySelectorAll('.error')].map(e => [e.id, e.textContent])),
              invalid: document.getElementById('invalid')?.textContent || null})"""
@@ -85,6 +87,7 @@ def test_review_three_cases_and_five_judgments_with_the_keyboard(
     shots = tmp_path / "shots"
     shots.mkdir()
     labelled: dict[str, tuple[dict[int, str], str]] = {}
+    agree: list[bool] = []  # the judge's verdict (supported or not) equals the label, per claim
     with ReviewServer("--db", str(db), "--evalset", str(evalset), "--reviewer", REVIEWER) as server:
         with Browser(chromium) as b:
             b.navigate(server.base("/cases"))
@@ -129,6 +132,9 @@ def test_review_three_cases_and_five_judgments_with_the_keyboard(
                     b.press(key)
                 verdict = "f" if all(key == "s" for key in keys) else "x"
                 b.press(verdict)
+                agree += [
+                    (v == "supported") == (key == "s") for v, key in zip(page["verdicts"], keys, strict=True)
+                ]
                 labelled[tid] = (
                     {
                         c: {"s": "supported", "u": "unsupported"}[key]
@@ -191,6 +197,13 @@ def test_review_three_cases_and_five_judgments_with_the_keyboard(
     n_claims = sum(len(c) for c, _ in labelled.values())
     assert sum(counter("judgments", v) for v in ("supported", "unsupported", "contradicted")) == n_claims
     assert sum(counter("judgments", v) for v in ("faithful", "unfaithful")) == 5
+    gauge = re.search(
+        r'^ragpulse_judge_human_agreement\{[^}]*service="policy-assistant"[^}]*\} (\S+)', metrics, re.M
+    )
+    labels = re.search(r"^ragpulse_judge_human_labels\{[^}]*\} (\S+)", metrics, re.M)
+    assert gauge and labels, metrics
+    assert float(labels.group(1)) == n_claims == len(agree)
+    assert float(gauge.group(1)) == pytest.approx(sum(agree) / len(agree))
     for name in ("review-case.png", "review-invalid-edit.png", "review-judgment.png"):
         assert (shots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     keep = os.environ.get("RAGPULSE_REVIEW_SCREENSHOTS")
