@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,39 @@ def test_the_token_over_http(labelled: dict[str, Any]) -> None:
         assert status == 200 and "ragpulse_judge_human_agreement{" in body
         rc, err = srv.stop()
     assert rc == 0, err
+
+
+def _post(url: str, form: dict[str, str]) -> tuple[int, str]:
+    data = urllib.parse.urlencode(form).encode()
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    try:
+        with urllib.request.build_opener(NoRedirect).open(
+            urllib.request.Request(url, data=data), timeout=30
+        ) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_two_reviewers_saving_one_case_over_http_the_second_gets_a_conflict(labelled: dict[str, Any]) -> None:
+    evalset = labelled["evalset"]
+    with ReviewServer("--db", str(labelled["db"]), "--evalset", str(evalset)) as srv:
+        status, _, headers = _get(srv.base("/cases"))
+        page = srv.base(headers["location"])
+        digests = [re.search(r'name="digest" value="([0-9a-f]+)"', _get(page)[1]).group(1) for _ in range(2)]
+        assert digests[0] == digests[1]
+        assert _post(page, {"action": "accept", "digest": digests[0]})[0] == 303
+        saved = evalset.read_bytes()
+        status, body = _post(page, {"action": "reject", "digest": digests[1], "reason": "duplicate"})
+        assert (
+            status == 409 and 'id="conflict"' in body and "after you opened it; nothing was written" in body
+        )
+        assert evalset.read_bytes() == saved
+        srv.stop()
 
 
 # -- writing cases back
