@@ -375,7 +375,14 @@ def test_schema_apply_command_is_idempotent(tmp_path: Path) -> None:
         names = {r[0] for r in st.query("SELECT name FROM system.tables WHERE database = 'ragpulse'")}
     finally:
         st.close()
-    assert names == {"rag_traces", "rag_judgments", "rag_claims", "rag_feedback", "rag_exports", "rag_reviews"}
+    assert names == {
+        "rag_traces",
+        "rag_judgments",
+        "rag_claims",
+        "rag_feedback",
+        "rag_exports",
+        "rag_reviews",
+    }
 
 
 # ---------------------------------------------------------------- embedded collector, receiver, judge worker
