@@ -1,8 +1,9 @@
 """The dashboards' queries against real components, after real demo traffic.
 
 - Every PromQL expression parses (promtool checks a rules file made of them) and names only
-  metrics and labels that the live collector's ``/metrics`` exposes (plus the mixin's recorded
-  series and Prometheus's own ``up``).
+  metrics and labels that the live collector's ``/metrics`` or the review server's exposes (plus
+  the mixin's recorded series and Prometheus's own ``up``): a reviewer labels judged traces
+  through the real review app (``ragpulse review``), which also fills ``rag_reviews``.
 - Every ClickHouse query runs on the real schema in chDB, with the grafana-clickhouse-datasource
   macros and the dashboard variables substituted the way the plugin does, and returns rows.
 """
@@ -121,6 +122,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveDemo, d
         m.generation_unpriced.labels(service=SERVICE, variant="generator-a", reason="unknown_model").inc(0)
         with urllib.request.urlopen(demo.metrics_url + "/metrics", timeout=5) as resp:
             text = resp.read().decode()
+        text += _review_metrics(demo, tmp_path_factory.mktemp("review"))
         labels: dict[str, set[str]] = {}
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -128,6 +130,31 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveDemo, d
         yield demo, labels
     finally:
         demo.stop()
+
+
+def _review_metrics(demo: LiveDemo, tmp: Path) -> str:
+    """A reviewer labels three judged traces in the review app (the judge-health dashboard's Human
+    review row reads rag_reviews and its /metrics); the app's /metrics text after."""
+    from ragpulse.collector.review.app import ReviewSettings, build_app
+    from ragpulse.collector.review.store import ReviewStore
+    from starlette.testclient import TestClient
+
+    store = ReviewStore(demo.collector.storage)
+    judge = store.judges(SERVICE)[0][0]
+    evalset = tmp / "evalset.jsonl"
+    evalset.write_text("")
+    ids = [t for (t,) in demo.query(
+        f"SELECT trace_id FROM {{db}}.rag_judgments FINAL WHERE judge_id = '{judge}' AND claims_total > 0 "
+        "AND error = '' ORDER BY trace_id LIMIT 3")]  # fmt: skip
+    records = store.judge_records_for(ids, judge)
+    with TestClient(build_app(store, ReviewSettings(evalset, "ann", judge, 0.5))) as client:
+        for tid in ids:
+            form = {f"claim-{c['index']}": "supported" for c in records[tid]["claims"]}
+            resp = client.post(
+                f"/judgments/{tid}", data={**form, "trace": "faithful"}, follow_redirects=False
+            )
+            assert resp.status_code == 303, resp.text
+        return client.get("/metrics").text
 
 
 def _recorded() -> dict[str, set[str]]:
