@@ -16,8 +16,11 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 # Reinstall only when the packaging metadata changed (source is installed editable).
+# PYTHONWARNINGS drops one message only: setuptools' notice that every editable install through
+# a path finder prints ("Editable installation.": folders named like the package could shadow
+# it; there are none). Every other warning of the build still shows.
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PY) -m pip install -q -e '.[$(EXTRAS)]'
 	@touch $(STAMP)
 
 # The native OTLP decoder (native/, Rust): built when cargo exists, rebuilt when its sources
@@ -30,11 +33,14 @@ $(NATIVE_STAMP): $(NATIVE_SRC) | $(STAMP)
 ifdef CARGO
 	$(PY) -m pip install -q ./native
 	@touch $(NATIVE_STAMP)
-else
-	@echo "cargo not found: the collector will use the pure-Python OTLP decoder (install Rust to build native/)"
 endif
 
+# Ends with one line: what is installed in the virtual environment.
 install: $(STAMP) $(NATIVE_STAMP)
+	@$(PY) -c "import importlib.metadata as m; v = m.version; \
+	native = f'the native OTLP decoder {v(\"ragpulse-native\")}' if any(m.distributions(name='ragpulse-native')) \
+	else 'the pure-Python OTLP decoder (cargo not found; install Rust to build native/)'; \
+	print(f'installed: ragpulse {v(\"ragpulse\")} (editable, extras $(EXTRAS)) in $(VENV), with {native}')"
 
 services: install
 	bash scripts/provision.sh all

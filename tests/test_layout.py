@@ -156,3 +156,24 @@ def test_the_judge_is_a_package_per_job() -> None:
     assert len(subpackages) >= 3, subpackages
     crowded = {_rel(d): n for d in subpackages if (n := len(list(d.glob("*.py")))) > 15}
     assert not crowded, f"judge subpackages over 15 modules: {crowded}"
+
+
+def test_pyproject_declares_every_package_and_data_folder() -> None:
+    """Every folder of the packages, code or data (``sql/``, ``weights/``...), is in pyproject's
+    ``packages``: one left out is missing from a wheel (the image) though an editable install
+    finds it, and setuptools warns about it at install time."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    block = re.search(r"^packages = \[(.*?)\]", text, re.M | re.S)
+    assert block, "pyproject.toml has no packages list"
+    declared = set(re.findall(r'"([\w.]+)"', block.group(1)))
+    folders = set()
+    for package, folder in PACKAGES.items():
+        for d in (folder, *(p for p in folder.rglob("*") if p.is_dir())):
+            parts = d.relative_to(folder).parts
+            if any(x.startswith(".") or x == "__pycache__" for x in parts):
+                continue
+            if any(f.is_file() for f in d.iterdir()):
+                folders.add(".".join([package, *parts]))
+    assert declared == folders, (
+        f"undeclared: {sorted(folders - declared)}; not folders: {sorted(declared - folders)}"
+    )
