@@ -70,18 +70,21 @@ def _rows(storage: Any, judge_id: str, strict: bool) -> list[dict[str, Any]]:
     """Every judged trace with ground truth: its truth, chunks, judge faithfulness and claims."""
     from ragpulse.collector.review.store import ReviewStore, Scope
 
+    # In serving order (the demo's seeded traffic), so the seeded sample below picks the same
+    # questions in every run of the same demo, whatever the (random) trace ids.
     truth = {
         str(t): (str(mode), str(detail), str(fm), str(kind))
         for t, mode, detail, fm, kind in storage.query(
             "SELECT trace_id, injected_mode, detail, expected_failure_mode, expected_abstention_kind "
-            "FROM {db}.demo_injections FINAL"
+            "FROM {db}.demo_injections FINAL ORDER BY time, seq"
         )
     }
     store = ReviewStore(storage)
     records = store.judge_records(Scope(judge_id))
     out = []
-    for tid, rec in records.items():
-        if tid not in truth:
+    for tid in truth:
+        rec = records.get(tid)
+        if rec is None:
             continue
         trace = store.trace(tid, judge_id)
         chunks = {c["id"]: c["content"] for c in (trace or {}).get("chunks", [])}

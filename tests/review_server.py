@@ -28,10 +28,12 @@ def ragpulse(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[st
 
 
 def demo_store(base: Path, queries: int = 120) -> tuple[Path, Path]:
-    """(database, eval set) after a demo run of ``queries`` questions and an export of its failures."""
+    """(database, eval set) after a demo run of ``queries`` questions, every one judged (the same
+    judged questions in every run: the sampler's base rate draws by trace id, which is random),
+    and an export of its failures."""
     db, evalset = base / "chdb", base / "evalset.jsonl"
     res = ragpulse("demo", "--queries", str(queries), "--rate", "0", "--db", str(db), "--metrics-port", "0",
-                   "--no-eval", "--report", str(base / "report.html"))  # fmt: skip
+                   "--no-eval", "--sample-rate", "1", "--report", str(base / "report.html"))  # fmt: skip
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     res = ragpulse("export", "--db", str(db), "--since", "1d", "-o", str(evalset))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
