@@ -31,7 +31,7 @@ import pickle
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ from ragpulse.collector.judge.local.rules.conflicts import conflicts as conflict
 from ragpulse.collector.judge.local.support import claim_view, load_model
 from ragpulse.collector.judge.text.tokens import profile
 
-__all__ = ["DATA", "SOURCES", "halueval_report", "load_items", "iter_records"]
+__all__ = ["DATA", "SOURCES", "halueval_report", "load_items", "iter_records", "per_claim"]
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -176,6 +176,25 @@ def load_items(data: Path = DATA, *, use_cache: bool = True, verbose: bool = Tru
     CACHE.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(items))
     return items
+
+
+def per_claim(
+    data: Path, factscore_share: float, label: str, read: Callable[[dict[str, Any], list[Any]], Iterable[Any]]
+) -> list[Any]:
+    """Per dev claim, in :func:`load_items` order: what ``read(record, chunk_evidence)`` gives for
+    each claim of the record, or None for the claims of the FActScore people subsampled out (the
+    share ``factscore_share``, by a hash of the person, the same people for every bench). The time
+    each set takes goes to stderr after ``label``."""
+    out: list[Any] = []
+    for source in SOURCES:
+        t0 = time.perf_counter()
+        for rec in iter_records(data, source):
+            if source == "factscore" and jm.fold_of(rec["group"], 100, seed=7) >= factscore_share * 100:
+                out.extend([None] * len(rec["claims"]))
+                continue
+            out.extend(read(rec, build_evidence(rec["chunks"])))
+        print(f"{label} {source} in {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
+    return out
 
 
 # -- HaluEval QA: a sanity check of whole answers with response labels -------------------------

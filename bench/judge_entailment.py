@@ -33,11 +33,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import judge_dev_data as dev  # noqa: E402
-import judge_metrics as jm  # noqa: E402
 import judge_minilm as jmini  # noqa: E402
 import judge_quality as jq  # noqa: E402
 from ragpulse.collector.judge.local.claims import normalise_claim  # noqa: E402
-from ragpulse.collector.judge.local.evidence import build_evidence  # noqa: E402
 from ragpulse.collector.judge.local.judge import QUESTION_WORDS  # noqa: E402
 from ragpulse.collector.judge.local.rules.approximate import claim_profile  # noqa: E402
 from ragpulse.collector.judge.local.support import claim_view  # noqa: E402
@@ -55,27 +53,21 @@ CONTRADICTION_THRESHOLD = 0.9
 def entail_probabilities(args: argparse.Namespace, model: entailment.EntailmentModel) -> list[Any]:
     """Per dev claim (dev.load_items order): the model's [entailment, neutral, contradiction]
     probabilities against its aligned premise, None where subsampled out."""
-    out: list[Any] = []
-    for source in dev.SOURCES:
-        t0 = time.perf_counter()
-        for rec in dev.iter_records(args.data, source):
-            if source == "factscore" and jm.fold_of(rec["group"], 100, seed=7) >= args.factscore_share * 100:
-                out.extend([None] * len(rec["claims"]))
-                continue
-            chunks = build_evidence(rec["chunks"])
-            qstems = frozenset(s for s in profile(rec["query"]).stem_set if s not in QUESTION_WORDS)
-            pairs = []
-            for text, _ in rec["claims"]:
-                claim = normalise_claim(text)
-                keys = claim_view(claim_profile(claim, chunks), qstems).keys
-                texts, _ = entailment.aligned_premise(keys, chunks, args.sentences)
-                pairs.append((" ".join(texts), claim))
-            probs = model.probabilities([p for p in pairs if p[0]]) if any(p[0] for p in pairs) else []
-            it = iter(probs)
-            # No aligned sentence: nothing to read, the tier leaves the claim to tier 1.
-            out.extend(next(it) if p[0] else np.array([0.0, 1.0, 0.0]) for p in pairs)
-        print(f"entailment: {source} in {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
-    return out
+
+    def read(rec: dict[str, Any], chunks: list[Any]) -> list[Any]:
+        qstems = frozenset(s for s in profile(rec["query"]).stem_set if s not in QUESTION_WORDS)
+        pairs = []
+        for text, _ in rec["claims"]:
+            claim = normalise_claim(text)
+            keys = claim_view(claim_profile(claim, chunks), qstems).keys
+            texts, _ = entailment.aligned_premise(keys, chunks, args.sentences)
+            pairs.append((" ".join(texts), claim))
+        probs = model.probabilities([p for p in pairs if p[0]]) if any(p[0] for p in pairs) else []
+        it = iter(probs)
+        # No aligned sentence: nothing to read, the tier leaves the claim to tier 1.
+        return [next(it) if p[0] else np.array([0.0, 1.0, 0.0]) for p in pairs]
+
+    return dev.per_claim(args.data, args.factscore_share, "entailment:", read)
 
 
 def _cached(args: argparse.Namespace) -> tuple[list[Any], dict[str, float]]:

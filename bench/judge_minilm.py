@@ -39,7 +39,7 @@ import judge_dev_data as dev  # noqa: E402
 import judge_metrics as jm  # noqa: E402
 import judge_quality as jq  # noqa: E402
 from ragpulse.collector.judge.local.claims import normalise_claim  # noqa: E402
-from ragpulse.collector.judge.local.evidence import ChunkEvidence, build_evidence  # noqa: E402
+from ragpulse.collector.judge.local.evidence import ChunkEvidence  # noqa: E402
 from ragpulse.collector.judge.local.judge import QUESTION_WORDS  # noqa: E402
 from ragpulse.collector.judge.local.support import claim_view  # noqa: E402
 from ragpulse.collector.judge.text.tokens import profile  # noqa: E402
@@ -59,19 +59,14 @@ def aligned_sentences(query: str, claim: str, chunks: list[ChunkEvidence], k: in
 
 def mini_features(args: argparse.Namespace, aligner: minilm.Aligner) -> list[list[float] | None]:
     """Per dev claim (dev.load_items order): its MiniLM features, None where subsampled out."""
-    out: list[list[float] | None] = []
-    for source in dev.SOURCES:
-        t0 = time.perf_counter()
-        for rec in dev.iter_records(args.data, source):
-            if source == "factscore" and jm.fold_of(rec["group"], 100, seed=7) >= args.factscore_share * 100:
-                out.extend([None] * len(rec["claims"]))
-                continue
-            chunks = build_evidence(rec["chunks"])
-            claims = [normalise_claim(text) for text, _ in rec["claims"]]
-            sents = [aligned_sentences(rec["query"], c, chunks, args.sentences) for c in claims]
-            out.extend(aligner.features(claims, sents))
-        print(f"encoded {source} in {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
-    return out
+
+    def features(rec: dict[str, Any], chunks: list[ChunkEvidence]) -> list[list[float]]:
+        claims = [normalise_claim(text) for text, _ in rec["claims"]]
+        return aligner.features(
+            claims, [aligned_sentences(rec["query"], c, chunks, args.sentences) for c in claims]
+        )
+
+    return dev.per_claim(args.data, args.factscore_share, "encoded", features)
 
 
 def _cv(base: jq.Data, plus: jq.Data, folds: int) -> dict[str, np.ndarray]:
