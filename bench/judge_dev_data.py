@@ -21,6 +21,11 @@ becomes one item with:
 Featurising all 16,700 claims takes a few minutes on one core, so the result
 is cached under ``.cache/judge-quality/`` keyed by the judge's source code and
 the data files; any change to either recomputes it.
+
+The response decision reads real answers as :class:`Answer` (claim verdicts and probabilities,
+gold label, group): MTRAG and the hand-written RAG and summary cases judged whole
+(:func:`judged_answers`), the FActScore and Factcheck-GPT responses from their labelled claims'
+out-of-fold probabilities (:func:`claim_set_answers`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +53,18 @@ from ragpulse.collector.judge.local.rules.conflicts import conflicts as conflict
 from ragpulse.collector.judge.local.support import claim_view, load_model
 from ragpulse.collector.judge.text.tokens import profile
 
-__all__ = ["DATA", "SOURCES", "halueval_report", "load_items", "iter_records", "per_claim"]
+__all__ = [
+    "DATA",
+    "RESPONSE_SOURCES",
+    "SOURCES",
+    "Answer",
+    "claim_set_answers",
+    "halueval_report",
+    "iter_records",
+    "judged_answers",
+    "load_items",
+    "per_claim",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -248,4 +265,90 @@ def halueval_report(data: Path) -> dict[str, Any]:
         pa = np.array(p)
         out[name] = {"f1": jm.f1(pa, g), "balanced_accuracy": jm.balanced_accuracy(pa, g)}
         print(f"  {name:<8}{out[name]['f1']:>8.3f}{out[name]['balanced_accuracy']:>10.3f}")
+    return out
+
+
+# -- real answers, for the response decision (bench/judge_responses.py) -----------------------
+
+MTRAG = "judge-dev/mtrag.jsonl"
+# The claim sets whose records are whole responses of several claims.
+RESPONSE_SOURCES: tuple[str, ...] = ("factscore", "factcheck-gpt")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One real answer: its set, cross-validation group, gold label (hallucinated), and its claims'
+    verdicts and support probabilities with the claim threshold they were judged at."""
+
+    source: str
+    group: str
+    gold: bool
+    verdicts: tuple[str, ...]
+    probs: tuple[float, ...]
+    threshold: float
+
+
+def _judged(source: str, group: str, gold: bool, out: dict[str, Any], threshold: float) -> Answer:
+    claims = out["claims"]
+    return Answer(
+        source,
+        group,
+        gold,
+        tuple(c["verdict"] for c in claims),
+        tuple(float(c["support_probability"]) for c in claims),
+        threshold,
+    )
+
+
+def judged_answers(judge: Any, data: Path) -> list[Answer]:
+    """MTRAG (labelled answers only) and the hand-written RAG and summary cases, judged whole by
+    ``judge`` (a local judge: its claims carry support probabilities)."""
+    import judge_rag_answers as rag
+    import judge_summaries as summaries
+
+    out: list[Answer] = []
+    thr = judge.threshold
+    with (data / MTRAG).open(encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line) if line.strip() else None
+            if r is None or r["hallucinated"] is None:
+                continue
+            rec = {"trace_id": r["id"], "query": r["query"], "answer": r["answer"], "chunks": r["chunks"]}
+            out.append(_judged("mtrag", r["conversation_id"], r["hallucinated"], judge.judge(rec), thr))
+    for name, cases in rag.CASES.items():
+        for i, case in enumerate(cases):
+            for gold, answer in ((False, case["answer"]), (True, case["hallucinated"])):
+                res = judge.judge(rag.record(case, answer, i))
+                out.append(_judged(f"rag-{name}", f"{name}-{i}", gold, res, thr))
+    for split in summaries.CHUNKINGS.values():
+        for i, case in enumerate(summaries.CASES):
+            for gold, text in ((False, case["summary"]), (True, case["hallucinated"])):
+                res = judge.judge(summaries.record(case, text, i, split(case["document"])))
+                out.append(_judged("summaries", f"case-{i}", gold, res, thr))
+    return out
+
+
+def claim_set_answers(
+    items: list[dict[str, Any]],
+    responses: list[list[int]],
+    prob: np.ndarray,
+    score: np.ndarray,
+    threshold: np.ndarray,
+    contradicted: np.ndarray,
+) -> list[Answer]:
+    """The :data:`RESPONSE_SOURCES` responses from their labelled claims (``responses``: each
+    one's rows): out-of-fold probability ``prob``, verdict ``score >= threshold`` (the judge's
+    verdict score and its fold's threshold), ``contradicted`` where the conflict rules fire."""
+    out = []
+    for rows in responses:
+        source = items[rows[0]]["source"]
+        if source not in RESPONSE_SOURCES:
+            continue
+        thr = float(threshold[rows[0]])
+        verdicts = tuple(
+            "supported" if score[k] >= thr else "contradicted" if contradicted[k] else "unsupported"
+            for k in rows
+        )
+        gold = any(items[k]["label"] == 0 for k in rows)
+        out.append(Answer(source, str(items[rows[0]]["group"]), gold, verdicts, tuple(prob[rows]), thr))
     return out

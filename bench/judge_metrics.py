@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from ragpulse.collector.judge.local.response import RESPONSE_VERDICTS
 
 __all__ = [
     "balanced_accuracy",
@@ -200,7 +201,7 @@ def group_bootstrap(
 
 # -- the hand-written pair sets' tallies ------------------------------------------------------
 
-VERDICTS = ("faithful", "unsure", "hallucinated")
+VERDICTS = RESPONSE_VERDICTS
 
 
 def rates(tp: int, fp: int, fn: int, tn: int) -> tuple[float, float, float, float]:

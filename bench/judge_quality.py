@@ -32,8 +32,15 @@ accuracy on the set's own responses; the v4 reliability table, and v4's ECE
 beside its noise floor (the ECE a perfectly calibrated judge shows on the same probabilities:
 binned ECE is biased upwards on a set of a few hundred claims).
 
+Then the response level on every set with real answers, MTRAG included (:func:`judge_responses.
+response_report`): candidate response decisions compared by grouped cross-validation, and on
+MTRAG tier 1's old any-claim rule beside the packaged decision.
+
 ``--write-weights`` fits the claim model on all rows and writes the packaged
-``weights/claim-v4.json`` (calibration and thresholds from the cross-validated outputs).
+``weights/claim-v4.json`` (calibration and thresholds from the cross-validated outputs), then
+refits the response decision on the real answers judged by the judge that file makes and writes
+``weights/response-v1.json``. After any change to the claim probabilities (a new tier, refit
+weights) this one command refits both; a second run then reports the refit decision.
 
 Usage: python bench/judge_quality.py [--folds 5] [--write-weights] [--no-cache] [--json PATH]
 """
@@ -56,7 +63,6 @@ import judge_dev_data as dev  # noqa: E402
 import judge_metrics as jm  # noqa: E402
 import judge_responses as jr  # noqa: E402
 from ragpulse.collector.judge.local.claim_features import CLAIM_FEATURES  # noqa: E402
-from ragpulse.collector.judge.local.claim_model import response_verdict  # noqa: E402
 
 __all__ = ["main", "cross_validate", "Data"]
 
@@ -308,10 +314,10 @@ def _response_preds(data: Data, cv: dict[str, Any], responses: list | None = Non
         out["v1"].append(int((data.v1[r] < 0.5).any()))
         score = verdict_score(prev_p[r], data.strong[r], data.neg[r])
         out["v3"].append(
-            int(response_verdict(list(score), prev["threshold"], prev["weak"]) == "hallucinated")
+            int(jr.response_verdict(list(score), prev["threshold"], prev["weak"]) == "hallucinated")
         )
         score = verdict_score(cv["p"][r], data.strong[r], data.neg[r])
-        verdict = response_verdict(list(score), float(cv["thr"][r[0]]), float(cv["weak"][r[0]]))
+        verdict = jr.response_verdict(list(score), float(cv["thr"][r[0]]), float(cv["weak"][r[0]]))
         out["v4"].append(int(verdict == "hallucinated"))
         out["v4_unsure"].append(int(verdict == "unsure"))
     return {k: np.array(v) for k, v in out.items()}
@@ -464,6 +470,9 @@ def main(argv: list[str] | None = None) -> int:
     results = report(data, cv)
     if args.write_weights:  # before HaluEval, which runs the packaged judge
         write_weights(data)
+    score = verdict_score(cv["p"], data.strong, data.neg)
+    claim_sets = dev.claim_set_answers(data.items, data.responses, cv["p"], score, cv["thr"], data.neg)
+    results["real_answers"] = jr.real_answer_report(claim_sets, args.data, args.write_weights)
     if not args.no_halueval:
         results["halueval-qa"] = dev.halueval_report(args.data)
     if args.json:

@@ -53,10 +53,11 @@ def load_cases(name: str) -> list[dict[str, Any]]:
 
 CASES: dict[str, list[dict[str, Any]]] = {name: load_cases(name) for name in SETS}
 
-__all__ = ["CASES", "SETS", "load_cases", "main"]
+__all__ = ["CASES", "SETS", "load_cases", "main", "record"]
 
 
-def _record(case: dict[str, Any], answer: str, i: int) -> dict[str, Any]:
+def record(case: dict[str, Any], answer: str, i: int) -> dict[str, Any]:
+    """The judge's input for ``answer`` (the faithful one or the hallucinated one) of case ``i``."""
     return {
         "trace_id": f"rag-{i}",
         "query": case["query"],
@@ -69,7 +70,7 @@ def _report(name: str, judge: Any, cases: list[dict[str, Any]], verbose: bool) -
     counts: dict[str, Counter] = {"faithful": Counter(), "hallucinated": Counter()}
     for i, case in enumerate(cases):
         for gold, answer in (("faithful", case["answer"]), ("hallucinated", case["hallucinated"])):
-            out = judge.judge(_record(case, answer, i))
+            out = judge.judge(record(case, answer, i))
             verdict = out["response_verdict"]
             counts[gold][verdict] += 1
             wrong = verdict != "faithful" if gold == "faithful" else verdict == "faithful"

@@ -48,7 +48,7 @@ CASES: list[dict[str, Any]] = json.loads(Path(__file__).with_name("judge_summary
     "cases"
 ]
 
-__all__ = ["CASES", "CHUNKINGS", "main"]
+__all__ = ["CASES", "CHUNKINGS", "main", "record"]
 
 # How the article reaches the judge: as one chunk, or split at its blank lines into paragraphs.
 CHUNKINGS: dict[str, Callable[[str], list[str]]] = {
@@ -57,7 +57,7 @@ CHUNKINGS: dict[str, Callable[[str], list[str]]] = {
 }
 
 
-def _record(case: dict[str, Any], summary: str, i: int, chunks: list[str]) -> dict[str, Any]:
+def record(case: dict[str, Any], summary: str, i: int, chunks: list[str]) -> dict[str, Any]:
     """The judge's input for one summary of case ``i``: the request is the query."""
     return {
         "trace_id": f"summary-{i}",
@@ -74,7 +74,7 @@ def _judge_all(judge: Any, chunking: Callable[[str], list[str]], verbose: bool) 
         chunks = chunking(case["document"])
         for gold in counts:
             summary = case["summary"] if gold == "faithful" else case["hallucinated"]
-            out = judge.judge(_record(case, summary, i, chunks))
+            out = judge.judge(record(case, summary, i, chunks))
             verdict = out["response_verdict"]
             counts[gold][verdict] += 1
             wrong = verdict != "faithful" if gold == "faithful" else verdict == "faithful"

@@ -201,3 +201,57 @@ def test_composition_pools_and_its_limits(responses) -> None:
     with pytest.raises(ValueError):
         responses.compose(np.array([True]), np.array(["p"]), 1, 1.5, 10)
     assert responses.flag_everything_f1(0.2) == pytest.approx(1 / 3)
+
+
+def _real_answers(responses, n: int = 60, seed: int = 0) -> list:
+    """Answers of every real-answer set whose gold label is planted: hallucinated exactly when
+    the mean claim score is below 0.55 (each answer has an unsupported claim)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for source in responses.REAL_SETS:
+        for i in range(n):
+            k = int(rng.integers(2, 7))
+            probs = [float(rng.uniform(0.5, 1.0)) for _ in range(k - 1)] + [float(rng.uniform(0.0, 0.5))]
+            verdicts = ["supported"] * (k - 1) + ["unsupported"]
+            mean = np.mean([max(p, 0.5) for p in probs[:-1]] + [probs[-1]])
+            out.append(
+                responses.Answer(source, f"g{i // 3}", bool(mean < 0.55), tuple(verdicts), tuple(probs), 0.5)
+            )
+    return out
+
+
+def test_the_response_decision_is_fit_across_sets_and_written_for_the_judge(responses, tmp_path) -> None:
+    from ragpulse.collector.judge.local.response import load_response_rule
+
+    answers = _real_answers(responses)
+    stats = responses.Stats(answers)
+    assert responses.fit_response(stats) == pytest.approx(0.55)
+    rules = responses.compare_rules(stats)
+    chosen = rules[responses.CHOSEN]
+    assert chosen["in_sample"] == pytest.approx([1.0] * len(responses.REAL_SETS))
+    assert min(chosen["cv"]) > 0.95 and min(chosen["left_out"]) > 0.95
+    assert max(rules[responses.OLD]["in_sample"]) == pytest.approx(0.5)  # every answer flagged
+    path = tmp_path / "response.json"
+    assert responses.write_response_weights(stats, path) == pytest.approx(0.55)
+    rule = load_response_rule(path)
+    flags = [rule.hallucinated(a.verdicts, a.probs, a.threshold) for a in answers]
+    assert flags == [a.gold for a in answers]
+
+
+def test_claim_sets_become_answers_with_the_judges_verdicts() -> None:
+    with bench_modules("judge_dev_data") as (dev,):
+        claim_set_answers = dev.claim_set_answers
+    items = [
+        {"source": "factscore", "group": "ada", "label": 1},
+        {"source": "factscore", "group": "ada", "label": 0},
+        {"source": "factscore", "group": "ada", "label": 0},
+        {"source": "wice", "group": "w", "label": 1},
+    ]
+    prob = np.array([0.3, 0.2, 0.6, 0.9])
+    score = np.array([1.0, 0.2, 0.0, 0.9])  # the first: one chunk supports it; the third: a conflict
+    (answer,) = claim_set_answers(
+        items, [[0, 1, 2], [3]], prob, score, np.full(4, 0.5), np.array([False, False, True, False])
+    )
+    assert answer.verdicts == ("supported", "unsupported", "contradicted")
+    assert answer.probs == pytest.approx((0.3, 0.2, 0.6))
+    assert answer.gold and answer.source == "factscore" and answer.group == "ada"

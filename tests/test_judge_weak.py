@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ragpulse.collector.judge.local.claim_model import response_verdict
 
 from tests.bench_modules import bench_modules
 
@@ -54,7 +53,7 @@ def test_summaries_give_the_verdicts_of_response_verdict(weak) -> None:
         answers, weak.answer_summaries(answers, score, threshold), strict=True
     ):
         for t in (0.0, 0.15, 0.3, 0.5):
-            expected = [response_verdict(list(score[r]), threshold, t) == "hallucinated" for r in rows]
+            expected = [weak.response_verdict(list(score[r]), threshold, t) == "hallucinated" for r in rows]
             assert list((weakest < t) | always) == expected
 
 

@@ -21,9 +21,9 @@ judge uses, all fit on the development data by ``bench/judge_quality.py
 - ``ordinal_number_cap``: the ceiling instead when every such number is an ordinal ("its
   first voyage" against "her maiden voyage"; supported about twice as often as a missing
   cardinal); ``number_cap`` where the file lacks it;
-- ``weak``: below ``threshold`` but at or above ``weak`` a claim is weakly supported: one
-  such claim among well-supported ones makes the response ``unsure``, not
-  ``hallucinated`` (see :func:`response_verdict`).
+- ``weak``: the weak band of the response rule up to local-4.8 (one claim in ``[weak,
+  threshold)`` among supported ones made the answer ``unsure``); the response verdict is now
+  :mod:`.response`'s, and ``bench/judge_quality.py`` keeps the band to show that rule beside it.
 """
 
 from __future__ import annotations
@@ -38,9 +38,7 @@ from .support import read_weights
 
 _NUM_MISS = CLAIM_FEATURES.index("num_miss")
 
-__all__ = ["ClaimModel", "load_claim_model", "response_verdict", "RESPONSE_VERDICTS"]
-
-RESPONSE_VERDICTS: tuple[str, ...] = ("faithful", "unsure", "hallucinated")
+__all__ = ["ClaimModel", "load_claim_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,26 +99,6 @@ class ClaimModel:
         if numbers_elsewhere:
             return min(p, self.joint_number_cap)
         return min(p, self.ordinal_number_cap if ordinals else self.number_cap)
-
-
-def response_verdict(probs: list[float], threshold: float, weak: float) -> str | None:
-    """The response-level decision from its claims' support probabilities.
-
-    ``hallucinated`` when a claim is clearly unsupported (``p < weak``) or when more than
-    one claim, or every claim, is only weakly supported; ``unsure`` when exactly one claim
-    among at least two is weakly supported (``weak <= p < threshold``); ``faithful``
-    otherwise. None without claims.
-    """
-    if not probs:
-        return None
-    if any(p < weak for p in probs):
-        return "hallucinated"
-    n_weak = sum(1 for p in probs if p < threshold)
-    if n_weak == 0:
-        return "faithful"
-    if n_weak == 1 and len(probs) >= 2:
-        return "unsure"
-    return "hallucinated"
 
 
 def load_claim_model(

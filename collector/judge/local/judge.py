@@ -22,7 +22,7 @@ from ..scoring import ClaimJudgment, TraceFacts, assemble
 from ..text.lexicon import lexicon_digest
 from ..text.tokens import TextProfile, profile
 from .claim_features import ChunkIndex, ClaimEvidence, claim_evidence
-from .claim_model import ClaimModel, load_claim_model, response_verdict
+from .claim_model import ClaimModel, load_claim_model
 from .claims import (
     EXTRACTION_VERSION,
     PREPOSITIONS,
@@ -34,6 +34,7 @@ from .claims import (
 )
 from .evidence import ChunkEvidence, build_evidence
 from .question_type import misses_question_type
+from .response import ResponseRule, load_response_rule
 from .rules.approximate import claim_profile
 from .rules.conflicts import best_sentence, conflicts, negation_conflicts
 from .rules.conflicts import contradicting as find_contradicting
@@ -52,7 +53,7 @@ __all__ = [
     "lexical_utilization",
 ]
 
-LOCAL_VERSION = "4.8"
+LOCAL_VERSION = "4.9"
 
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
@@ -80,7 +81,9 @@ class LocalJudge:
     Settings (all pinned in :attr:`judge_id`): ``threshold`` (support
     probability, default from the weights file), ``answerable_coverage``
     (query coverage by one usable chunk that makes a query answerable, 0.34),
-    ``require_citations`` (score citation completeness 0 for uncited answers),
+    ``require_citations`` (score citation completeness 0 for uncited answers), the weights
+    files (``weights``: pair model, ``claim_weights``: claim model, ``response_weights``:
+    the response rule of :mod:`.response`; the packaged ones by default),
     ``entailment`` (the entailment tier, :class:`.tiers.entailment.EntailmentTier`, which
     re-scores the claims tier 1 is unsure of with the entailment model the package ships:
     ``True`` or a dict of its settings; off by default), ``minilm`` (settings of the MiniLM
@@ -95,6 +98,7 @@ class LocalJudge:
         *,
         weights: str | None = None,
         claim_weights: str | None = None,
+        response_weights: str | None = None,
         threshold: float | None = None,
         answerable_coverage: float = 0.34,
         require_citations: bool = False,
@@ -103,6 +107,7 @@ class LocalJudge:
     ) -> None:
         self.model: SupportModel = load_model(weights)
         self.claim_model: ClaimModel = load_claim_model(claim_weights)
+        self.response_rule: ResponseRule = load_response_rule(response_weights)
         self.threshold = self.claim_model.threshold if threshold is None else float(threshold)
         self.answerable_coverage = float(answerable_coverage)
         self.require_citations = bool(require_citations)
@@ -112,6 +117,7 @@ class LocalJudge:
             "require_citations": self.require_citations,
             "weights": self.model.digest,
             "claim_weights": self.claim_model.digest,
+            "response_weights": self.response_rule.digest,
             "lexicon": lexicon_digest(),
             "claims": EXTRACTION_VERSION,
         }
@@ -165,7 +171,6 @@ class LocalJudge:
         judged: list[ClaimJudgment] = []
         evidence_stems: set[str] = set()
         answer_stems: set[str] = set()
-        verdict_scores: list[float] = []
         index = ChunkIndex(chunks)
         claim_profiles = [claim_profile(c.text, chunks, index.all_numbers) for c in claims]
         ctx = _TraceContext(
@@ -200,11 +205,9 @@ class LocalJudge:
             claims, claim_profiles, views, evs, probs, contradicted_by, strict=True
         ):
             answer_stems |= cp.stem_set
-            judgment, score, used = self._judge_claim(ctx, claim, cp, view, ce, round(p, 4), against)
+            judgment, used = self._judge_claim(ctx, claim, cp, view, ce, round(p, 4), against)
             judged.append(judgment)
-            verdict_scores.append(score)
             evidence_stems |= used
-        thr = self.threshold
         continue_topic(judged)
         if judged and misses_question_type(rec["query"], claim_profiles):
             for j in judged:  # asked how long / how many / when, and no claim says
@@ -222,7 +225,9 @@ class LocalJudge:
         extra = {
             "response_verdict": None
             if extracted.abstained and not judged
-            else response_verdict(verdict_scores, thr, self.claim_model.weak),
+            else self.response_rule.verdict(
+                [j.verdict for j in judged], [j.support_probability or 0.0 for j in judged], self.threshold
+            ),
             "abstention_statements": extracted.abstention_sentences,
             "unusable_chunk_ids": [c.id for c in chunks if not c.usable],
         }
@@ -257,11 +262,11 @@ class LocalJudge:
         ce: ClaimEvidence,
         p: float,
         contradicted_by: str | None = None,
-    ) -> tuple[ClaimJudgment, float, frozenset[str]]:
-        """One claim's judgment from its evidence ``ce`` and support probability ``p``, its
-        score for the response verdict, and the content stems of the usable evidence sentence
-        it rests on (for context utilization). ``contradicted_by``: the chunk the second tier
-        reads as contradicting the claim, which makes an unsupported claim contradicted."""
+    ) -> tuple[ClaimJudgment, frozenset[str]]:
+        """One claim's judgment from its evidence ``ce`` and support probability ``p``, and the
+        content stems of the usable evidence sentence it rests on (for context utilization).
+        ``contradicted_by``: the chunk the second tier reads as contradicting the claim, which
+        makes an unsupported claim contradicted."""
         thr = self.threshold
         by_id = ctx.by_id
         # Supported when the calibrated probability reaches the threshold, or when one
@@ -292,9 +297,6 @@ class LocalJudge:
                 verdict = "contradicted"
             best_cov = max(ce.pair_covs, default=0.0)
             source = "noise" if best_cov >= 0.5 or contradicting else "hallucination"
-        # Response verdict: a supported claim counts as at least the threshold, a
-        # contradicted one as clearly wrong.
-        score = max(p, thr) if supporting else 0.0 if contradicting or p >= thr else p
         judgment = ClaimJudgment(
             text=claim.text,
             verdict=verdict,
@@ -308,7 +310,7 @@ class LocalJudge:
             confidence=p,
             support_probability=p,
         )
-        return judgment, score, used
+        return judgment, used
 
 
 def _supporting(ce: ClaimEvidence, cv: ClaimView, chunks: list[ChunkEvidence], supported: bool) -> list[str]:
