@@ -167,3 +167,22 @@ def test_reask_detection_off_reads_nothing(storage):
     seen = _counting(storage)
     assert detector.detect([_call(1, "a"), _call(2, "a", at_s=1)]) == []
     assert seen == []
+
+
+def test_ascii_queries_normalise_as_the_unicode_rule_does():
+    """normalize_query's ASCII path (bytes) gives what NFKD, the \\w pattern and split give."""
+    import re
+    import string
+    import unicodedata
+
+    def reference(text: str) -> str:
+        folded = unicodedata.normalize("NFKD", text or "").lower()
+        return " ".join(re.sub(r"[^\w]+", " ", folded).split())
+
+    rng = random.Random(7)
+    texts = ["How long are logs kept? (3)", "a_b c-d e.f", "\x1c\x1dx\ty\n\x0b", "", "__", "  Q2:  20%! "]
+    texts += ["".join(rng.choice(string.printable) for _ in range(rng.randint(0, 120))) for _ in range(5_000)]
+    texts += ["".join(chr(rng.randint(0, 127)) for _ in range(rng.randint(0, 60))) for _ in range(5_000)]
+    for text in texts:
+        assert normalize_query(text) == reference(text), repr(text)
+    assert normalize_query("Café, naïve?") == "cafe naive"  # the Unicode path folds accents

@@ -106,15 +106,13 @@ def _ascii_features(texts: list[str]) -> list[tuple[int, int]]:
     # distinct (text, shingle) pairs count the shingles (ASCII: 7 bits a character)
     distinct = _distinct(owner << np.uint64(21) | first << np.uint64(14) | second << np.uint64(7) | third)
     sizes = np.bincount((distinct >> np.uint64(21)).astype(np.intp), minlength=n)
-    keys = _distinct(owner << np.uint64(_SIGNATURE_LOG2) | bits)  # distinct (text, bit) pairs
-    text_of, bit = keys >> np.uint64(_SIGNATURE_LOG2), keys & np.uint64(_SIGNATURE_BITS - 1)
-    words = np.zeros(n * (_SIGNATURE_BITS // 64), np.uint64)
-    np.bitwise_or.at(
-        words, (text_of * np.uint64(_SIGNATURE_BITS // 64) + (bit >> np.uint64(6))).astype(np.intp),
-        np.uint64(1) << (bit & np.uint64(63)),
-    )  # fmt: skip
-    raw, step = words.tobytes(), _SIGNATURE_BITS // 8
-    return [(int(sizes[k]), int.from_bytes(raw[k * step : (k + 1) * step], "little")) for k in range(n)]
+    # the signatures: one row of bits per text, set where its shingles hash (repeats set a bit
+    # again), packed little-endian as _bit() numbers them
+    mask = np.zeros((n, _SIGNATURE_BITS), np.bool_)
+    mask[owner.astype(np.intp), bits.astype(np.intp)] = True
+    raw, step = np.packbits(mask, axis=1, bitorder="little").tobytes(), _SIGNATURE_BITS // 8
+    counts = sizes.tolist()
+    return [(counts[k], int.from_bytes(raw[k * step : (k + 1) * step], "little")) for k in range(n)]
 
 
 def _distinct(values: Any) -> Any:
