@@ -68,10 +68,16 @@ class _Pipe:
         os.write(self.w, json.dumps(msg).encode() + b"\0")
         return self.next_id
 
+    def _readable(self, timeout: float) -> bool:
+        # poll, not select: a long test session holds descriptors above select()'s 1024 limit.
+        poller = select.poll()
+        poller.register(self.r, select.POLLIN)
+        return bool(poller.poll(timeout * 1000))
+
     def _read(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self.buf:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.r], [], [], left)[0]:
+            if left <= 0 or not self._readable(left):
                 raise TimeoutError("no reply from chromium")
             chunk = os.read(self.r, 1 << 16)
             if not chunk:
