@@ -21,7 +21,6 @@ import hashlib
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -122,7 +121,7 @@ def _layer(g: _Graph, h: str, n: int, tensors: tuple[np.ndarray, ...], heads: in
 
 
 def build_graph(w: dict[str, np.ndarray], heads: int = 12, eps: float = 1e-12):
-    """The float graph (int8 word table included); :func:`quantise` does the matrix products."""
+    """The float graph (int8 word table included); :func:`.bert_onnx.quantize` does the matrix products."""
     from onnx import TensorProto, helper
 
     sys.path.insert(0, str(ROOT))
@@ -143,24 +142,6 @@ def build_graph(w: dict[str, np.ndarray], heads: int = 12, eps: float = 1e-12):
     out = [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["batch", 3])]
     graph = helper.make_graph(g.nodes, "entailment", ids, out, g.inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_MS, 1)])
-
-
-def quantise(model) -> bytes:
-    """int8 matrix products (dynamic quantisation, weights per output channel)."""
-    from onnx import TensorProto
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "int8.onnx"
-        quantize_dynamic(
-            model,
-            out,
-            op_types_to_quantize=["MatMul", "Attention"],
-            per_channel=True,
-            weight_type=QuantType.QInt8,
-            extra_options={"DefaultTensorType": TensorProto.FLOAT},
-        )
-        return out.read_bytes()
 
 
 def session(data: bytes):
@@ -194,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
 
     w = full_weights(args.data, args.run)
     model = build_graph(w)
-    int8 = quantise(model)
+    from ragpulse.collector.judge.tiers.bert_onnx import quantize
+
+    int8 = quantize(model)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_bytes(int8)
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from .bert_weights import encoder_layers
 
-__all__ = ["OnnxBert", "build_graph"]
+__all__ = ["OnnxBert", "build_graph", "quantize"]
 
 _MS = "com.microsoft"
 # The initialiser names of one layer's tensors, in :func:`.bert_weights.encoder_layers` order.
@@ -109,7 +109,7 @@ class _DropPreprocessHint(logging.Filter):
         return "pre-processing" not in record.getMessage()
 
 
-def _quantize(model) -> bytes:
+def quantize(model) -> bytes:
     """``model`` with int8 matrix products (dynamic quantisation, weights per channel)."""
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -142,7 +142,7 @@ class OnnxBert:
         import onnxruntime as ort
 
         model = build_graph(w, heads, layers)
-        data = _quantize(model) if quantized else model.SerializeToString()
+        data = quantize(model) if quantized else model.SerializeToString()
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
