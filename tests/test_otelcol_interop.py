@@ -224,18 +224,23 @@ def _wait_rows(db: Path, proc: Any, count: int) -> list[Any]:
         st.close()
 
 
-def test_otlphttp_exporter_into_the_intake_with_its_token(workdir: Path) -> None:
+def _intake(workdir: Path, **port: int) -> Any:
+    """An embedded collector (a context manager that starts and stops it) whose intake
+    (``receiver_port=0`` or ``grpc_port=0``) asks for TOKEN; nothing is sampled for judging."""
     from ragpulse.collector.embedded.collector import EmbeddedCollector
 
-    config = doc_config("otlphttp")
-    (exporter,) = config["exporters"].values()
-    assert exporter["headers"] == {"authorization": "Bearer ${env:RAGPULSE_INTAKE_TOKEN}"}
-    collector = EmbeddedCollector(
+    return EmbeddedCollector(
         workdir / "db", config={"sampling": {"rate": 0.0, "rules": []}, "receiver": {"auth_token": TOKEN}},
-        metrics_port=None, judge=None, receiver_port=0, install_sink=False,
+        metrics_port=None, judge=None, install_sink=False, **port,
     )  # fmt: skip
-    collector.start()
-    exporter["traces_endpoint"] = collector.receiver_url + "/v1/traces"
+
+
+def _through_otelcol(
+    config: dict[str, Any], workdir: Path, collector: Any
+) -> tuple[dict[str, dict[str, Any]], list[Any]]:
+    """Five traces through an otelcol on ``config`` (the token in its environment), then flush
+    ``collector`` until it stored them all (60 s at most): what the application sent, and the
+    stored rows."""
     otelcol = Otelcol(config, workdir, env={"RAGPULSE_INTAKE_TOKEN": TOKEN}).start()
     try:
         sent = _send_traces(f"http://127.0.0.1:{otelcol.port}", 5)
@@ -248,38 +253,29 @@ def test_otlphttp_exporter_into_the_intake_with_its_token(workdir: Path) -> None
             time.sleep(0.3)
     finally:
         otelcol.stop()
-        collector.stop()
-    _check_stored([tuple(r) for r in rows], sent)
+    return sent, [tuple(r) for r in rows]
+
+
+def test_otlphttp_exporter_into_the_intake_with_its_token(workdir: Path) -> None:
+    config = doc_config("otlphttp")
+    (exporter,) = config["exporters"].values()
+    assert exporter["headers"] == {"authorization": "Bearer ${env:RAGPULSE_INTAKE_TOKEN}"}
+    with _intake(workdir, receiver_port=0) as collector:
+        exporter["traces_endpoint"] = collector.receiver_url + "/v1/traces"
+        sent, rows = _through_otelcol(config, workdir, collector)
+    _check_stored(rows, sent)
 
 
 def test_otlp_grpc_exporter_into_the_grpc_intake_with_its_token(workdir: Path) -> None:
-    from ragpulse.collector.embedded.collector import EmbeddedCollector
-
     config = doc_config("otlp_grpc")
     (exporter,) = config["exporters"].values()
     assert exporter["headers"] == {"authorization": "Bearer ${env:RAGPULSE_INTAKE_TOKEN}"}
     assert exporter["tls"] == {"insecure": True} and exporter["compression"] == "gzip"
-    collector = EmbeddedCollector(
-        workdir / "db", config={"sampling": {"rate": 0.0, "rules": []}, "receiver": {"auth_token": TOKEN}},
-        metrics_port=None, judge=None, grpc_port=0, install_sink=False,
-    )  # fmt: skip
-    collector.start()
-    exporter["endpoint"] = f"127.0.0.1:{collector.grpc_receiver.port}"
-    otelcol = Otelcol(config, workdir, env={"RAGPULSE_INTAKE_TOKEN": TOKEN}).start()
-    try:
-        sent = _send_traces(f"http://127.0.0.1:{otelcol.port}", 5)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert collector.flush(30)
-            rows = collector.storage.query(_STORED)
-            if len(rows) >= len(sent):
-                break
-            time.sleep(0.3)
+    with _intake(workdir, grpc_port=0) as collector:
+        exporter["endpoint"] = f"127.0.0.1:{collector.grpc_receiver.port}"
+        sent, rows = _through_otelcol(config, workdir, collector)
         requests = collector.metrics.registry.get_sample_value(
             "ragpulse_intake_requests_total", {"protocol": "grpc", "result": "ok"}
         )
-    finally:
-        otelcol.stop()
-        collector.stop()
-    _check_stored([tuple(r) for r in rows], sent)
+    _check_stored(rows, sent)
     assert requests is not None and requests >= 1  # it came over gRPC
