@@ -22,28 +22,13 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ragpulse import agent
 
-from tests.interop import CORPUS, QUESTION, RIGHT, SCORES, WRONG
+from tests.interop import CORPUS, QUESTION, SCORES, scripted_app
 
 
-def _agent_app() -> Any:
-    """ragpulse's decorators, answering RIGHT then WRONG over CORPUS (ids C1..C3)."""
-    script = [RIGHT, WRONG]
-
-    @agent.retrieval
-    def search(query: str) -> list[dict[str, Any]]:
-        return [{"id": f"C{i}", "content": text, "score": score, "metadata": dict(meta)}
-                for i, ((text, meta), score) in enumerate(zip(CORPUS, SCORES, strict=True), 1)]  # fmt: skip
-
-    @agent.generation(model="scripted", provider="local")
-    def complete(prompt: str) -> str:
-        return script.pop(0)
-
-    @agent.trace_rag
-    def answer(query: str) -> str:
-        search(query)
-        return complete(query)
-
-    return answer
+def _chunks() -> list[dict[str, Any]]:
+    """CORPUS as the retriever returns it: ids C1..C3, SCORES, metadata."""
+    return [{"id": f"C{i}", "content": text, "score": score, "metadata": dict(meta)}
+            for i, ((text, meta), score) in enumerate(zip(CORPUS, SCORES, strict=True), 1)]  # fmt: skip
 
 
 def _exporter(protocol: str, endpoint: str, token: str) -> Any:
@@ -70,7 +55,7 @@ def main(protocol: str, endpoint: str, token: str) -> dict[str, Any]:
     provider.add_span_processor(BatchSpanProcessor(_exporter(protocol, endpoint, token)))
     provider.add_span_processor(SimpleSpanProcessor(memory))
     agent.configure(exporter="none", tracer_provider=provider)
-    answer = _agent_app()
+    answer = scripted_app(_chunks())
     answers = [answer(QUESTION), answer(QUESTION)]
     LangChainInstrumentor().instrument(tracer_provider=provider)
     chain = _string_chain()

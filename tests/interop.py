@@ -1,5 +1,6 @@
 """What the interop tests share: an application's own OTel provider feeding an embedded collector
-(chDB, local judge), the corpus and answers the applications use, and the app-side expectations.
+(chDB, local judge), the corpus and answers the applications use, the decorated application, and
+the app-side expectations.
 
 The application's provider hands finished spans to the collector through the agent's embedded
 exporter (an ordinary OTel ``SpanExporter``), as an OTLP exporter would hand them to the intake;
@@ -19,6 +20,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from ragpulse import agent
 from ragpulse.agent.embedded import EmbeddedSpanExporter
 from ragpulse.collector.embedded.collector import EmbeddedCollector
 
@@ -32,6 +34,28 @@ CORPUS = [
 SCORES = [0.91, 0.62, 0.18]
 RIGHT = "Transaction logs are kept for five years after the account closes [1]."
 WRONG = "Transaction logs are kept for five years after the account closes [2]."  # cites the holds chunk
+
+
+def scripted_app(chunks: list[Any]) -> Callable[[str], str]:
+    """The application traced with ragpulse's decorators (tests/test_interop_app_provider.py and
+    tests/grpc_apps.py): a retriever returning ``chunks``, a generator answering RIGHT, then WRONG."""
+    script = [RIGHT, WRONG]
+
+    @agent.retrieval
+    def search(query: str) -> list[Any]:
+        return list(chunks)
+
+    @agent.generation(model="scripted", provider="local")
+    def complete(prompt: str) -> str:
+        return script.pop(0)
+
+    @agent.trace_rag
+    def answer(query: str) -> str:
+        search(query)
+        return complete(query)
+
+    return answer
+
 
 _TRACE_COLUMNS = (
     "query, answer, chunk_ids, chunk_contents, chunk_scores, chunk_metadata, chunk_sources, "

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ragpulse import agent
 from ragpulse.agent.embedded import EmbeddedSpanExporter
 
-from .interop import CORPUS, QUESTION, RIGHT, WRONG, Expected, Pipeline, check_stored, metadata_of
+from .interop import CORPUS, QUESTION, Expected, Pipeline, check_stored, metadata_of, scripted_app
 
 
 @pytest.fixture(scope="module")
@@ -58,31 +58,11 @@ def _expected(answer: str, chunks: list[dict[str, Any]]) -> Expected:
     )
 
 
-def _app(chunks: list[Any]) -> Any:
-    """The application: a retriever returning ``chunks`` and a generator answering RIGHT, then WRONG."""
-    script = [RIGHT, WRONG]
-
-    @agent.retrieval
-    def search(query: str) -> list[Any]:
-        return list(chunks)
-
-    @agent.generation(model="scripted", provider="local")
-    def complete(prompt: str) -> str:
-        return script.pop(0)
-
-    @agent.trace_rag
-    def answer(query: str) -> str:
-        search(query)
-        return complete(query)
-
-    return answer
-
-
 def _run(
     pipe: Pipeline, chunks: list[Any], provider: Any = None, **options: Any
 ) -> tuple[list[str], list[str]]:
     agent.configure(exporter="none", tracer_provider=provider or pipe.provider, **options)
-    answer = _app(chunks)
+    answer = scripted_app(chunks)
     answers = [answer(QUESTION), answer(QUESTION)]
     assert agent.flush()
     pipe.flush()
