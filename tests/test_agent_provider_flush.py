@@ -74,17 +74,6 @@ def _check(spans: Any, calls: int = 1) -> None:
         assert gen.attributes["llm.model_name"] == "gpt-test"
 
 
-def test_simple_processor_provider_force_flush() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    with _app(provider, SimpleSpanProcessor(exporter)):
-        assert answer("how long are logs kept?") == ANSWER
-        assert exporter.get_finished_spans() == ()  # deferred: the request path only queued them
-        assert provider.force_flush()
-        _check(exporter.get_finished_spans())
-        provider.shutdown()
-
-
 def test_simple_processor_provider_shutdown() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -110,13 +99,26 @@ def test_batch_processor_added_first(end: str) -> None:
             provider.shutdown()
 
 
-def test_provider_the_hook_cannot_go_first_in() -> None:
-    """A provider whose processors run concurrently: the hook is added last and, after ending the
-    queued spans, flushes the provider once more so the processors before it see them."""
-    exporter = InMemorySpanExporter()
+def _simple(exporter: InMemorySpanExporter) -> tuple[TracerProvider, Any]:
+    """A plain provider and a SimpleSpanProcessor: the hook goes first among its processors."""
+    return TracerProvider(), SimpleSpanProcessor(exporter)
+
+
+def _concurrent(exporter: InMemorySpanExporter) -> tuple[TracerProvider, Any]:
+    """A provider whose processors run concurrently, so the hook cannot go first: it is added last
+    and, after ending the queued spans, flushes the provider once more so the processors before it
+    (here a BatchSpanProcessor with an hour-long delay) see them."""
     provider = TracerProvider(active_span_processor=ConcurrentMultiSpanProcessor(2))
-    with _app(provider, BatchSpanProcessor(exporter, schedule_delay_millis=3_600_000)):
-        answer("how long are logs kept?")
+    return provider, BatchSpanProcessor(exporter, schedule_delay_millis=3_600_000)
+
+
+@pytest.mark.parametrize("setup", [_simple, _concurrent], ids=["simple_processor", "hook_cannot_go_first"])
+def test_provider_force_flush(setup: Any) -> None:
+    exporter = InMemorySpanExporter()
+    provider, processor = setup(exporter)
+    with _app(provider, processor):
+        assert answer("how long are logs kept?") == ANSWER
+        assert exporter.get_finished_spans() == ()  # deferred: the request path only queued them
         assert provider.force_flush()
         _check(exporter.get_finished_spans())
         provider.shutdown()
