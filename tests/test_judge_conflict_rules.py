@@ -82,45 +82,6 @@ def test_a_claim_that_widens_a_restriction_is_not_supported(
 
 
 @pytest.mark.parametrize(
-    ("claim", "chunk"),
-    [
-        ("Full-time employees receive 20 days of paid leave.", LEAVE),
-        ("All full-time employees receive 20 days of paid leave.", LEAVE),
-        ("The museum is open to adults.", "The museum is open to adults only."),
-        ("The museum is open only to adults and seniors.", "The museum is open only to adults and seniors."),
-        # a noun before the noun names the domain more often than it restricts
-        ("All staff must complete the training.", "All hospital staff must complete the training."),
-        ("HSBC is one of the largest banks in the world.", "HSBC is the largest bank in the world."),
-        ("HSBC is one of the largest banks in the world.", "HSBC is one of the largest banks in the world."),
-        (
-            "HSBC reported a profit of $5 billion.",
-            "One of the largest banks, HSBC, reported a profit of $5 billion.",
-        ),
-        ("Canberra is Australia's largest inland city.", "Canberra is Australia's largest inland city."),
-        ("She was the first president of the society.", "She was the first female president of the society."),
-        ("She won the award for Best Actress.", "She won the award for Best Supporting Actress."),
-        (
-            "The city was designed by Walter Burley Griffin.",
-            "The city was designed by Walter Burley Griffin and Marion Mahony Griffin.",
-        ),
-        ("He was their only son.", "They had a son and a daughter; he was their only son."),
-        ("She lived in Paris for a year.", "She lived alone in Paris for a year."),
-        # idioms are no quantified noun
-        (
-            "Salah is the all-time leading goalscorer for Egypt.",
-            "Salah is Egypt's all-time leading goalscorer.",
-        ),
-        (
-            "Pele was one of the greatest footballers of all time.",
-            "Pele was one of the greatest footballers of all time.",
-        ),
-    ],
-)
-def test_a_claim_within_the_restriction_stays_supported(judge: LocalJudge, claim: str, chunk: str) -> None:
-    assert _claim(judge, claim, chunk)["verdict"] == "supported"
-
-
-@pytest.mark.parametrize(
     ("text", "tokens"),
     [
         ("The survey had 5 000 respondents.", ["The", "survey", "had", "5,000", "respondents"]),
@@ -156,6 +117,7 @@ def test_a_chunk_with_grouped_thousands_supports_the_comma_form(judge: LocalJudg
 @pytest.mark.parametrize(
     ("claim", "chunk"),
     [
+        # -- a flipped comparison
         ("Revenue rose by less than 10% in 2023.", "Revenue rose by more than 10% in 2023."),
         (
             "The bridge was closed before the storm damaged its supports.",
@@ -165,70 +127,14 @@ def test_a_chunk_with_grouped_thousands_supports_the_comma_form(judge: LocalJudg
         ("The tax applies to incomes below $50,000.", "The tax applies to incomes above $50,000."),
         ("Employees must submit the form after 30 days.", "Employees must submit the form within 30 days."),
         ("Prices were lower in 2022 than in 2021.", "Prices were higher in 2022 than in 2021."),
-    ],
-)
-def test_a_flipped_comparison_is_contradicted(judge: LocalJudge, claim: str, chunk: str) -> None:
-    out = _claim(judge, claim, chunk)
-    assert out["verdict"] == "contradicted"
-    assert out["contradicting_chunk_ids"] == ["C1"]
-
-
-@pytest.mark.parametrize(
-    ("claim", "chunk"),
-    [
-        ("Revenue rose by more than 10% in 2023.", "Revenue rose by more than 10% in 2023."),
-        # the sentence says the claim's comparison too
-        (
-            "Employees must submit the form within 30 days.",
-            "Employees must submit the form within 30 days after the end of the project.",
-        ),
-        ("The museum opened before the war.", "The museum opened before the war and closed after it."),
-        # the opposite word compares something else
-        ("More than 500 people attended.", "More than 500 people attended, fewer than last year."),
-    ],
-)
-def test_the_same_comparison_stays_supported(judge: LocalJudge, claim: str, chunk: str) -> None:
-    assert _claim(judge, claim, chunk)["verdict"] == "supported"
-
-
-@pytest.mark.parametrize(
-    ("claim", "chunk"),
-    [
+        # -- two numbers swapped
         ("The store opens at 5 and closes at 9.", "The store opens at 9 and closes at 5."),
         ("The company has 30 staff and 5,000 offices.", "The company has 5,000 staff and 30 offices."),
         (
             "Revenue was $2 million and profit $5 million in 2019.",
             "Revenue was $5 million and profit $2 million in 2019.",
         ),
-    ],
-)
-def test_two_numbers_swapped_are_contradicted(judge: LocalJudge, claim: str, chunk: str) -> None:
-    out = _claim(judge, claim, chunk)
-    assert out["verdict"] == "contradicted"
-    assert out["contradicting_chunk_ids"] == ["C1"]
-
-
-@pytest.mark.parametrize(
-    ("claim", "chunk"),
-    [
-        ("The store opens at 9 and closes at 5.", "The store opens at 9 and closes at 5."),
-        # the same facts in another order
-        ("The company has 30 offices and 5,000 staff.", "The company has 5,000 staff and 30 offices."),
-        ("He works 9 hours a day and 5 days a week.", "He works 5 days a week and 9 hours a day."),
-        # a date's day goes on either side of its month
-        (
-            "He was born on June 5, 1954.",
-            "Alberto Malesani (born 5 June 1954) is an Italian football manager.",
-        ),
-    ],
-)
-def test_numbers_in_another_order_stay_supported(judge: LocalJudge, claim: str, chunk: str) -> None:
-    assert _claim(judge, claim, chunk)["verdict"] == "supported"
-
-
-@pytest.mark.parametrize(
-    ("claim", "chunk"),
-    [
+        # -- two names in swapped roles
         ("France defeated Germany 2-1 in the final.", "Germany defeated France 2-1 in the final."),
         (
             "Jones was replaced by Smith as chairman in 2019.",
@@ -239,16 +145,82 @@ def test_numbers_in_another_order_stay_supported(judge: LocalJudge, claim: str, 
             "The treaty was signed in London and ratified in Paris.",
             "The treaty was signed in Paris and ratified in London.",
         ),
+        # -- a claim asserting what a clause of the sentence denies
+        (
+            "It has also been shown to extend lifespan in humans by several years.",
+            "Some animal studies suggest it could extend lifespan, but this has not been shown in humans.",
+        ),
+        (
+            "The drug is approved in Europe and sold in pharmacies.",
+            "The drug is approved in Europe, but it is not sold in pharmacies there.",
+        ),
     ],
 )
-def test_two_names_in_swapped_roles_are_contradicted(judge: LocalJudge, claim: str, chunk: str) -> None:
+def test_a_claim_that_reverses_what_its_sentence_says_is_contradicted(
+    judge: LocalJudge, claim: str, chunk: str
+) -> None:
+    """A flipped comparison, two numbers or two names swapped, or what a clause denies asserted:
+    contradicted by the one chunk."""
     out = _claim(judge, claim, chunk)
     assert out["verdict"] == "contradicted"
+    assert out["contradicting_chunk_ids"] == ["C1"]
 
 
 @pytest.mark.parametrize(
     ("claim", "chunk"),
     [
+        # -- a claim within the sentence's restriction
+        ("Full-time employees receive 20 days of paid leave.", LEAVE),
+        ("All full-time employees receive 20 days of paid leave.", LEAVE),
+        ("The museum is open to adults.", "The museum is open to adults only."),
+        ("The museum is open only to adults and seniors.", "The museum is open only to adults and seniors."),
+        # a noun before the noun names the domain more often than it restricts
+        ("All staff must complete the training.", "All hospital staff must complete the training."),
+        ("HSBC is one of the largest banks in the world.", "HSBC is the largest bank in the world."),
+        ("HSBC is one of the largest banks in the world.", "HSBC is one of the largest banks in the world."),
+        (
+            "HSBC reported a profit of $5 billion.",
+            "One of the largest banks, HSBC, reported a profit of $5 billion.",
+        ),
+        ("Canberra is Australia's largest inland city.", "Canberra is Australia's largest inland city."),
+        ("She was the first president of the society.", "She was the first female president of the society."),
+        ("She won the award for Best Actress.", "She won the award for Best Supporting Actress."),
+        (
+            "The city was designed by Walter Burley Griffin.",
+            "The city was designed by Walter Burley Griffin and Marion Mahony Griffin.",
+        ),
+        ("He was their only son.", "They had a son and a daughter; he was their only son."),
+        ("She lived in Paris for a year.", "She lived alone in Paris for a year."),
+        # idioms are no quantified noun
+        (
+            "Salah is the all-time leading goalscorer for Egypt.",
+            "Salah is Egypt's all-time leading goalscorer.",
+        ),
+        (
+            "Pele was one of the greatest footballers of all time.",
+            "Pele was one of the greatest footballers of all time.",
+        ),
+        # -- the same comparison
+        ("Revenue rose by more than 10% in 2023.", "Revenue rose by more than 10% in 2023."),
+        # the sentence says the claim's comparison too
+        (
+            "Employees must submit the form within 30 days.",
+            "Employees must submit the form within 30 days after the end of the project.",
+        ),
+        ("The museum opened before the war.", "The museum opened before the war and closed after it."),
+        # the opposite word compares something else
+        ("More than 500 people attended.", "More than 500 people attended, fewer than last year."),
+        # -- the same numbers in another order
+        ("The store opens at 9 and closes at 5.", "The store opens at 9 and closes at 5."),
+        # the same facts in another order
+        ("The company has 30 offices and 5,000 staff.", "The company has 5,000 staff and 30 offices."),
+        ("He works 9 hours a day and 5 days a week.", "He works 5 days a week and 9 hours a day."),
+        # a date's day goes on either side of its month
+        (
+            "He was born on June 5, 1954.",
+            "Alberto Malesani (born 5 June 1954) is an Italian football manager.",
+        ),
+        # -- names in the same roles
         ("Google acquired Microsoft in 2014.", "Microsoft was acquired by Google in 2014."),
         ("Jones replaced Smith as chairman in 2019.", "Smith was replaced by Jones as chairman in 2019."),
         ("France and Germany signed the treaty in Paris.", "Germany and France signed the treaty in Paris."),
@@ -256,9 +228,20 @@ def test_two_names_in_swapped_roles_are_contradicted(judge: LocalJudge, claim: s
         # a passive without an agent keeps the roles; a month moves freely
         ("Sedgwick is married to Kevin Bacon.", "Sedgwick married actor Kevin Bacon on September 4, 1988."),
         ('"Sunshine" was released in August 2021.', 'In August 2021, Payne released "Sunshine," a single.'),
+        # -- a denial that bounds, contrasts or agrees: no contradiction
+        ("The bridge opened to traffic in 1990.", "The bridge did not open to traffic until 1990."),
+        (
+            "Neptune is a gaseous body without a solid surface.",
+            "Neptune is a gaseous body that does not have a solid surface.",
+        ),
+        ("The museum is a gallery and a school.", "The museum is not only a gallery but also a school."),
     ],
 )
-def test_names_in_the_same_roles_stay_supported(judge: LocalJudge, claim: str, chunk: str) -> None:
+def test_what_the_sentence_says_in_other_words_stays_supported(
+    judge: LocalJudge, claim: str, chunk: str
+) -> None:
+    """The near misses of each rule of this file (restriction, comparison, numbers, names, denial):
+    what the sentence says in other words stays supported."""
     assert _claim(judge, claim, chunk)["verdict"] == "supported"
 
 
@@ -273,44 +256,6 @@ def test_a_name_no_chunk_has_takes_the_one_chunk_rule_away(judge: LocalJudge) ->
     assert out["verdict"] == "unsupported"
     assert out["support_probability"] < judge.threshold
     assert _claim(judge, claim.format("Texas"), CAT)["verdict"] == "supported"
-
-
-@pytest.mark.parametrize(
-    ("claim", "chunk"),
-    [
-        (
-            "It has also been shown to extend lifespan in humans by several years.",
-            "Some animal studies suggest it could extend lifespan, but this has not been shown in humans.",
-        ),
-        (
-            "The drug is approved in Europe and sold in pharmacies.",
-            "The drug is approved in Europe, but it is not sold in pharmacies there.",
-        ),
-    ],
-)
-def test_a_claim_asserting_what_a_clause_denies_is_contradicted(
-    judge: LocalJudge, claim: str, chunk: str
-) -> None:
-    out = _claim(judge, claim, chunk)
-    assert out["verdict"] == "contradicted"
-    assert out["contradicting_chunk_ids"] == ["C1"]
-
-
-@pytest.mark.parametrize(
-    ("claim", "chunk"),
-    [
-        ("The bridge opened to traffic in 1990.", "The bridge did not open to traffic until 1990."),
-        (
-            "Neptune is a gaseous body without a solid surface.",
-            "Neptune is a gaseous body that does not have a solid surface.",
-        ),
-        ("The museum is a gallery and a school.", "The museum is not only a gallery but also a school."),
-    ],
-)
-def test_a_denial_that_bounds_contrasts_or_agrees_is_no_contradiction(
-    judge: LocalJudge, claim: str, chunk: str
-) -> None:
-    assert _claim(judge, claim, chunk)["verdict"] == "supported"
 
 
 @pytest.mark.parametrize(
