@@ -208,7 +208,7 @@ def test_the_tier_rescores_exactly_the_claims_in_its_band(tiny_dir) -> None:
         n == 1 and out[0] == 0.2 and out[2] == 0.65 and contra == [None] * 3
     )  # [lo, hi): 0.65 stays with tier 1
     mini_feats = tier.aligner.features([texts[1]], [minilm.aligned_sentences(views[1].keys, chunks, 3)])
-    assert out[1] == tier.model.probability(list(feats[1]) + mini_feats[0])
+    assert out[1] == tier.head.probability(list(feats[1]) + mini_feats[0])
     before = tier.aligner.encoder.tokens_encoded
     assert tier.rescore(texts, views, feats, [0.1, 0.9, 0.7], chunks) == (
         [0.1, 0.9, 0.7],

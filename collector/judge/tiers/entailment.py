@@ -27,7 +27,7 @@ import hashlib
 import json
 import math
 from collections import OrderedDict
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ import numpy as np
 
 from ..local.claim_features import CLAIM_FEATURES
 from ..local.claim_model import ClaimModel, load_claim_model
+from .band import DEFAULT_BAND, BandTier, library_pin
 from .minilm import TierUnavailable
 
 if TYPE_CHECKING:
@@ -60,7 +61,6 @@ TOKENIZER_FILE = "entailment-tokenizer.json"
 # The one pin of the shipped model: the file's SHA-256 (checked when loaded, part of the judge id).
 MODEL_SHA256 = "736efda56bef0775a33102a5558be6cd12877ee4588c06a0732fdfb0b92ef9cf"
 MAX_TOKENS = 256
-DEFAULT_BAND: tuple[float, float] = (0.35, 0.65)
 _CLIP = 1e-4
 
 
@@ -159,12 +159,12 @@ def load_entail_head(path: str | Path | None = None) -> tuple[ClaimModel, float]
     return model, float(json.loads(raw).get("contradiction_threshold", 1.01))
 
 
-class EntailmentTier:
+class EntailmentTier(BandTier):
     """Re-scores the claims whose tier-1 probability lies in ``band`` (``lo <= p < hi``) with
-    the entailment model. Settings (pinned in :attr:`tier_id`): ``band``, ``sentences``
-    (aligned chunk sentences per premise, 3), the head's weights file (``weights``), the model
-    file (``model``, the packaged one by default), ``rescore_settled`` (as
-    :class:`.second_tier.MiniLMTier`); ``cache_size`` changes only speed."""
+    the entailment model (:class:`.band.BandTier`). Settings (pinned in :attr:`tier_id`):
+    ``band``, ``sentences`` (aligned chunk sentences per premise, 3), the head's weights file
+    (``weights``), the model file (``model``, the packaged one by default), ``rescore_settled``
+    (as :class:`.second_tier.MiniLMTier`); ``cache_size`` changes only speed."""
 
     kind = "entailment"
 
@@ -178,61 +178,30 @@ class EntailmentTier:
         cache_size: int = 4096,
         rescore_settled: bool = False,
     ) -> None:
-        lo, hi = float(band[0]), float(band[1])
-        if not 0.0 <= lo <= hi <= 1.0:
-            raise ValueError(f"entailment band must satisfy 0 <= lo <= hi <= 1, got {band}")
-        self.band = (lo, hi)
-        self.sentences = int(sentences)
-        self.rescore_settled = bool(rescore_settled)
+        super().__init__(band, sentences, rescore_settled)
         self.head, self.contradiction_threshold = load_entail_head(weights)
         self.model = EntailmentModel(model, cache_size=cache_size)
-        try:
-            runtime = f"onnxruntime=={metadata.version('onnxruntime')}"
-        except metadata.PackageNotFoundError:
-            runtime = "onnxruntime==?"
-        self.pinned = {
-            "band": self.band,
-            "sentences": self.sentences,
-            "rescore_settled": self.rescore_settled,
-            "head": self.head.digest,
-            "model": self.model.sha256[:12],
-            "runtime": runtime,
-        }
-        digest = hashlib.sha256(json.dumps(self.pinned, sort_keys=True).encode()).hexdigest()[:8]
-        self.tier_id = f"entail-{self.head.version}:{digest}"
-        self.claims_escalated = 0
+        self._pin(
+            "entail",
+            {
+                "head": self.head.digest,
+                "model": self.model.sha256[:12],
+                "runtime": library_pin("onnxruntime"),
+            },
+        )
 
-    def in_band(self, p: float) -> bool:
-        return self.band[0] <= p < self.band[1]
-
-    def rescore(
-        self,
-        texts: list[str],
-        views: list[ClaimView],
-        features: list[list[float]],
-        probs: list[float],
-        chunks: list[ChunkEvidence],
-        settled: list[bool] | None = None,
-        numbers_elsewhere: list[bool] | None = None,
-        ordinals_missing: list[bool] | None = None,
-    ) -> tuple[list[float], int, list[str | None]]:
-        """The claims' probabilities with the in-band ones re-scored, how many were, and per
-        claim the chunk the model reads as contradicting it (None for the rest)."""
-        skip = settled if settled is not None and not self.rescore_settled else [False] * len(probs)
-        idx = [i for i, p in enumerate(probs) if self.in_band(p) and not skip[i]]
-        contra: list[str | None] = [None] * len(probs)
-        if not idx or not chunks:
-            return probs, 0, contra
-        premises = [aligned_premise(views[i].keys, chunks, self.sentences) for i in idx]
-        premises = [(" ".join(texts), chunk) for texts, chunk in premises]
-        scored = [(j, i) for j, i in enumerate(idx) if premises[j][0]]
-        nli = self.model.probabilities([(premises[j][0], texts[i]) for j, i in scored])
-        out = list(probs)
-        for (j, i), p3, f in zip(scored, nli, entail_features(nli), strict=True):
-            elsewhere = bool(numbers_elsewhere and numbers_elsewhere[i])
-            ordinals = bool(ordinals_missing and ordinals_missing[i])
-            out[i] = self.head.probability(list(features[i]) + f, elsewhere, ordinals)
-            if p3[2] >= self.contradiction_threshold:
-                contra[i] = premises[j][1]
-        self.claims_escalated += len(scored)
-        return out, len(scored), contra
+    def read(
+        self, texts: list[str], views: list[ClaimView], chunks: list[ChunkEvidence]
+    ) -> list[tuple[list[float] | None, str | None]]:
+        """The entailment and contradiction logits of each claim read against its premise
+        (:func:`aligned_premise`, joined), and the premise's best chunk when the contradiction
+        probability reaches the head's ``contradiction_threshold``; None for a claim without a
+        premise."""
+        premises = [aligned_premise(v.keys, chunks, self.sentences) for v in views]
+        premises = [(" ".join(sents), chunk) for sents, chunk in premises]
+        scored = [j for j, (premise, _) in enumerate(premises) if premise]
+        nli = self.model.probabilities([(premises[j][0], texts[j]) for j in scored])
+        out: list[tuple[list[float] | None, str | None]] = [(None, None)] * len(views)
+        for j, p3, f in zip(scored, nli, entail_features(nli), strict=True):
+            out[j] = (f, premises[j][1] if p3[2] >= self.contradiction_threshold else None)
+        return out
