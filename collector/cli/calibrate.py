@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import CliError
+from .errors import CliError, storage_errors
 from .jsonl import parse_object
 from .review import add_scope_options
 
@@ -68,22 +68,15 @@ def _from_reviews(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The labels-file rows of the store's review labels (what ``review export-labels`` writes)."""
     from ..review.dataset import NoLabels, calibration_dataset
     from ..review.store import ReviewStore
-    from ..storage.clickhouse import StorageUnavailable
     from .export import open_storage
     from .review import review_scope
 
     storage = open_storage(args)
-    try:
+    with storage_errors(storage, NoLabels):
         storage.apply_schema()
         store = ReviewStore(storage)
         scope = review_scope(args, store)
         rows = calibration_dataset(store, scope)
-    except StorageUnavailable as exc:
-        raise CliError(str(exc).splitlines()[0]) from None
-    except NoLabels as exc:
-        raise CliError(str(exc)) from None
-    finally:
-        storage.close()
     print(f"judge {scope.judge_id}: labels of `ragpulse review` from {storage._safe_dsn()}", file=sys.stderr)
     return rows
 

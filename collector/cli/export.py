@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .errors import CliError
+from .errors import CliError, storage_errors
 
 __all__ = ["register", "parse_time", "cli_config", "open_storage"]
 
@@ -104,7 +104,6 @@ def _options(args: argparse.Namespace, since_ns: int, until_ns: int) -> Any:
 def _run(args: argparse.Namespace) -> int:
     from ..export.run import run_export
     from ..export.schedule import run_scheduled
-    from ..storage.clickhouse import StorageUnavailable
 
     if bool(args.schedule) != bool(args.state):
         raise CliError("--schedule and --state go together")
@@ -121,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output} and {summary.manifest}")
         return summary.run_id
 
-    try:
+    with storage_errors(storage, ValueError):
         storage.apply_schema()
         if args.schedule:
             runs = run_scheduled(Path(args.state), now, once)
@@ -129,12 +128,6 @@ def _run(args: argparse.Namespace) -> int:
                 print("no completed week to export since the last run")
         else:
             once(parse_time(args.since, now), parse_time(args.until, now))
-    except StorageUnavailable as exc:
-        raise CliError(str(exc).splitlines()[0]) from None
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
-    finally:
-        storage.close()
     return 0
 
 

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import CliError
+from .errors import CliError, storage_errors
 from .export import open_storage
 from .review import add_scope_options, review_scope
 
@@ -53,10 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _labels(args: argparse.Namespace) -> tuple[Any, dict[str, dict[str, Any]], list[tuple[str, str, int]]]:
     from ..review.store import ReviewStore
-    from ..storage.clickhouse import StorageUnavailable
 
     storage = open_storage(args)
-    try:
+    with storage_errors(storage):
         storage.apply_schema()
         store = ReviewStore(storage)
         scope = review_scope(args, store)
@@ -75,10 +74,6 @@ def _labels(args: argparse.Namespace) -> tuple[Any, dict[str, dict[str, Any]], l
                 traces[lab.trace_id] = {k: t[k] for k in ("query", "answer", "chunks", "citations")}
                 traces[lab.trace_id]["trace_id"] = lab.trace_id
             claims.append((lab.trace_id, lab.claim_text, 1 if lab.label == "supported" else 0))
-    except StorageUnavailable as exc:
-        raise CliError(str(exc).splitlines()[0]) from None
-    finally:
-        storage.close()
     return scope, traces, claims
 
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import CliError
+from .errors import CliError, storage_errors
 from .export import open_storage, parse_time
 
 __all__ = ["register", "add_scope_options", "review_scope"]
@@ -92,16 +92,11 @@ def _export_labels(args: argparse.Namespace) -> int:
     from ..review.store import ReviewStore
 
     storage = open_storage(args)
-    try:
+    with storage_errors(storage, NoLabels):
         storage.apply_schema()
         store = ReviewStore(storage)
         scope = review_scope(args, store)
-        try:
-            rows = calibration_dataset(store, scope)
-        except NoLabels as exc:
-            raise CliError(str(exc)) from None
-    finally:
-        storage.close()
+        rows = calibration_dataset(store, scope)
     out = Path(args.output)
     with out.open("w", encoding="utf-8") as fh:
         for row in rows:

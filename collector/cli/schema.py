@@ -12,8 +12,8 @@ __all__ = ["register"]
 
 def _apply(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_config
-    from ..storage.clickhouse import Storage, StorageUnavailable, schema_statements
-    from .errors import CliError
+    from ..storage.clickhouse import Storage, schema_statements
+    from .errors import CliError, storage_errors
 
     overrides: dict[str, Any] = {"storage": {}}
     if args.dsn:
@@ -30,12 +30,8 @@ def _apply(args: argparse.Namespace) -> int:
             print(stmt + ";\n")
         return 0
     storage = Storage(st["dsn"], st["database"], st["ttl_days"])
-    try:
+    with storage_errors(storage):
         statements = storage.apply_schema()
-    except StorageUnavailable as exc:
-        raise CliError(str(exc).splitlines()[0]) from None
-    finally:
-        storage.close()
     print(f"schema applied to {storage._safe_dsn()} database {st['database']}: {len(statements)} statements")
     return 0
 
