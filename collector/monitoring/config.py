@@ -19,6 +19,7 @@ from ..config import merge
 
 __all__ = [
     "ObjectivesError",
+    "config_section",
     "load_objectives",
     "duration_seconds",
     "error_budget",
@@ -47,6 +48,22 @@ def duration_seconds(text: str) -> float:
     if not m:
         raise ObjectivesError(f"not a Prometheus duration: {text!r} (use one unit, e.g. 5m, 6h, 3d)")
     return int(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+def config_section(
+    config: Mapping[str, Any], name: str, keys: tuple[str, ...], durations: tuple[str, ...]
+) -> Mapping[str, Any]:
+    """The ``name`` section of the config, checked: a mapping with each of ``keys``, a
+    Prometheus duration at each of ``durations`` (:class:`ObjectivesError` names the problem)."""
+    section = config.get(name)
+    if not isinstance(section, Mapping):
+        raise ObjectivesError(f"objectives config lacks {name}")
+    for key in keys:
+        if key not in section:
+            raise ObjectivesError(f"{name} lacks {key}")
+    for key in durations:
+        duration_seconds(section[key])
+    return section
 
 
 def error_budget(objective: Mapping[str, Any]) -> float:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .common import alert_annotations, num, pct
-from .config import ObjectivesError, duration_seconds
+from .config import ObjectivesError, config_section
 
 __all__ = ["AGREEMENT", "LABELS", "check_review_config", "review_alerts"]
 
@@ -30,13 +30,8 @@ _BY = "service, judge"
 
 def check_review_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     """The ``review_agreement`` section, checked (ObjectivesError names the problem)."""
-    ra = config.get("review_agreement")
-    if not isinstance(ra, Mapping):
-        raise ObjectivesError("objectives config lacks review_agreement")
-    for key in ("alert", "severity", "min_agreement", "min_labels", "for"):
-        if key not in ra:
-            raise ObjectivesError(f"review_agreement lacks {key}")
-    duration_seconds(ra["for"])
+    keys = ("alert", "severity", "min_agreement", "min_labels", "for")
+    ra = config_section(config, "review_agreement", keys, durations=("for",))
     if not 0.0 < float(ra["min_agreement"]) <= 1.0:
         raise ObjectivesError("review_agreement.min_agreement must lie in (0, 1]")
     if int(ra["min_labels"]) < 1:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .common import alert_annotations, num, pct
-from .config import ObjectivesError, duration_seconds
+from .config import ObjectivesError, config_section
 
 __all__ = ["variant_alerts", "check_variant_config", "CLAIMS"]
 
@@ -29,14 +29,8 @@ _BAD = 'verdict=~"unsupported|contradicted"'
 
 def check_variant_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     """The ``variant_regression`` section, checked (ObjectivesError names the problem)."""
-    vr = config.get("variant_regression")
-    if not isinstance(vr, Mapping):
-        raise ObjectivesError("objectives config lacks variant_regression")
-    for key in ("alert", "severity", "window", "min_diff", "min_claims", "for"):
-        if key not in vr:
-            raise ObjectivesError(f"variant_regression lacks {key}")
-    duration_seconds(vr["window"])
-    duration_seconds(vr["for"])
+    keys = ("alert", "severity", "window", "min_diff", "min_claims", "for")
+    vr = config_section(config, "variant_regression", keys, durations=("window", "for"))
     if not 0.0 < float(vr["min_diff"]) < 1.0:
         raise ObjectivesError("variant_regression.min_diff must lie strictly between 0 and 1")
     return vr
