@@ -113,6 +113,40 @@ def test_the_signature_bound_never_drops_a_match_and_drops_most_non_matches():
     assert matches > 100 and dropped > 0.8 * (len(pairs) - matches)
 
 
+def test_the_batch_prefilter_finds_every_reask_the_call_by_call_scan_finds():
+    """could_match only skips calls the exact scan would find nothing for: the same re-asks with
+    and without it, on streams with near-duplicates, replays, out-of-order times, sessions out of
+    the window and a cap small enough to drop sessions mid-batch."""
+    rng = random.Random(11)
+    words = "how long are the logs kept who approves deletion of audit records legal hold".split()
+    base = [" ".join(rng.choice(words) for _ in range(rng.randint(2, 8))) for _ in range(60)]
+
+    def query() -> str:
+        q = rng.choice(base)
+        return q.replace("o", "0", 1) if rng.random() < 0.3 else q
+
+    def detect_all(prefilter: bool, batches: list[list[Call]]) -> tuple[list[tuple[str, str]], int]:
+        detector = ReaskDetector(None, {"window_s": 20, "max_calls": 40})  # type: ignore[arg-type]
+        detector._loaded = True  # the index alone: no storage behind it
+        if not prefilter:
+            detector.index.could_match = lambda batch, threshold: [True] * len(batch)  # type: ignore[method-assign]
+        rows = [(r["trace_id"], r["feedback_id"]) for b in batches for r in detector.detect(b)]
+        return rows, detector.index.evicted
+
+    for trial in range(30):
+        calls, at = [], 0.0
+        for n in range(400):
+            at += rng.expovariate(4.0)
+            when = at - rng.uniform(0, 30) if rng.random() < 0.1 else at  # some arrive late
+            calls.append(_call(n, query(), f"s{rng.randrange(12)}", when))
+        calls += rng.sample(calls, 20)  # replays of calls already seen
+        cut = sorted(rng.sample(range(1, len(calls)), 8))
+        batches = [calls[lo:hi] for lo, hi in zip([0, *cut], [*cut, len(calls)], strict=True)]
+        with_filter, evicted = detect_all(True, batches)
+        assert (with_filter, evicted) == detect_all(False, batches), trial
+        assert with_filter  # the streams do re-ask
+
+
 def test_features_in_bulk_equal_features_in_python():
     texts = ["how long are logs kept", "", "a", "ab", "café au lait", "naïve question", "x" * 300, "zz zz zz"]
     bulk = features([normalize_query(t) for t in texts])

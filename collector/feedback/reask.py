@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from ..export.text import jaccard, normalize_query, shingles
 from ..storage.clickhouse import Storage
-from .sessions import Earlier, SessionIndex, features
+from .sessions import Earlier, SessionIndex, features, sketches
 
 __all__ = ["Call", "ReaskDetector"]
 
@@ -101,10 +101,12 @@ class ReaskDetector:
             index.add(sid, call)
         rows = []
         ordered = sorted(with_session, key=lambda x: (x.time, x.trace_id))
-        for t, call in zip(
-            ordered, _calls([(t.time, t.trace_id, t.service, t.query) for t in ordered]), strict=True
-        ):
-            earlier = self._match(t.session_id, call)
+        calls = _calls([(t.time, t.trace_id, t.service, t.query) for t in ordered])
+        near = index.could_match(
+            [(t.session_id, c) for t, c in zip(ordered, calls, strict=True)], self.threshold
+        )
+        for t, call, possible in zip(ordered, calls, near, strict=True):
+            earlier = self._match(t.session_id, call) if possible else None
             if earlier is not None:
                 rows.append(_row(earlier, t))
             index.add(t.session_id, call)
@@ -123,9 +125,12 @@ class ReaskDetector:
 def _calls(rows: Sequence[tuple[int, str, str, str]]) -> list[Earlier]:
     """The index's records of (time, trace id, service, query) calls."""
     normalized = [normalize_query(q) for _, _, _, q in rows]
+    found = features(normalized)
     return [
-        Earlier(ns, tid, svc, norm, size, sig)
-        for (ns, tid, svc, _), norm, (size, sig) in zip(rows, normalized, features(normalized), strict=True)
+        Earlier(ns, tid, svc, norm, size, sig, sketch)
+        for (ns, tid, svc, _), norm, (size, sig), sketch in zip(
+            rows, normalized, found, sketches([sig for _, sig in found]), strict=True
+        )
     ]
 
 

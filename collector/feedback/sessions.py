@@ -24,6 +24,15 @@ for at least one shingle the other call lacks, so ``|a ∩ b| <= |a| - popcount(
 & ~B)`` and ``<= |b| - popcount(B & ~A)``, hence ``|a ∩ b| <= (|a| + |b| -
 popcount(A ^ B)) / 2``; a pair whose bound is below the threshold cannot match.
 Only the pairs left are compared exactly.
+
+Most calls have no earlier call that comes near, so :meth:`SessionIndex.could_match`
+first applies the bound to a whole batch at once (numpy): each call against every
+call the index holds for its session and every earlier call of the batch in it, a
+superset of what :meth:`SessionIndex.earlier` will read for it. It reads each
+signature folded to 128 bits (:func:`sketches`: bit ``k`` of every other 64-bit word
+OR-ed together), which only loosens the bound: a folded bit set in one call and not
+the other still stands for a shingle of the first alone, and distinct folded bits
+for distinct shingles. A call none of those may match needs no look at all.
 """
 
 from __future__ import annotations
@@ -35,10 +44,11 @@ from typing import Any, NamedTuple
 
 from ..export.text import shingles
 
-__all__ = ["Earlier", "SessionIndex", "feature_of", "features", "may_match"]
+__all__ = ["Earlier", "SessionIndex", "feature_of", "features", "may_match", "sketches"]
 
 _SIGNATURE_LOG2 = 10
 _SIGNATURE_BITS = 1 << _SIGNATURE_LOG2  # 65 shingles (a 60-character question) share a bit in ~2 pairs
+_SIGNATURE_BYTES = _SIGNATURE_BITS // 8
 _MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing
 _MASK64 = (1 << 64) - 1
 
@@ -52,6 +62,7 @@ class Earlier(NamedTuple):
     normalized: str
     size: int
     signature: int
+    sketch: bytes = b""  # the signature folded to 128 bits (see sketches()); b"": fold when read
 
 
 def _code(gram: str) -> int:
@@ -115,6 +126,30 @@ def _ascii_features(texts: list[str]) -> list[tuple[int, int]]:
     return [(counts[k], int.from_bytes(raw[k * step : (k + 1) * step], "little")) for k in range(n)]
 
 
+def _popcount(words: Any) -> Any:
+    """The set bits of each uint64 (numpy 2's bitwise_count; a byte table before it)."""
+    import numpy as np
+
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(words)
+    table = np.array([bin(b).count("1") for b in range(256)], np.uint8)
+    return table[words.view(np.uint8)].reshape(*words.shape, 8).sum(axis=-1)
+
+
+def sketches(signatures: Sequence[int]) -> list[bytes]:
+    """Each signature folded to 128 bits: its 64-bit words at even places OR-ed into the first
+    word, those at odd places into the second (16 bytes, little-endian)."""
+    import numpy as np
+
+    if not signatures:
+        return []
+    words = np.frombuffer(
+        b"".join(s.to_bytes(_SIGNATURE_BYTES, "little") for s in signatures), np.uint64
+    ).reshape(len(signatures), -1, 2)
+    raw = np.bitwise_or.reduce(words, axis=1).tobytes()
+    return [raw[16 * k : 16 * k + 16] for k in range(len(signatures))]
+
+
 def _distinct(values: Any) -> Any:
     """The distinct values of a numpy array, sorted (a sort: faster here than np.unique's hash)."""
     import numpy as np
@@ -168,6 +203,52 @@ class SessionIndex:
             if common >= threshold * (total - common) - 1e-9:
                 out.append(e)
         return out
+
+    def could_match(self, batch: Sequence[tuple[str, Earlier]], threshold: float) -> list[bool]:
+        """For each call of ``batch`` (``(session id, call)`` in the order they will be added), False
+        when no call the index holds for its session and no earlier call of the batch in it can
+        :func:`may_match` it at ``threshold``. :meth:`earlier` reads a subset of those calls (the
+        index only gains the batch's calls meanwhile), so it would find nothing for such a call."""
+        import numpy as np
+
+        if not batch:
+            return []
+        held: dict[str, list[Earlier]] = {}
+        members: dict[str, list[int]] = {}
+        for k, (sid, _) in enumerate(batch):
+            if sid not in members:
+                members[sid] = []
+                held[sid] = self._sessions.get(sid) or []
+            members[sid].append(k)
+        # Nodes grouped by session: its held calls, then its batch calls in batch order. The i-th
+        # batch call of a session is compared with the nodes of its group before it.
+        nodes: list[Earlier] = []
+        node_of = [0] * len(batch)
+        first = [0] * len(batch)
+        for sid, ks in members.items():
+            start = len(nodes)
+            nodes.extend(held[sid])
+            for k in ks:
+                first[k], node_of[k] = start, len(nodes)
+                nodes.append(batch[k][1])
+        counts = np.asarray(node_of, np.intp) - np.asarray(first, np.intp)
+        if not counts.any():
+            return [False] * len(batch)
+        owner = np.repeat(np.arange(len(batch)), counts)
+        offset = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+        later = np.asarray(node_of, np.intp)[owner]
+        before = np.asarray(first, np.intp)[owner] + offset
+        unfolded = [k for k, e in enumerate(nodes) if not e.sketch]
+        folded = dict(zip(unfolded, sketches([nodes[k].signature for k in unfolded]), strict=True))
+        signatures = np.frombuffer(
+            b"".join(e.sketch or folded[k] for k, e in enumerate(nodes)), np.uint64
+        ).reshape(len(nodes), 2)
+        sizes = np.fromiter((e.size for e in nodes), np.float64, len(nodes))
+        differ = _popcount(signatures[later] ^ signatures[before]).sum(axis=1)
+        total = sizes[later] + sizes[before]
+        common = (total - differ) / 2  # as may_match(), in the same float64 operations
+        near = common >= threshold * (total - common) - 1e-9
+        return (np.bincount(owner[near], minlength=len(batch)) > 0).tolist()
 
     def add(self, session_id: str, call: Earlier) -> None:
         """Hold ``call`` (once per trace id: replays and stored copies of a held call are no-ops)."""
