@@ -122,6 +122,8 @@ def _minilm_installed() -> bool:
             ["--judge", "openai/fake-judge", "--minilm-band", "0.3", "0.7"],
             "--minilm is a tier of the local judge",
         ),
+        (["--judge", "openai/fake-judge", "--entailment"], "--entailment is a tier of the local judge"),
+        (["--minilm", "--entailment-band", "0.3", "0.7"], "one second tier at most"),
         (["--api-base", "http://127.0.0.1:9"], "--api-base needs an LLM judge, not --judge local"),
         (["--judge", "tiered", "--api-base", "http://127.0.0.1:9"], "--api-base needs an LLM judge"),
     ],

@@ -1,13 +1,14 @@
 """The judge options ``ragpulse judge`` and ``ragpulse eval`` share, and the judge they build.
 
 ``--judge`` picks the judge (``local``, ``tiered``, ``tiered:<model>`` or a litellm model
-name); ``--api-base`` points an LLM judge at an OpenAI-compatible server. ``--entailment``
-turns on the local judge's entailment tier (:mod:`..judge.tiers.entailment`, its model ships
-with the package), ``--entailment-band LO HI`` sets the tier-1 probability band it re-scores;
-``--minilm`` runs the optional MiniLM similarity tier (:mod:`..judge.tiers.second_tier`) instead,
-with ``--minilm-band LO HI``; ``--claim-weights`` loads a claim-head weights file (``ragpulse
-judge refit``). Bad combinations and a tier whose weights are not installed
-are one-line :class:`.errors.CliError`\\ s.
+name); ``--api-base`` points an LLM judge at an OpenAI-compatible server; ``--claim-weights``
+loads a claim-head weights file (``ragpulse judge refit``). Each of the local judge's second
+tiers (:data:`SECOND_TIERS`; one at most, for any judge that runs the local judge) has a flag
+that turns it on and ``--<tier>-band LO HI``, the tier-1 probability band it re-scores:
+``--entailment`` (:mod:`..judge.tiers.entailment`, its model ships with the package) and
+``--minilm``, the optional MiniLM similarity tier (:mod:`..judge.tiers.second_tier`). Bad
+combinations and a tier whose weights are not installed are one-line
+:class:`.errors.CliError`\\ s.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..judge.tiers.band import DEFAULT_BAND
 from .errors import CliError
 
-__all__ = ["add_judge_options", "build_judge", "judge_settings"]
+__all__ = ["SECOND_TIERS", "add_judge_options", "build_judge", "judge_settings"]
 
 JUDGE_HELP = (
     "'local' (default), a litellm model name (e.g. openai/gpt-4o-mini), 'tiered:<model>' (local, "
@@ -26,42 +28,37 @@ JUDGE_HELP = (
 
 _LOCAL_SPECS = ("local", "tiered")
 
+#: The local judge's second tiers (one at most), by option name: what it is, how it is installed.
+SECOND_TIERS: dict[str, tuple[str, str]] = {
+    "minilm": ("the MiniLM second tier", "make minilm installs it"),
+    "entailment": ("the entailment tier", "its model ships with ragpulse"),
+}
+
 
 def add_judge_options(p: argparse.ArgumentParser) -> None:
-    """``--judge``, ``--api-base``, the entailment and MiniLM tier options on ``p``."""
+    """``--judge``, ``--api-base``, ``--claim-weights`` and the second-tier options on ``p``."""
     p.add_argument("--judge", default="local", help=JUDGE_HELP)
     p.add_argument("--api-base", default=None, help="LLM judge: API base URL (OpenAI-compatible)")
-    p.add_argument(
-        "--minilm",
-        action="store_true",
-        help="local judge: re-score unsure claims with the MiniLM second tier (make minilm installs it)",
-    )
     p.add_argument(
         "--claim-weights",
         default=None,
         help="local judge: a claim-head weights file (e.g. from `ragpulse judge refit`; a new judge id)",
     )
-    p.add_argument(
-        "--minilm-band",
-        nargs=2,
-        type=float,
-        metavar=("LO", "HI"),
-        default=None,
-        help="the tier-1 probability band the MiniLM tier re-scores (implies --minilm; default 0.35 0.65)",
-    )
-    p.add_argument(
-        "--entailment",
-        action="store_true",
-        help="local judge: re-score unsure claims with the entailment tier (its model ships with ragpulse)",
-    )
-    p.add_argument(
-        "--entailment-band",
-        nargs=2,
-        type=float,
-        metavar=("LO", "HI"),
-        default=None,
-        help="the tier-1 probability band the entailment tier re-scores (implies --entailment)",
-    )
+    lo, hi = DEFAULT_BAND
+    for name, (tier, installed) in SECOND_TIERS.items():
+        p.add_argument(
+            f"--{name}",
+            action="store_true",
+            help=f"local judge: re-score unsure claims with {tier} ({installed})",
+        )
+        p.add_argument(
+            f"--{name}-band",
+            nargs=2,
+            type=float,
+            metavar=("LO", "HI"),
+            default=None,
+            help=f"the tier-1 probability band {tier} re-scores (implies --{name}; default {lo:g} {hi:g})",
+        )
 
 
 def judge_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -79,16 +76,16 @@ def judge_settings(args: argparse.Namespace) -> dict[str, Any]:
             settings["claim_weights"] = args.claim_weights
         else:
             settings["local"] = {"claim_weights": args.claim_weights}
-    if args.minilm or args.minilm_band is not None:
-        if args.judge != "local" and not args.judge.startswith("tiered"):
-            raise CliError(f"--minilm is a tier of the local judge; --judge {args.judge} has none")
-        settings["minilm"] = {} if args.minilm_band is None else {"band": tuple(args.minilm_band)}
-    if args.entailment or args.entailment_band is not None:
-        if llm:
-            raise CliError(f"--entailment is a tier of the local judge; --judge {args.judge} has none")
-        if "minilm" in settings:
-            raise CliError("one second tier at most: --minilm or --entailment, not both")
-        settings["entailment"] = {} if args.entailment_band is None else {"band": tuple(args.entailment_band)}
+    tiers = [n for n in SECOND_TIERS if getattr(args, n) or getattr(args, f"{n}_band") is not None]
+    has_local = args.judge == "local" or args.judge.startswith("tiered")
+    for name in tiers:
+        if not has_local:
+            raise CliError(f"--{name} is a tier of the local judge; --judge {args.judge} has none")
+    if len(tiers) > 1:
+        raise CliError(f"one second tier at most: {' or '.join(f'--{n}' for n in tiers)}, not both")
+    for name in tiers:
+        band = getattr(args, f"{name}_band")
+        settings[name] = {} if band is None else {"band": tuple(band)}
     return settings
 
 
