@@ -152,6 +152,7 @@ def _kafka_receivers(cfg: dict[str, Any], metrics: Any) -> list[Any]:
     from ..kafka.clients import kafka_client_settings
     from ..serve.bearer import token_from_config
     from ..serve.otlp_http import OtlpHttpReceiver
+    from ..serve.otlp_request import OtlpIntake
 
     producer = KafkaProducer(**kafka_client_settings(cfg), acks="all", linger_ms=5, max_request_size=8 << 20)
     topic = cfg["kafka"]["spans_topic"]
@@ -169,36 +170,25 @@ def _kafka_receivers(cfg: dict[str, Any], metrics: Any) -> list[Any]:
             logging.getLogger("ragpulse.collect").exception("forwarding OTLP to Kafka failed")
             return False
 
+    intake = OtlpIntake(
+        lambda spans: True,
+        Limits(**cfg["limits"]),
+        metrics,
+        raw_submit=forward,
+        auth_token=token_from_config(r),
+    )
     receivers: list[Any] = []
     if r["grpc_enabled"]:
         from ..serve.otlp_grpc import OtlpGrpcReceiver
 
-        grpc_receiver = OtlpGrpcReceiver(
-            lambda spans: True,
-            Limits(**cfg["limits"]),
-            metrics,
-            r["host"],
-            r["grpc_port"],
-            forward,
-            auth_token=token_from_config(r),
-            workers=int(r["grpc_workers"]),
-        ).start()
+        grpc_receiver = OtlpGrpcReceiver(intake, r["host"], r["grpc_port"], int(r["grpc_workers"])).start()
         receivers.append(grpc_receiver)
         logging.getLogger("ragpulse.collect").info("OTLP/gRPC receiver on %s", grpc_receiver.url)
     if not r["enabled"]:
         return receivers
     receiver = OtlpHttpReceiver(
-        lambda spans: True,
-        Limits(**cfg["limits"]),
-        metrics,
-        r["host"],
-        r["port"],
-        forward,
-        read_timeout_s=float(r["read_timeout_s"]),
-        auth_token=token_from_config(r),
-        max_inflight_bytes=int(r["max_inflight_bytes"]),
-    )
-    receiver.start()
+        intake, r["host"], r["port"], float(r["read_timeout_s"]), int(r["max_inflight_bytes"])
+    ).start()
     logging.getLogger("ragpulse.collect").info("OTLP/HTTP receiver on %s/v1/traces", receiver.url)
     return [*receivers, receiver]
 

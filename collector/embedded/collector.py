@@ -149,24 +149,8 @@ class EmbeddedCollector:
             self._server = MetricsServer(
                 self.metrics, self._metrics_host, self._metrics_port, ready=self._ready
             ).start()
-        if self._receiver_port is not None:
-            from ..serve.bearer import token_from_config
-            from ..serve.otlp_http import OtlpHttpReceiver
-
-            self.receiver = OtlpHttpReceiver(
-                self.submit_decoded,
-                self.limits,
-                self.metrics,
-                host=self.config["receiver"]["host"],
-                port=self._receiver_port,
-                read_timeout_s=float(self.config["receiver"]["read_timeout_s"]),
-                auth_token=token_from_config(self.config["receiver"]),
-                max_inflight_bytes=int(self.config["receiver"]["max_inflight_bytes"]),
-                refusing=self.refusing,
-            )
-            self.receiver.start()
-        if self._grpc_port is not None:
-            self.grpc_receiver = self._grpc()
+        if self._receiver_port is not None or self._grpc_port is not None:
+            self._receivers()
         if self._install_sink:
             from ...agent.embedded import install_embedded_sink
 
@@ -174,21 +158,35 @@ class EmbeddedCollector:
         self._started = True
         return self
 
-    def _grpc(self) -> Any:
+    def _receivers(self) -> None:
+        """Start the OTLP/HTTP and OTLP/gRPC receivers asked for, both handing to ``submit_decoded``."""
         from ..serve.bearer import token_from_config
-        from ..serve.otlp_grpc import OtlpGrpcReceiver
+        from ..serve.otlp_request import OtlpIntake
 
         r = self.config["receiver"]
-        return OtlpGrpcReceiver(
+        intake = OtlpIntake(
             self.submit_decoded,
             self.limits,
             self.metrics,
-            host=r["host"],
-            port=self._grpc_port,
             auth_token=token_from_config(r),
             refusing=self.refusing,
-            workers=int(r["grpc_workers"]),
-        ).start()
+        )
+        if self._receiver_port is not None:
+            from ..serve.otlp_http import OtlpHttpReceiver
+
+            self.receiver = OtlpHttpReceiver(
+                intake,
+                host=r["host"],
+                port=self._receiver_port,
+                read_timeout_s=float(r["read_timeout_s"]),
+                max_inflight_bytes=int(r["max_inflight_bytes"]),
+            ).start()
+        if self._grpc_port is not None:
+            from ..serve.otlp_grpc import OtlpGrpcReceiver
+
+            self.grpc_receiver = OtlpGrpcReceiver(
+                intake, host=r["host"], port=self._grpc_port, workers=int(r["grpc_workers"])
+            ).start()
 
     def refusing(self) -> str | None:
         """Why the receivers must refuse new requests now (storage is down), else None."""

@@ -14,8 +14,9 @@ The intake faces the network, so every request body is treated as hostile:
   never expand to more than ``max_record_bytes`` in memory.
 
 Each refusal is an :class:`IntakeRejected` carrying the HTTP status to answer
-with; after an unread or partly read body the connection must be closed
-(``close`` is set), since the stream no longer starts at a request line.
+with (the gRPC intake maps it to its code); after an unread or partly read body
+the connection must be closed (``close`` is set), since the stream no longer
+starts at a request line.
 """
 
 from __future__ import annotations
@@ -33,17 +34,30 @@ DRAIN_MAX_BYTES = 64 << 20
 _CHUNK = 1 << 16
 
 
+# The result a refusal is counted under by default, by HTTP status (others: rejected).
+_RESULTS = {401: "unauthenticated", 503: "throttled"}
+
+
 class IntakeRejected(Exception):
-    """A request refused before decoding: ``status`` is the HTTP code, the message its reason."""
+    """A request refused: ``status`` is the HTTP code, the message its reason, ``result`` the
+    label it is counted under in ``ragpulse_intake_requests_total`` (by default from the status:
+    unauthenticated, throttled or rejected)."""
 
     def __init__(
-        self, status: int, message: str, close: bool = False, unread: int = 0, retry_after: int | None = None
+        self,
+        status: int,
+        message: str,
+        close: bool = False,
+        unread: int = 0,
+        retry_after: int | None = None,
+        result: str = "",
     ) -> None:
         super().__init__(message)
         self.status = status
         self.close = close
         self.unread = unread  # bytes of body still on the wire (to drain before answering)
         self.retry_after = retry_after  # seconds, sent as Retry-After (503: try again)
+        self.result = result or _RESULTS.get(status, "rejected")
 
 
 def declared_length(content_length: str | None, transfer_encoding: str | None, limit: int) -> int:

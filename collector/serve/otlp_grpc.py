@@ -26,8 +26,6 @@ request bytes held to about that many messages of ``max_record_bytes``.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -38,52 +36,33 @@ from google.rpc.error_details_pb2 import RetryInfo
 from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from ..ingest.model import Span
-from ..ingest.otlp import Limits
-from .bearer import authorized
 from .inflight import RETRY_AFTER_S
 from .intake_body import IntakeRejected
-from .metrics import Metrics
-from .otlp_request import decode_request, export_response
+from .otlp_request import OtlpIntake, export_response
 
 __all__ = ["OtlpGrpcReceiver", "TRACE_SERVICE"]
-
-log = logging.getLogger("ragpulse.intake")
 
 TRACE_SERVICE = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"]
 _EXPORT = TRACE_SERVICE.methods_by_name["Export"]
 
-# A refusal's HTTP status -> the gRPC code and the result label it is counted under.
+# A refusal's result -> the gRPC code it is answered with (rejected: by its HTTP status).
 _CODES = {
-    400: (grpc.StatusCode.INVALID_ARGUMENT, "rejected"),
-    401: (grpc.StatusCode.UNAUTHENTICATED, "unauthenticated"),
-    413: (grpc.StatusCode.RESOURCE_EXHAUSTED, "rejected"),
+    "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
+    "throttled": grpc.StatusCode.RESOURCE_EXHAUSTED,
+    "unavailable": grpc.StatusCode.UNAVAILABLE,
 }
+_REJECTED = {413: grpc.StatusCode.RESOURCE_EXHAUSTED}  # others: INVALID_ARGUMENT
 
 
 class OtlpGrpcReceiver:
-    """A gRPC server feeding decoded spans to ``submit(spans) -> bool`` (see the module docstring)."""
+    """A gRPC server handing requests to an :class:`.otlp_request.OtlpIntake` (see the module docstring)."""
 
     def __init__(
-        self,
-        submit: Callable[[list[Span]], bool],
-        limits: Limits,
-        metrics: Metrics,
-        host: str = "127.0.0.1",
-        port: int = 4317,
-        raw_submit: Callable[[bytes, str], bool] | None = None,
-        auth_token: str = "",
-        refusing: Callable[[], str | None] = lambda: None,
-        workers: int = 8,
+        self, intake: OtlpIntake, host: str = "127.0.0.1", port: int = 4317, workers: int = 8
     ) -> None:
-        """The arguments mean what they mean for :class:`.otlp_http.OtlpHttpReceiver`; ``raw_submit``
-        gets the request's bytes as ``("proto")`` (the Kafka service forwards them to the spans topic)."""
-        self.submit = submit
-        self.raw_submit = raw_submit
-        self.limits = limits
-        self.metrics = metrics
-        self.auth_token = auth_token
-        self.refusing = refusing
+        """``intake`` is shared with the OTLP/HTTP receiver (its ``raw_submit`` gets the request's
+        bytes as ``"proto"``); ``workers`` threads handle the calls."""
+        self.intake = intake
         self._host = host
         handler = grpc.unary_unary_rpc_method_handler(
             self._export,
@@ -94,7 +73,7 @@ class OtlpGrpcReceiver:
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragpulse-otlp-grpc"),
             handlers=[grpc.method_handlers_generic_handler(TRACE_SERVICE.full_name, {_EXPORT.name: handler})],
             options=[
-                ("grpc.max_receive_message_length", limits.max_record_bytes),
+                ("grpc.max_receive_message_length", intake.limits.max_record_bytes),
                 ("grpc.max_send_message_length", 1 << 20),
                 ("grpc.so_reuseport", 0),  # a second process on the same port fails to bind, as HTTP does
             ],
@@ -124,40 +103,17 @@ class OtlpGrpcReceiver:
 
     def _export(self, request: bytes, context: grpc.ServicerContext) -> Any:
         try:
-            return self._handle(request, context)
+            self.intake.admit(dict(context.invocation_metadata()).get("authorization"))
+            return export_response(self.intake.accept("grpc", request, False))
         except IntakeRejected as exc:
-            code, result = _CODES.get(exc.status, (grpc.StatusCode.INVALID_ARGUMENT, "rejected"))
-            self.metrics.intake_result("grpc", result)
+            self.intake.metrics.intake_result("grpc", exc.result)
+            code = _CODES.get(exc.result) or _REJECTED.get(exc.status, grpc.StatusCode.INVALID_ARGUMENT)
+            if exc.retry_after is not None:
+                self._retry_later(context, code, str(exc))
             context.abort(code, str(exc)[:1000])
 
-    def _handle(self, request: bytes, context: grpc.ServicerContext) -> Any:
-        metadata = dict(context.invocation_metadata())
-        if not authorized(metadata.get("authorization"), self.auth_token):
-            raise IntakeRejected(401, "missing or wrong bearer token")
-        busy = self.refusing()
-        if busy:
-            return self._retry_later(context, grpc.StatusCode.UNAVAILABLE, busy, "unavailable")
-        result = decode_request(request, False, self.limits)
-        if result is None:
-            self.metrics.intake_result("grpc", "empty")
-            return export_response(None)
-        if self.raw_submit is not None:
-            if not self.raw_submit(request, "proto"):
-                return self._retry_later(
-                    context, grpc.StatusCode.UNAVAILABLE, "could not forward to Kafka", "unavailable"
-                )
-        elif not self.submit(result.spans):
-            return self._retry_later(
-                context, grpc.StatusCode.RESOURCE_EXHAUSTED, "pipeline queue full", "throttled"
-            )
-        self.metrics.intake_result("grpc", "ok", len(result.spans))
-        return export_response(result)
-
-    def _retry_later(
-        self, context: grpc.ServicerContext, code: grpc.StatusCode, why: str, result: str
-    ) -> None:
+    def _retry_later(self, context: grpc.ServicerContext, code: grpc.StatusCode, why: str) -> None:
         """Refuse with ``code`` and a RetryInfo of ``RETRY_AFTER_S`` (OTLP exporters back off by it)."""
-        self.metrics.intake_result("grpc", result)
         info = RetryInfo(retry_delay=Duration(seconds=RETRY_AFTER_S))
         detail = AnyPb()
         detail.Pack(info)

@@ -7,69 +7,50 @@ pipeline's queue, or a Kafka producer in service mode). Responses follow the
 OTLP/HTTP spec: 200 with an ``ExportTraceServiceResponse`` (with
 ``partial_success`` when spans were rejected; also for a request without any
 span, as the OTel Collector answers it), 400 for undecodable bodies, 503 with
-Retry-After when the pipeline's queue is full or its storage is down, 415 for
-other media types, 401 without the configured bearer token (:mod:`.bearer`).
-Decoding and the answer's body are shared with the gRPC intake (:mod:`.otlp_request`).
+Retry-After when the pipeline's queue is full, its storage is down or the Kafka
+forward fails, 415 for other media types, 401 without the configured bearer token
+(:mod:`.bearer`). Admission, decoding, handing on and the answer's body are shared with
+the gRPC intake (:mod:`.otlp_request`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ..ingest.model import Span
-from ..ingest.otlp import Limits
-from .bearer import authorized
 from .http_server import BackgroundHTTPServer, send
-from .inflight import RETRY_AFTER_S, Hold, InflightBytes
+from .inflight import Hold, InflightBytes
 from .intake_body import DRAIN_MAX_BYTES, IntakeRejected, declared_length, discard, inflate, read_body
-from .metrics import Metrics
-from .otlp_request import decode_request, export_response, partial_message
+from .otlp_request import OtlpIntake, export_response, partial_message
 
 __all__ = ["OtlpHttpReceiver"]
 
 
 class OtlpHttpReceiver(BackgroundHTTPServer):
-    """A small threaded HTTP server feeding decoded spans to ``submit(spans) -> bool``."""
+    """A small threaded HTTP server handing requests to an :class:`.otlp_request.OtlpIntake`."""
 
     thread_name = "ragpulse-otlp-http"
 
     def __init__(
         self,
-        submit: Callable[[list[Span]], bool],
-        limits: Limits,
-        metrics: Metrics,
+        intake: OtlpIntake,
         host: str = "127.0.0.1",
         port: int = 4320,
-        raw_submit: Callable[[bytes, str], bool] | None = None,
         read_timeout_s: float = 10.0,
         max_inflight_bytes: int = 256 << 20,
-        auth_token: str = "",
-        refusing: Callable[[], str | None] = lambda: None,
     ) -> None:
-        """``raw_submit(body, kind)`` (kind ``proto`` or ``json``), when given, receives the
-        validated body instead of decoded spans (the Kafka service forwards it to the spans topic).
-        ``read_timeout_s`` bounds the time to receive one request's headers or its whole body;
-        ``max_inflight_bytes`` the body bytes all requests together may hold (see inflight.py).
-        ``auth_token``, when set, is required as ``Authorization: Bearer <token>``.
-        ``refusing()`` says why new requests must wait now (e.g. storage down), None when they need not."""
-
-        def forward(body: bytes, kind: str, spans: list[Span]) -> bool:
-            """Hand on an accepted request: its validated body, or its decoded spans."""
-            return raw_submit(body, kind) if raw_submit is not None else submit(spans)
-
-        self._forward = forward
-        self.auth_token = auth_token
+        """``intake`` is shared with the OTLP/gRPC receiver (its ``raw_submit`` gets the validated
+        body as ``proto`` or ``json``). ``read_timeout_s`` bounds the time to receive one request's
+        headers or its whole body; ``max_inflight_bytes`` the body bytes all requests together may
+        hold (see inflight.py)."""
+        self.intake = intake
         self.read_timeout_s = read_timeout_s
-        self.limits = limits
-        self.metrics = metrics
-        self.refusing = refusing
+        self.limits = intake.limits
         self.inflight = InflightBytes(max_inflight_bytes)
-        metrics.intake_inflight.read_from(lambda: self.inflight.held)
+        intake.metrics.intake_inflight.read_from(lambda: self.inflight.held)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -91,18 +72,11 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         path = req.path.split("?", 1)[0]
         ctype = (req.headers.get("Content-Type") or "application/x-protobuf").split(";")[0].strip().lower()
         is_json = ctype == "application/json"
-        if not authorized(req.headers.get("Authorization"), self.auth_token):
-            # Refused before the body is read: drained (bounded) so the client sees the 401.
-            unread = _declared_or_zero(req.headers.get("Content-Length"))
-            return self._refuse(
-                req, IntakeRejected(401, "missing or wrong bearer token", True, unread), is_json
-            )
-        busy = self.refusing()
-        if busy:
-            unread = _declared_or_zero(req.headers.get("Content-Length"))
-            exc = IntakeRejected(503, busy, True, unread, retry_after=RETRY_AFTER_S)
-            return self._refuse(req, exc, is_json, "unavailable")
         try:
+            # Refused before the body is read: drained (bounded) so the client sees the answer.
+            self.intake.admit(
+                req.headers.get("Authorization"), _declared_or_zero(req.headers.get("Content-Length"))
+            )
             body = self._read(req, hold)
         except IntakeRejected as exc:
             return self._refuse(req, exc, is_json)
@@ -112,16 +86,11 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
             return _reply(req, 415, b"unsupported media type\n", "text/plain")
         try:
             body = inflate(body, req.headers.get("Content-Encoding") or "", self.limits.max_record_bytes)
-            result = decode_request(body, is_json, self.limits)
+            result = self.intake.accept("http", body, is_json)
         except IntakeRejected as exc:
             return self._refuse(req, exc, is_json)
         if result is None:
-            self.metrics.intake_result("http", "empty")
             return _reply(req, 200, *_success(is_json))
-        if not self._forward(body, "json" if is_json else "proto", result.spans):
-            self.metrics.intake_result("http", "throttled")
-            return _reply(req, 503, *_status(503, "pipeline queue full", is_json), retry_after=RETRY_AFTER_S)
-        self.metrics.intake_result("http", "ok", len(result.spans))
         if is_json:
             payload: dict[str, Any] = {}
             if result.errors:
@@ -142,11 +111,9 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         hold.take(length + (self.limits.max_record_bytes if encoded else 0), unread=length)
         return read_body(req.rfile, req.connection, length, self.read_timeout_s) if length else b""
 
-    def _refuse(
-        self, req: BaseHTTPRequestHandler, exc: IntakeRejected, is_json: bool, result: str = ""
-    ) -> None:
+    def _refuse(self, req: BaseHTTPRequestHandler, exc: IntakeRejected, is_json: bool) -> None:
         """Answer a refused request; close the connection when its body was not read to the end."""
-        self.metrics.intake_result("http", result or _RESULTS.get(exc.status, "rejected"))
+        self.intake.metrics.intake_result("http", exc.result)
         if exc.close:
             req.close_connection = True
         if 0 < exc.unread <= DRAIN_MAX_BYTES:
@@ -169,9 +136,6 @@ def _success(is_json: bool) -> tuple[bytes, str]:
         return b"{}", "application/json"
     return ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf"
 
-
-# The result label of a refusal, by HTTP status (others: rejected).
-_RESULTS = {401: "unauthenticated", 503: "throttled"}
 
 # HTTP status -> google.rpc.Code carried in the protobuf error body (UNAVAILABLE otherwise).
 _RPC_CODES = {400: 3, 411: 3, 415: 3, 408: 4, 413: 8, 401: 16}
