@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import CliError, storage_errors
+from .errors import CliError
 from .jsonl import parse_object
 from .review import add_scope_options
 
@@ -66,18 +66,10 @@ def _read(path: str) -> list[dict[str, Any]]:
 
 def _from_reviews(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The labels-file rows of the store's review labels (what ``review export-labels`` writes)."""
-    from ..review.dataset import NoLabels, calibration_dataset
-    from ..review.store import ReviewStore
-    from .export import open_storage
-    from .review import review_scope
+    from .review import review_rows
 
-    storage = open_storage(args)
-    with storage_errors(storage, NoLabels):
-        storage.apply_schema()
-        store = ReviewStore(storage)
-        scope = review_scope(args, store)
-        rows = calibration_dataset(store, scope)
-    print(f"judge {scope.judge_id}: labels of `ragpulse review` from {storage._safe_dsn()}", file=sys.stderr)
+    scope, rows, dsn = review_rows(args)
+    print(f"judge {scope.judge_id}: labels of `ragpulse review` from {dsn}", file=sys.stderr)
     return rows
 
 

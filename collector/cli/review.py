@@ -21,7 +21,7 @@ from typing import Any
 from .errors import CliError, storage_errors
 from .export import open_storage, parse_time
 
-__all__ = ["register", "add_scope_options", "review_scope"]
+__all__ = ["register", "add_scope_options", "review_rows", "review_scope"]
 
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -87,7 +87,10 @@ def _guard(fn: Any, args: argparse.Namespace, unavailable: type[Exception]) -> i
         raise CliError(str(exc).splitlines()[0]) from None
 
 
-def _export_labels(args: argparse.Namespace) -> int:
+def review_rows(args: argparse.Namespace) -> tuple[Any, list[dict[str, Any]], str]:
+    """The scope the scope options name, the labels-file rows of its review labels (what
+    ``review export-labels`` writes and ``calibrate --from-reviews`` reads) and the store's DSN
+    (without its password)."""
     from ..review.dataset import NoLabels, calibration_dataset
     from ..review.store import ReviewStore
 
@@ -97,6 +100,11 @@ def _export_labels(args: argparse.Namespace) -> int:
         store = ReviewStore(storage)
         scope = review_scope(args, store)
         rows = calibration_dataset(store, scope)
+    return scope, rows, storage._safe_dsn()
+
+
+def _export_labels(args: argparse.Namespace) -> int:
+    scope, rows, _dsn = review_rows(args)
     out = Path(args.output)
     with out.open("w", encoding="utf-8") as fh:
         for row in rows:
