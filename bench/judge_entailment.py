@@ -41,6 +41,7 @@ from ragpulse.collector.judge.local.rules.approximate import claim_profile  # no
 from ragpulse.collector.judge.local.support import claim_view  # noqa: E402
 from ragpulse.collector.judge.text.tokens import profile  # noqa: E402
 from ragpulse.collector.judge.tiers import entailment  # noqa: E402
+from ragpulse.collector.judge.tiers.band import DEFAULT_BAND  # noqa: E402
 
 __all__ = ["entail_probabilities", "main"]
 
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--sentences", type=int, default=3)
     ap.add_argument("--factscore-share", type=float, default=0.25)
-    ap.add_argument("--band", type=float, nargs=2, default=entailment.DEFAULT_BAND)
+    ap.add_argument("--band", type=float, nargs=2, default=DEFAULT_BAND)
     ap.add_argument("--no-minilm", action="store_true", help="leave the MiniLM tier's column out")
     ap.add_argument("--write-weights", action="store_true", help="write weights/claim-entail-v1.json")
     ap.add_argument("--json", type=Path, help="write the figures here")

