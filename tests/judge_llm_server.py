@@ -16,8 +16,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from ragpulse.collector.serve.http_server import BackgroundHTTPServer, send
 
 __all__ = ["Reply", "ScriptedLLMServer", "completion", "claims_in", "chunk_ids_in", "all_supported"]
 
@@ -83,8 +85,10 @@ def all_supported(body: dict[str, Any], n: int) -> Reply:
     return Reply(body=completion(json.dumps({"abstained": False, "answerable": True, "claims": claims})))
 
 
-class ScriptedLLMServer:
+class ScriptedLLMServer(BackgroundHTTPServer):
     """OpenAI-compatible server; ``url`` is the ``api_base`` to give litellm."""
+
+    thread_name = "scripted-llm"
 
     def __init__(
         self, responder: Callable[[dict[str, Any], int], Reply] = all_supported, port: int = 0
@@ -124,36 +128,19 @@ class ScriptedLLMServer:
                 payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body or {})
                 data = payload.encode()
                 try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in reply.headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
+                    send(self, reply.status, data, "application/json", reply.headers)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        self._bind("127.0.0.1", port, Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def start(self) -> ScriptedLLMServer:
-        self._thread.start()
-        return self
+        return f"{super().url}/v1"
 
     def stop(self) -> None:
         """Stop listening and cut every open (keep-alive) connection, as a provider that goes away."""
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        super().stop()
         with self._lock:
             connections = list(self._connections)
         for conn in connections:
@@ -161,7 +148,6 @@ class ScriptedLLMServer:
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        self._thread.join(timeout=5)
 
     def __enter__(self) -> ScriptedLLMServer:
         return self.start()
