@@ -57,11 +57,10 @@ _REJECTED = {413: grpc.StatusCode.RESOURCE_EXHAUSTED}  # others: INVALID_ARGUMEN
 class OtlpGrpcReceiver:
     """A gRPC server handing requests to an :class:`.otlp_request.OtlpIntake` (see the module docstring)."""
 
-    def __init__(
-        self, intake: OtlpIntake, host: str = "127.0.0.1", port: int = 4317, workers: int = 8
-    ) -> None:
+    def __init__(self, intake: OtlpIntake, host: str, port: int, workers: int) -> None:
         """``intake`` is shared with the OTLP/HTTP receiver (its ``raw_submit`` gets the request's
-        bytes as ``"proto"``); ``workers`` threads handle the calls."""
+        bytes as ``"proto"``); ``workers`` threads handle the calls. The settings of the
+        ``receiver`` config section, whose defaults are default_config.yaml's (port 0 picks a free one)."""
         self.intake = intake
         self._host = host
         handler = grpc.unary_unary_rpc_method_handler(

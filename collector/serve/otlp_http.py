@@ -35,17 +35,13 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
     thread_name = "ragpulse-otlp-http"
 
     def __init__(
-        self,
-        intake: OtlpIntake,
-        host: str = "127.0.0.1",
-        port: int = 4320,
-        read_timeout_s: float = 10.0,
-        max_inflight_bytes: int = 256 << 20,
+        self, intake: OtlpIntake, host: str, port: int, read_timeout_s: float, max_inflight_bytes: int
     ) -> None:
         """``intake`` is shared with the OTLP/gRPC receiver (its ``raw_submit`` gets the validated
         body as ``proto`` or ``json``). ``read_timeout_s`` bounds the time to receive one request's
         headers or its whole body; ``max_inflight_bytes`` the body bytes all requests together may
-        hold (see inflight.py)."""
+        hold (see inflight.py). The settings of the ``receiver`` config section, whose defaults
+        are default_config.yaml's (port 0 picks a free one)."""
         self.intake = intake
         self.read_timeout_s = read_timeout_s
         self.limits = intake.limits
