@@ -18,14 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .common import alert_annotations, num, pct
+from .common import QUALITY_BY, alert_annotations, num, pct
 from .config import ObjectivesError, config_section
 
 __all__ = ["AGREEMENT", "LABELS", "check_review_config", "review_alerts"]
 
 AGREEMENT = "ragpulse_judge_human_agreement"
 LABELS = "ragpulse_judge_human_labels"
-_BY = "service, judge"
 
 
 def check_review_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -43,8 +42,8 @@ def review_alerts(config: Mapping[str, Any]) -> dict[str, Any]:
     """The rule document of the judge-human agreement alert."""
     ra = check_review_config(config)
     expr = (
-        f"min by ({_BY}) ({AGREEMENT}) < {num(ra['min_agreement'])}\n"
-        f"and on ({_BY}) max by ({_BY}) ({LABELS}) >= {ra['min_labels']}\n"
+        f"min by ({QUALITY_BY}) ({AGREEMENT}) < {num(ra['min_agreement'])}\n"
+        f"and on ({QUALITY_BY}) max by ({QUALITY_BY}) ({LABELS}) >= {ra['min_labels']}\n"
     )
     summary = "Judge {{ $labels.judge }} disagrees with the reviewers of {{ $labels.service }}"
     description = (

@@ -16,13 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .common import alert_annotations, num, pct
+from .common import QUALITY_BY, alert_annotations, num, pct
 from .config import ObjectivesError, config_section
 
 __all__ = ["variant_alerts", "check_variant_config", "CLAIMS"]
 
-_BY = "service, judge, variant"
-_SVC = "service, judge"
+_BY = f"{QUALITY_BY}, variant"
 CLAIMS = "ragpulse_claims_total"
 _BAD = 'verdict=~"unsupported|contradicted"'
 
@@ -40,20 +39,20 @@ def _expr(vr: Mapping[str, Any]) -> str:
     w = vr["window"]
     bad_v = f'sum by ({_BY}) (rate({CLAIMS}{{{_BAD}, variant!=""}}[{w}]))'
     all_v = f'sum by ({_BY}) (rate({CLAIMS}{{variant!=""}}[{w}]))'
-    bad_s = f"sum by ({_SVC}) (rate({CLAIMS}{{{_BAD}}}[{w}]))"
-    all_s = f"sum by ({_SVC}) (rate({CLAIMS}[{w}]))"
+    bad_s = f"sum by ({QUALITY_BY}) (rate({CLAIMS}{{{_BAD}}}[{w}]))"
+    all_s = f"sum by ({QUALITY_BY}) (rate({CLAIMS}[{w}]))"
     n_v = f'sum by ({_BY}) (increase({CLAIMS}{{variant!=""}}[{w}]))'
-    n_s = f"sum by ({_SVC}) (increase({CLAIMS}[{w}]))"
+    n_s = f"sum by ({QUALITY_BY}) (increase({CLAIMS}[{w}]))"
     # "or 0 * total": no bad claims yet is a ratio of 0, not a missing series.
     variant_ratio = f"({bad_v} or 0 * {all_v})\n  / {all_v}"
     rest_ratio = (
-        f"(({bad_s} or 0 * {all_s}) - on ({_SVC}) group_right () ({bad_v} or 0 * {all_v}))\n"
-        f"  / ({all_s} - on ({_SVC}) group_right () {all_v})"
+        f"(({bad_s} or 0 * {all_s}) - on ({QUALITY_BY}) group_right () ({bad_v} or 0 * {all_v}))\n"
+        f"  / ({all_s} - on ({QUALITY_BY}) group_right () {all_v})"
     )
     return (
         f"(\n  {variant_ratio}\n)\n- on ({_BY})\n(\n  {rest_ratio}\n)\n> {num(vr['min_diff'])}\n"
         f"and on ({_BY}) {n_v} >= {vr['min_claims']}\n"
-        f"and on ({_BY}) ({n_s} - on ({_SVC}) group_right () {n_v}) >= {vr['min_claims']}\n"
+        f"and on ({_BY}) ({n_s} - on ({QUALITY_BY}) group_right () {n_v}) >= {vr['min_claims']}\n"
     )
 
 
