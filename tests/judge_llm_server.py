@@ -16,10 +16,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from ragpulse.collector.serve.http_server import BackgroundHTTPServer, send
+from ragpulse.collector.serve.http_server import BackgroundHTTPServer, QuietHandler, send
 
 __all__ = ["Reply", "ScriptedLLMServer", "completion", "claims_in", "chunk_ids_in", "all_supported"]
 
@@ -100,11 +99,8 @@ class ScriptedLLMServer(BackgroundHTTPServer):
         self._connections: set[socket.socket] = set()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
 
             def setup(self) -> None:
                 super().setup()

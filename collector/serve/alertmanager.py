@@ -30,7 +30,7 @@ from typing import Any
 from ..export.ledger import queue_alert
 from ..storage.clickhouse import Storage
 from .bearer import authorized
-from .http_server import BackgroundHTTPServer, send
+from .http_server import BackgroundHTTPServer, QuietHandler, send
 
 __all__ = ["AlertmanagerReceiver", "alert_windows_from_payload", "PATH"]
 
@@ -114,13 +114,10 @@ class AlertmanagerReceiver(BackgroundHTTPServer):
         self.queued = 0
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 code, text = outer._handle(self)
                 send(self, code, (text + "\n").encode(), "text/plain; charset=utf-8")
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
         self._bind(host, port, Handler)
 

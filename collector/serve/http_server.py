@@ -1,17 +1,18 @@
 """A threaded HTTP server on its own daemon thread, shared by the collector's endpoints.
 
-The metrics endpoint (``MetricsServer``) and the OTLP/HTTP receiver
-(``OtlpHttpReceiver``) differ only in their request handlers; binding,
-serving in the background and shutting down live here once.
+The metrics endpoint (``MetricsServer``), the Alertmanager receiver
+(``AlertmanagerReceiver``) and the OTLP/HTTP receiver (``OtlpHttpReceiver``)
+differ only in their request handlers; binding, serving in the background,
+shutting down, answering (:func:`send`) and the quiet handler base live here once.
 """
 
 from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["BackgroundHTTPServer", "send"]
+__all__ = ["BackgroundHTTPServer", "QuietHandler", "send"]
 
 _S = TypeVar("_S", bound="BackgroundHTTPServer")
 
@@ -27,6 +28,14 @@ def send(
         req.send_header(name, value)
     req.end_headers()
     req.wfile.write(body)
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that writes no line per request to stderr (the endpoints count their
+    requests in metrics instead)."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
 
 
 class BackgroundHTTPServer:

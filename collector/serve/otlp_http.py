@@ -21,7 +21,7 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .http_server import BackgroundHTTPServer, send
+from .http_server import BackgroundHTTPServer, QuietHandler, send
 from .inflight import Hold, InflightBytes
 from .intake_body import DRAIN_MAX_BYTES, IntakeRejected, declared_length, discard, inflate, read_body
 from .otlp_request import OtlpIntake, export_response, partial_message
@@ -49,16 +49,13 @@ class OtlpHttpReceiver(BackgroundHTTPServer):
         intake.metrics.intake_inflight.read_from(lambda: self.inflight.held)
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
             timeout = read_timeout_s  # socket timeout: a silent client cannot hold its thread forever
 
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 with outer.inflight.request() as hold:
                     outer._handle(self, hold)
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
         self._bind(host, port, Handler)
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
-from typing import Any
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .health import DEFAULT_STALL_S, Health
-from .http_server import BackgroundHTTPServer, send
+from .http_server import BackgroundHTTPServer, QuietHandler, send
 from .metrics import Metrics
 
 __all__ = ["MetricsServer"]
@@ -39,12 +37,9 @@ class MetricsServer(BackgroundHTTPServer):
             "/readyz": lambda: (*self.health.readyz(), _TEXT),
         }
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server API
                 route = routes.get(self.path.split("?", 1)[0])
                 send(self, *(route() if route else (404, b"not found\n", _TEXT)))
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
         self._bind(host, port, Handler)
