@@ -158,6 +158,15 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return out
 
 
+def spent_by_thread(pid: int, threads0: dict[str, float], faults0: int) -> str:
+    """The CPU seconds each thread of ``pid`` (0.05 s and more) and the minor page faults spent since
+    ``threads0`` and ``faults0`` were read."""
+    spent = {name: sec - threads0.get(name, 0.0) for name, sec in thread_cpu(pid).items()}
+    top = sorted(((sec, name) for name, sec in spent.items() if sec >= 0.05), reverse=True)
+    faults = minor_faults(pid) - faults0
+    return ", ".join(f"{name} {sec:.2f}" for sec, name in top) + f"; {faults} minor page faults"
+
+
 def anon_rss_mb(pid: int) -> float:
     """Current anonymous (private, non-file) resident memory: RSS minus mapped library code."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -265,14 +274,9 @@ def run_processes(
         rss = [peak_rss_mb(p.proc.pid) for p in procs if p.proc]
         cpu = [cpu_seconds(p.proc.pid) - (c0 or 0.0) for p, c0 in zip(procs, cpu0, strict=True) if p.proc]
         for k, p in enumerate(procs):
-            now = thread_cpu(p.proc.pid)  # type: ignore[union-attr]
-            spent = {name: sec - threads0[k].get(name, 0.0) for name, sec in now.items()}
-            top = sorted(((sec, name) for name, sec in spent.items() if sec >= 0.05), reverse=True)
-            faults = minor_faults(p.proc.pid) - faults0[k]  # type: ignore[union-attr]
             THREAD_CPU.append(
                 f"{n_procs} process(es){' (other)' if python else ''}, #{k + 1}: "
-                + ", ".join(f"{name} {sec:.2f}" for sec, name in top)
-                + f"; {faults} minor page faults"
+                + spent_by_thread(p.proc.pid, threads0[k], faults0[k])  # type: ignore[union-attr]
             )
         for p in procs:
             rc, _ = p.terminate()
@@ -377,7 +381,7 @@ def main() -> None:
             f"{'2 processes, one group, 2 parts':<34}{two:>9.2f}{spans / two:>11.0f}{spans / sum(cpu2):>13.0f}"
             f"{'/'.join(f'{r:.0f}' for r in rss2):>14}{'/'.join(f'{r:.0f}' for r in anon2):>15}"
         )
-        print("CPU seconds by thread (from ready to fully committed):")
+        print("CPU seconds by thread (from its first spans to fully committed):")
         for line in THREAD_CPU:
             print("  " + line)
         print(f"start-up, from /metrics up to the first spans (not counted above): "
