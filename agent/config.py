@@ -53,6 +53,7 @@ class Settings:
     export_batch_spans: int = 512
     schedule_delay_ms: int = 200
     tracer_provider: Any = None  # exporter "none": the provider to use (default: the global one)
+    id_generator: Any = None  # ids of the agent's own provider's spans (an OTel IdGenerator)
     resource_attributes: Mapping[str, Any] = field(default_factory=dict)
     corpus_version: str | None = None
     variant: str | None = None  # default rag.variant of every RAG call (online comparison)
@@ -71,6 +72,12 @@ class Settings:
             raise ValueError(f"sample_rate must be within [0, 1], got {self.sample_rate}")
         if self.max_queue_spans < 1 or self.export_batch_spans < 1:
             raise ValueError("max_queue_spans and export_batch_spans must be positive")
+        if self.id_generator is not None and not (
+            hasattr(self.id_generator, "generate_trace_id") and hasattr(self.id_generator, "generate_span_id")
+        ):
+            raise ValueError(
+                "id_generator needs generate_trace_id() and generate_span_id() (an OTel IdGenerator)"
+            )
         if self.redactor is not None and not callable(self.redactor):
             raise ValueError("redactor must be a callable taking and returning a string")
         for f in fields(self.limits):

@@ -77,7 +77,9 @@ class Runtime:
         )
         # ALWAYS_ON, not parent-based: ragpulse samples in its own layer (sample_rate) and in the
         # collector, independently of whether the application's tracing sampled this request.
-        self.provider = TracerProvider(resource=resource, sampler=ALWAYS_ON)
+        self.provider = TracerProvider(
+            resource=resource, sampler=ALWAYS_ON, id_generator=settings.id_generator
+        )
         self.processor = RagpulseSpanProcessor(exporter, self.materializer, settings, stats_)
         self.records = self.processor.records
         self.provider.add_span_processor(self.processor)

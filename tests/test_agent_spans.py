@@ -942,3 +942,27 @@ def test_one_decorator_object_on_two_functions(mem):
     assert by_name["first"][0].attributes["input.value"] == "q1"
     assert by_name["second"][0].attributes["input.value"] == "q2"
     assert by_name["second"][0].attributes["rag.risk_level"] == "low"
+
+
+def test_the_own_providers_ids_come_from_the_id_generator():
+    """A seeded id generator (the demo's) gives the same trace and span ids on every run."""
+    from ragpulse.collector.demo.ids import SeededIds
+
+    def run(seed: int) -> list[tuple[str, int, int]]:
+        exporter = InMemorySpanExporter()
+        configure(exporter=exporter, service_name="test-svc", id_generator=SeededIds(seed))
+        try:
+            for q in ("How long are logs kept?", "Who approves deletion?"):
+                answer(q)
+            flush()
+            spans = exporter.get_finished_spans()
+        finally:
+            shutdown()
+        return sorted((s.name, s.context.trace_id, s.context.span_id) for s in spans)
+
+    first = run(3)
+    assert len(first) == 6 and len({trace_id for _, trace_id, _ in first}) == 2
+    assert run(3) == first
+    assert {t for _, t, _ in run(4)}.isdisjoint({t for _, t, _ in first})
+    with pytest.raises(ValueError, match="id_generator"):
+        configure(exporter=InMemorySpanExporter(), id_generator=object())

@@ -155,11 +155,17 @@ def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, 
     from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus
 
     from ... import agent
+    from .ids import SeededIds
     from .truth import TRUTH_COLUMNS, TRUTH_TABLE, truth_ddl, truth_rows
 
     storage = collector.storage
     storage.command(truth_ddl(storage.database))
-    agent.configure(service_name=SERVICE, exporter="embedded", corpus_version="policies-2026.11")
+    agent.configure(
+        service_name=SERVICE,
+        exporter="embedded",
+        corpus_version="policies-2026.11",
+        id_generator=SeededIds(args.seed + 8),  # the same traces sampled on every run of a seed
+    )
 
     run_id = uuid.uuid4().hex[:12]
     ledger: list[dict[str, Any]] = []
