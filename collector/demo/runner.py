@@ -36,6 +36,7 @@ __all__ = ["run_demo", "DEFAULT_DB", "SERVICE"]
 
 DEFAULT_DB = "ragpulse-data/demo/chdb"
 SERVICE = "policy-assistant"
+CORPUS_VERSION = "policies-2026.11"
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -160,11 +161,9 @@ def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, 
 
     storage = collector.storage
     storage.command(truth_ddl(storage.database))
+    ids = SeededIds(args.seed + 8)  # the same trace ids, so the same traces sampled, on every run
     agent.configure(
-        service_name=SERVICE,
-        exporter="embedded",
-        corpus_version="policies-2026.11",
-        id_generator=SeededIds(args.seed + 8),  # the same traces sampled on every run of a seed
+        service_name=SERVICE, exporter="embedded", corpus_version=CORPUS_VERSION, id_generator=ids
     )
 
     run_id = uuid.uuid4().hex[:12]
