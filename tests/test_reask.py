@@ -126,7 +126,7 @@ def test_the_batch_prefilter_finds_every_reask_the_call_by_call_scan_finds():
         return q.replace("o", "0", 1) if rng.random() < 0.3 else q
 
     def detect_all(prefilter: bool, batches: list[list[Call]]) -> tuple[list[tuple[str, str]], int]:
-        detector = ReaskDetector(None, {"window_s": 20, "max_calls": 40})  # type: ignore[arg-type]
+        detector = ReaskDetector(None, {"window_s": 20, "max_calls": 40}, native=False)  # type: ignore[arg-type]
         detector._loaded = True  # the index alone: no storage behind it
         if not prefilter:
             detector.index.could_match = lambda batch, threshold: [True] * len(batch)  # type: ignore[method-assign]

@@ -9,8 +9,11 @@ implicit negative feedback row on the *earlier* trace (kind ``reask``, source
 again. Configured by the ``feedback.reask`` section; ``enabled: false`` turns
 it off.
 
-The earlier calls come from an in-memory :class:`~.sessions.SessionIndex` of
-the calls this process assembled. Storage is read only where memory cannot
+The earlier calls come from an in-memory index of the calls this process
+assembled: ``ragpulse_native.ReaskIndex`` (native/src/reask.rs) when the native
+module is in use, else :class:`~.sessions.SessionIndex`, the Python reference
+it is tested against (tests/test_reask_native.py: the same re-asks, calls held
+and evictions on random streams). Storage is read only where memory cannot
 know: once when the index starts (or restarts) holding every call, for the
 calls stored before this process (one query over the window), and on every
 batch while other collectors may store calls of the same sessions (a Kafka
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..export.text import jaccard, normalize_query, shingles
+from ..ingest.otlp import native_module
 from ..storage.clickhouse import Storage
 from .sessions import Earlier, SessionIndex, features, sketches
 
@@ -60,7 +64,11 @@ class ReaskDetector:
     the stored calls of its sessions.
     """
 
-    def __init__(self, storage: Storage, section: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, storage: Storage, section: Mapping[str, Any] | None = None, native: bool | None = None
+    ) -> None:
+        """``native``: hold and match calls with ``ragpulse_native.ReaskIndex`` (same results, a
+        fraction of the cost); None: when the native module is in use, False: never, True: always."""
         section = dict(section or {})
         self.storage = storage
         self.enabled = bool(section.get("enabled", True))
@@ -68,39 +76,63 @@ class ReaskDetector:
         self.threshold = float(section.get("threshold", 0.7))
         if not 0.0 < self.threshold <= 1.0:
             raise ValueError("feedback.reask.threshold must be within (0, 1]")
-        self.index = SessionIndex(self.window_ns, _LOOKBACK, int(section.get("max_calls", 100_000)))
+        self.max_calls = int(section.get("max_calls", 100_000))
+        module = native_module() if native is not False else None
+        if native and module is None:
+            raise ValueError("ragpulse_native is not in use: the native re-ask index is not available")
+        self.index: Any = (
+            module.ReaskIndex(self.window_ns, _LOOKBACK, self.max_calls, normalize_query)
+            if module is not None
+            else SessionIndex(self.window_ns, _LOOKBACK, self.max_calls)
+        )
+        self.native = module is not None
         self.local = True
         self._loaded = False  # the index holds the calls stored before it (set while local)
 
-    def _stored(self, traces: Sequence[Call], sessions: Sequence[str] | None) -> list[tuple[str, Earlier]]:
+    def _stored(self, traces: Sequence[Call], sessions: Sequence[str] | None) -> list[Call]:
         """Stored calls in the batch's window, the latest ``_LOOKBACK`` per session (of ``sessions``,
-        or of all). No FINAL, cheaper: a replayed row repeats a trace id, which the index keeps once."""
+        or of all), oldest first. No FINAL, cheaper: a replayed row repeats a trace id, which the
+        index keeps once."""
         low = min(t.time for t in traces) - self.window_ns
         high = max(t.time for t in traces)
         where = "IN %(s)s" if sessions is not None else "!= ''"
-        params = {"s": list(sessions or ()), "lo": low, "hi": high, "k": _LOOKBACK, "n": self.index.max_calls}
+        params = {"s": list(sessions or ()), "lo": low, "hi": high, "k": _LOOKBACK, "n": self.max_calls}
         rows = self.storage.query(_STORED_SQL.replace("{sessions}", where), params)
-        calls = _calls([(int(ns), str(tid), str(svc), str(q)) for tid, sid, ns, q, svc in rows])
-        return [(str(row[1]), call) for row, call in zip(rows, calls, strict=True)]
+        calls = [Call(str(tid), str(sid), int(ns), str(q), str(svc)) for tid, sid, ns, q, svc in rows]
+        calls.reverse()  # the query reads newest first; the index keeps the latest
+        return calls
+
+    def _hold(self, calls: list[Call]) -> None:
+        """Add ``calls`` to the index, in order."""
+        if self.native:
+            self.index.add_calls(calls)
+            return
+        for c, call in zip(
+            calls, _calls([(c.time, c.trace_id, c.service, c.query) for c in calls]), strict=True
+        ):
+            self.index.add(c.session_id, call)
 
     def detect(self, traces: Sequence[Call]) -> list[dict[str, Any]]:
         """Feedback rows (``rag_feedback`` columns) for the re-asks among ``traces``."""
         with_session = [t for t in traces if t.session_id and t.query]
         if not self.enabled or not with_session:
             return []
-        index = self.index
         if not self.local:
-            stored = self._stored(with_session, sorted({t.session_id for t in with_session}))
+            self._hold(self._stored(with_session, sorted({t.session_id for t in with_session})))
             self._loaded = False  # other collectors' calls: read again when this one owns them all
         elif not self._loaded:
-            stored = self._stored(with_session, None)
+            self._hold(self._stored(with_session, None))
             self._loaded = True
-        else:
-            stored = []
-        for sid, call in reversed(stored):  # oldest first: the index keeps the latest
-            index.add(sid, call)
-        rows = []
         ordered = sorted(with_session, key=lambda x: (x.time, x.trace_id))
+        if self.native:
+            found = self.index.detect(ordered, self.threshold)
+            return [_row(trace_id, service, ordered[k]) for k, trace_id, service in found]
+        return self._detect_in_python(ordered)
+
+    def _detect_in_python(self, ordered: list[Call]) -> list[dict[str, Any]]:
+        """:meth:`detect`'s matching with :class:`~.sessions.SessionIndex`: the reference."""
+        index = self.index
+        rows = []
         calls = _calls([(t.time, t.trace_id, t.service, t.query) for t in ordered])
         near = index.could_match(
             [(t.session_id, c) for t, c in zip(ordered, calls, strict=True)], self.threshold
@@ -108,7 +140,7 @@ class ReaskDetector:
         for t, call, possible in zip(ordered, calls, near, strict=True):
             earlier = self._match(t.session_id, call) if possible else None
             if earlier is not None:
-                rows.append(_row(earlier, t))
+                rows.append(_row(earlier.trace_id, earlier.service, t))
             index.add(t.session_id, call)
         return rows
 
@@ -134,12 +166,13 @@ def _calls(rows: Sequence[tuple[int, str, str, str]]) -> list[Earlier]:
     ]
 
 
-def _row(earlier: Earlier, later: Call) -> dict[str, Any]:
+def _row(trace_id: str, service: str, later: Call) -> dict[str, Any]:
+    """The feedback row of ``later`` re-asking the call ``trace_id`` of ``service``."""
     return {
-        "trace_id": earlier.trace_id,
+        "trace_id": trace_id,
         "feedback_id": f"reask:{later.trace_id}",
         "time": later.time,
-        "service": earlier.service or later.service,
+        "service": service or later.service,
         "kind": "reask",
         "value": -1.0,
         "label": "negative",

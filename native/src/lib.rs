@@ -1,4 +1,5 @@
-//! `ragpulse_native`: the collector's OTLP protobuf decoder in Rust.
+//! `ragpulse_native`: the collector's OTLP protobuf decoder in Rust, and the
+//! session memory and matching of re-ask detection (reask.rs, queries.rs).
 //!
 //! `decode_traces` does exactly what the pure-Python `decode_otlp_proto_py`
 //! in `collector/ingest/otlp.py` does (same spans, same per-span errors, same
@@ -10,6 +11,8 @@
 
 mod build;
 mod keys;
+mod queries;
+mod reask;
 mod schema;
 mod wire;
 
@@ -18,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 /// Bumped whenever a function's contract changes (or one is added); otlp.py refuses a mismatch.
-const ABI: u32 = 5;
+const ABI: u32 = 6;
 
 /// Decode an OTLP `TracesData` protobuf into `span_cls` objects.
 ///
@@ -60,5 +63,6 @@ fn ragpulse_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ABI", ABI)?;
     m.add_function(wrap_pyfunction!(decode_traces, m)?)?;
+    m.add_class::<reask::ReaskIndex>()?;
     Ok(())
 }
