@@ -85,15 +85,19 @@ class FeedbackSink:
         there is nothing to do): it stores the feedback and the re-asks and returns the judge
         messages of stored traces now queued for judging."""
         rows = [feedback_row(s) for s in spans]
-        calls = [Call(t.trace_id, t.session_id, t.time, t.query, t.service) for t in traces if t.session_id]
+        calls = (
+            [Call(t.trace_id, t.session_id, t.time, t.query, t.service) for t in traces if t.session_id]
+            if self.reask.enabled
+            else []
+        )
         if self.judge_on_negative:
             for tid in sorted({r["trace_id"] for r in rows if is_negative(r)} - self._queued.keys()):
                 self._remember(self._pending, tid)
-            in_batch = {t.trace_id: t for t in traces}
+            in_batch = {t.trace_id: t for t in traces} if self._pending else {}
             for tid in [tid for tid in self._pending if tid in in_batch]:
                 del self._pending[tid]
                 self._claim(in_batch[tid])
-        if not rows and not (calls and self.reask.enabled):
+        if not rows and not calls:
             return None
         return lambda: self._after_store(rows, calls)
 
