@@ -16,7 +16,14 @@ import time
 import pytest
 from ragpulse.collector.export.text import jaccard, normalize_query, shingles
 from ragpulse.collector.feedback.reask import Call, ReaskDetector
-from ragpulse.collector.feedback.sessions import Earlier, SessionIndex, feature_of, features, may_match
+from ragpulse.collector.feedback.sessions import (
+    Earlier,
+    SessionIndex,
+    feature_of,
+    features,
+    may_match,
+    sketches,
+)
 from ragpulse.collector.ingest.model import RagTrace
 from ragpulse.collector.serve.metrics import Metrics
 from ragpulse.collector.storage.clickhouse import Storage, encode_traces
@@ -31,7 +38,8 @@ def _call(n: int, query: str, session: str = "s1", at_s: float = 0.0) -> Call:
 
 def _earlier(n: int, at_s: float, query: str = "q") -> Earlier:
     ((size, sig),) = features([normalize_query(query)])
-    return Earlier(T0 + int(at_s * S), f"{n:032x}", "svc", normalize_query(query), size, sig)
+    (sketch,) = sketches([sig])
+    return Earlier(T0 + int(at_s * S), f"{n:032x}", "svc", normalize_query(query), size, sig, sketch)
 
 
 @pytest.fixture()

@@ -3,7 +3,7 @@
 The same streams of calls go through a detector on each: near-duplicates at and around the
 threshold, replays, calls arriving late, sessions leaving the window, a cap small enough to
 drop sessions mid-batch, queries that are not ASCII (normalised by Python for both), queries
-that normalise to nothing, lone surrogates, calls loaded from storage (``_hold``). Rows, the
+that normalise to nothing, lone surrogates, calls loaded from storage (``add_calls``). Rows, the
 calls held and the calls evicted must be equal.
 """
 
@@ -46,8 +46,8 @@ def _stream(rng: random.Random, n: int, sessions: int) -> list[Call]:
 
 def _run(native_index: bool, batches: list[list[Call]], held: list[Call], section: dict) -> tuple:
     detector = ReaskDetector(None, section, native=native_index)  # type: ignore[arg-type]
-    detector._loaded = True  # no storage behind it: calls come from the batches and _hold
-    detector._hold(held)
+    detector._loaded = True  # no storage behind it: calls come from the batches and ``held``
+    detector.index.add_calls(held)
     rows = [sorted(r.items()) for b in batches for r in detector.detect(b)]
     return rows, detector.index.calls, detector.index.evicted, len(detector.index)
 

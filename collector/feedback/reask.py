@@ -27,10 +27,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..export.text import jaccard, normalize_query, shingles
+from ..export.text import normalize_query
 from ..ingest.otlp import native_module
 from ..storage.clickhouse import Storage
-from .sessions import Earlier, SessionIndex, features, sketches
+from .sessions import SessionIndex
 
 __all__ = ["Call", "ReaskDetector"]
 
@@ -102,68 +102,20 @@ class ReaskDetector:
         calls.reverse()  # the query reads newest first; the index keeps the latest
         return calls
 
-    def _hold(self, calls: list[Call]) -> None:
-        """Add ``calls`` to the index, in order."""
-        if self.native:
-            self.index.add_calls(calls)
-            return
-        for c, call in zip(
-            calls, _calls([(c.time, c.trace_id, c.service, c.query) for c in calls]), strict=True
-        ):
-            self.index.add(c.session_id, call)
-
     def detect(self, traces: Sequence[Call]) -> list[dict[str, Any]]:
         """Feedback rows (``rag_feedback`` columns) for the re-asks among ``traces``."""
         with_session = [t for t in traces if t.session_id and t.query]
         if not self.enabled or not with_session:
             return []
         if not self.local:
-            self._hold(self._stored(with_session, sorted({t.session_id for t in with_session})))
+            self.index.add_calls(self._stored(with_session, sorted({t.session_id for t in with_session})))
             self._loaded = False  # other collectors' calls: read again when this one owns them all
         elif not self._loaded:
-            self._hold(self._stored(with_session, None))
+            self.index.add_calls(self._stored(with_session, None))
             self._loaded = True
         ordered = sorted(with_session, key=lambda x: (x.time, x.trace_id))
-        if self.native:
-            found = self.index.detect(ordered, self.threshold)
-            return [_row(trace_id, service, ordered[k]) for k, trace_id, service in found]
-        return self._detect_in_python(ordered)
-
-    def _detect_in_python(self, ordered: list[Call]) -> list[dict[str, Any]]:
-        """:meth:`detect`'s matching with :class:`~.sessions.SessionIndex`: the reference."""
-        index = self.index
-        rows = []
-        calls = _calls([(t.time, t.trace_id, t.service, t.query) for t in ordered])
-        near = index.could_match(
-            [(t.session_id, c) for t, c in zip(ordered, calls, strict=True)], self.threshold
-        )
-        for t, call, possible in zip(ordered, calls, near, strict=True):
-            earlier = self._match(t.session_id, call) if possible else None
-            if earlier is not None:
-                rows.append(_row(earlier.trace_id, earlier.service, t))
-            index.add(t.session_id, call)
-        return rows
-
-    def _match(self, session_id: str, call: Earlier) -> Earlier | None:
-        """The latest earlier call of the session (in the window) that ``call`` re-asks, or None."""
-        grams = None
-        for e in self.index.earlier(session_id, call, self.threshold):
-            grams = grams or shingles(call.normalized)
-            if e.trace_id != call.trace_id and jaccard(grams, shingles(e.normalized)) >= self.threshold:
-                return e
-        return None
-
-
-def _calls(rows: Sequence[tuple[int, str, str, str]]) -> list[Earlier]:
-    """The index's records of (time, trace id, service, query) calls."""
-    normalized = [normalize_query(q) for _, _, _, q in rows]
-    found = features(normalized)
-    return [
-        Earlier(ns, tid, svc, norm, size, sig, sketch)
-        for (ns, tid, svc, _), norm, (size, sig), sketch in zip(
-            rows, normalized, found, sketches([sig for _, sig in found]), strict=True
-        )
-    ]
+        found = self.index.detect(ordered, self.threshold)
+        return [_row(trace_id, service, ordered[k]) for k, trace_id, service in found]
 
 
 def _row(trace_id: str, service: str, later: Call) -> dict[str, Any]:

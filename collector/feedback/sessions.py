@@ -3,7 +3,10 @@
 Re-ask detection compares a new call with the latest earlier calls of its
 session inside the window. Reading those from ClickHouse on every batch costs
 the ingest path a query per batch (and more as the table grows), so the
-detector keeps them here instead. What it holds, and why it stays small:
+detector keeps them here instead (or in ``ragpulse_native.ReaskIndex``, which
+has the same interface, :meth:`SessionIndex.add_calls` and
+:meth:`SessionIndex.detect`, and the same results). What it holds, and why it
+stays small:
 
 * per session at most ``lookback`` calls, the latest by time (a busy session
   costs a bounded number of comparisons per new call);
@@ -42,9 +45,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..export.text import shingles
+from ..export.text import jaccard, normalize_query, shingles
 
-__all__ = ["Earlier", "SessionIndex", "feature_of", "features", "may_match", "sketches"]
+__all__ = ["Earlier", "SessionIndex", "feature_of", "features", "may_match", "records", "sketches"]
 
 _SIGNATURE_LOG2 = 10
 _SIGNATURE_BITS = 1 << _SIGNATURE_LOG2  # 65 shingles (a 60-character question) share a bit in ~2 pairs
@@ -62,7 +65,7 @@ class Earlier(NamedTuple):
     normalized: str
     size: int
     signature: int
-    sketch: bytes = b""  # the signature folded to 128 bits (see sketches()); b"": fold when read
+    sketch: bytes  # the signature folded to 128 bits (see sketches())
 
 
 def _code(gram: str) -> int:
@@ -150,6 +153,18 @@ def sketches(signatures: Sequence[int]) -> list[bytes]:
     return [raw[16 * k : 16 * k + 16] for k in range(len(signatures))]
 
 
+def records(calls: Sequence[Any]) -> list[Earlier]:
+    """The index's records of ``Call`` tuples (trace_id, session_id, time, query, service)."""
+    normalized = [normalize_query(c.query) for c in calls]
+    found = features(normalized)
+    return [
+        Earlier(c.time, c.trace_id, c.service, norm, size, sig, sketch)
+        for c, norm, (size, sig), sketch in zip(
+            calls, normalized, found, sketches([sig for _, sig in found]), strict=True
+        )
+    ]
+
+
 def _distinct(values: Any) -> Any:
     """The distinct values of a numpy array, sorted (a sort: faster here than np.unique's hash)."""
     import numpy as np
@@ -185,6 +200,34 @@ class SessionIndex:
     def __len__(self) -> int:
         return self.calls
 
+    def add_calls(self, calls: Sequence[Any]) -> None:
+        """Hold each of ``calls`` (``Call`` tuples), in order."""
+        for c, call in zip(calls, records(calls), strict=True):
+            self.add(c.session_id, call)
+
+    def detect(self, calls: Sequence[Any], threshold: float) -> list[tuple[int, str, str]]:
+        """For each of ``calls`` (``Call`` tuples, in time order): the latest earlier call it
+        re-asks, then hold it. Returns ``(position in calls, earlier trace id, earlier service)``
+        of each re-ask found."""
+        held = records(calls)
+        near = self.could_match([(c.session_id, e) for c, e in zip(calls, held, strict=True)], threshold)
+        found = []
+        for k, (c, call, possible) in enumerate(zip(calls, held, near, strict=True)):
+            earlier = self._match(c.session_id, call, threshold) if possible else None
+            if earlier is not None:
+                found.append((k, earlier.trace_id, earlier.service))
+            self.add(c.session_id, call)
+        return found
+
+    def _match(self, session_id: str, call: Earlier, threshold: float) -> Earlier | None:
+        """The latest earlier call of the session (in the window) that ``call`` re-asks, or None."""
+        grams = None
+        for e in self.earlier(session_id, call, threshold):
+            grams = grams or shingles(call.normalized)
+            if e.trace_id != call.trace_id and jaccard(grams, shingles(e.normalized)) >= threshold:
+                return e
+        return None
+
     def earlier(self, session_id: str, call: Earlier, threshold: float = 0.0) -> list[Earlier]:
         """The session's calls before ``call`` and at most the window before it, newest first,
         that :func:`may_match` it at ``threshold`` (0: all of them)."""
@@ -213,13 +256,9 @@ class SessionIndex:
 
         if not batch:
             return []
-        held: dict[str, list[Earlier]] = {}
         members: dict[str, list[int]] = {}
         for k, (sid, _) in enumerate(batch):
-            if sid not in members:
-                members[sid] = []
-                held[sid] = self._sessions.get(sid) or []
-            members[sid].append(k)
+            members.setdefault(sid, []).append(k)
         # Nodes grouped by session: its held calls, then its batch calls in batch order. The i-th
         # batch call of a session is compared with the nodes of its group before it.
         nodes: list[Earlier] = []
@@ -227,7 +266,7 @@ class SessionIndex:
         first = [0] * len(batch)
         for sid, ks in members.items():
             start = len(nodes)
-            nodes.extend(held[sid])
+            nodes.extend(self._sessions.get(sid) or ())
             for k in ks:
                 first[k], node_of[k] = start, len(nodes)
                 nodes.append(batch[k][1])
@@ -238,11 +277,7 @@ class SessionIndex:
         offset = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
         later = np.asarray(node_of, np.intp)[owner]
         before = np.asarray(first, np.intp)[owner] + offset
-        unfolded = [k for k, e in enumerate(nodes) if not e.sketch]
-        folded = dict(zip(unfolded, sketches([nodes[k].signature for k in unfolded]), strict=True))
-        signatures = np.frombuffer(
-            b"".join(e.sketch or folded[k] for k, e in enumerate(nodes)), np.uint64
-        ).reshape(len(nodes), 2)
+        signatures = np.frombuffer(b"".join(e.sketch for e in nodes), np.uint64).reshape(len(nodes), 2)
         sizes = np.fromiter((e.size for e in nodes), np.float64, len(nodes))
         differ = _popcount(signatures[later] ^ signatures[before]).sum(axis=1)
         total = sizes[later] + sizes[before]
