@@ -11,8 +11,10 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from ragpulse.collector.storage.clickhouse import Storage
 
 from tests.services import KafkaBroker, helm_binary, promtool_binary
 
@@ -80,6 +82,15 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
         yield broker
     finally:
         broker.cleanup()
+
+
+@pytest.fixture()
+def chdb_storage(tmp_path: Path) -> Iterator[Storage]:
+    """A fresh in-process chDB database with the ragpulse schema, closed after the test."""
+    st = Storage(f"chdb://{tmp_path / 'db'}")
+    st.apply_schema()
+    yield st
+    st.close()
 
 
 @pytest.fixture(scope="session")

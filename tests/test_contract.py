@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from ragpulse.agent import conventions
 from ragpulse.collector import contract
 from ragpulse.collector.ingest.model import Chunk, Citation, RagTrace
-from ragpulse.collector.storage import clickhouse
+from ragpulse.collector.storage import clickhouse, rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +66,7 @@ def test_encoded_row_has_one_value_per_column_in_contract_order() -> None:
     t.chunks = [Chunk("c1", "text", 0.5, "{}"), Chunk("c2", "more", None, "")]
     t.citations = [Citation("c1", "[1]", 0, 3)]
     t.sampled, t.sampled_reason, t.src_partition, t.src_offset = True, "rate", 1, 42
-    (row,) = clickhouse.encode_traces([t], "ragpulse.spans")
+    (row,) = rows.encode_rows_json([t], "ragpulse.spans")
     values = dict(zip(contract.TRACE_COLUMNS, json.loads(row), strict=True))
     assert values["trace_id"] == t.trace_id and values["time"] == "1700000000.123456789"
     assert values["chunk_ids"] == ["c1", "c2"] and values["chunk_scores"] == [0.5, None]
@@ -136,3 +137,9 @@ def test_native_code_stops_at_decoding() -> None:
     for path in ROOT.joinpath("native", "src").glob("*.rs"):
         literals |= set(re.findall(r'"([^"\\]*)"', path.read_text(encoding="utf-8")))
     assert literals & set(_KEYS) == {conventions.SERVICE_NAME}
+
+
+def test_json_rows_write_a_non_finite_float_as_null_whichever_encoder_writes_them() -> None:
+    # orjson writes NaN as null; the stdlib fallback (taken for a lone surrogate) must too.
+    assert rows.json_bytes([math.nan, "a"]) == b'[null,"a"]'
+    assert rows.json_bytes([math.nan, {"x": [math.inf]}, "\ud800"]) == b'[null, {"x": [null]}, "?"]'

@@ -26,7 +26,8 @@ from ragpulse.collector.feedback.sessions import (
 )
 from ragpulse.collector.ingest.model import RagTrace
 from ragpulse.collector.serve.metrics import Metrics
-from ragpulse.collector.storage.clickhouse import Storage, encode_traces
+from ragpulse.collector.storage.clickhouse import Storage
+from ragpulse.collector.storage.rows import encode_traces
 
 S = 1_000_000_000
 T0 = (int(time.time()) - 3600) * S  # recent: older rows would meet the tables' TTL
@@ -43,11 +44,8 @@ def _earlier(n: int, at_s: float, query: str = "q") -> Earlier:
 
 
 @pytest.fixture()
-def storage(tmp_path):
-    st = Storage(f"chdb://{tmp_path / 'db'}")
-    st.apply_schema()
-    yield st
-    st.close()
+def storage(chdb_storage):
+    return chdb_storage
 
 
 def _store(storage: Storage, calls: list[Call]) -> None:
@@ -62,7 +60,7 @@ def _store(storage: Storage, calls: list[Call]) -> None:
             c.service,
         )
         traces.append(t)
-    storage.insert_encoded_traces(b"".join(encode_traces(traces)))
+    storage.insert_encoded_traces(encode_traces(traces))
 
 
 def _counting(storage: Storage) -> list[str]:

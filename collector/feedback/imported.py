@@ -25,8 +25,9 @@ from typing import Any
 from ..ingest.pipeline import Ingestor
 from ..ingest.sampling import SamplingPolicy
 from ..serve.metrics import Metrics
-from ..storage.clickhouse import Storage, json_bytes
+from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
+from ..storage.rows import json_bytes
 from .sink import FeedbackSink
 
 __all__ = ["JUDGING", "ImportOutcome", "default_judging", "import_feedback"]

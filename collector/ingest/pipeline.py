@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..serve.metrics import Metrics
-from ..storage.clickhouse import Storage, encode_traces
+from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
+from ..storage.rows import EncodedRows, encode_traces
 from .assemble import Assembled
 from .build import build_trace
 from .cost import Pricing
@@ -111,8 +112,8 @@ class Ingestor:
         """Insert into rag_traces (raises StorageUnavailable; callers retry)."""
         self.store_encoded(encode_traces(traces, src_topic), len(traces))
 
-    def store_encoded(self, block: Sequence[bytes] | bytes, count: int) -> None:
+    def store_encoded(self, rows: EncodedRows, count: int) -> None:
         """Insert ``count`` rows encoded by :func:`encode_traces` (thread-safe; raises
         StorageUnavailable)."""
-        self.storage.insert_encoded_traces(block)
+        self.storage.insert_encoded_traces(rows)
         self.metrics.traces_stored.inc(count)

@@ -45,8 +45,9 @@ from ..memory import release_free_memory
 from ..serve.metrics import Metrics
 from ..serve.server import MetricsServer
 from ..serve.variants import VariantLabels
-from ..storage.clickhouse import Storage, encode_traces, json_bytes
+from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
+from ..storage.rows import encode_traces, json_bytes
 from .clients import Send, kafka_client_settings
 from .deadletter import DeadLetters, without_partitions
 from .group_join import guard_description, keep_join_going
@@ -369,7 +370,7 @@ class KafkaCollector:
         if not traces and after_store is not None:
             self.writer.submit(batch, b"")
         if traces:
-            self.writer.submit(batch, b"".join(encode_traces(traces, self.topic)))
+            self.writer.submit(batch, encode_traces(traces, self.topic))
             # The judge messages go out now, so their acknowledgements arrive while the batch is
             # stored; the commit still waits for both. (Sent before the rows are stored: a crash
             # in between replays the records, and the judge dedupes by trace id.)

@@ -4,9 +4,8 @@ A :class:`Batch` is cut by the loop: its traces' rows encoded into one block,
 its dead letters, the judge messages sent for it, and the offsets it lets the
 loop commit. :class:`BatchWriter` stores at most one batch at a time on its
 own thread: during the insert chDB (or the HTTP client) releases the GIL, so
-storing one batch overlaps decoding the next. Encoding stays on the loop's
-thread: handed a list of rows, clickhouse-connect's chDB backend writes them
-one by one, each write waiting for the busy loop to give the GIL back.
+storing one batch overlaps decoding the next. Encoding reads Python objects,
+so it stays on the loop's thread, which hands the writer one joined block.
 """
 
 from __future__ import annotations
@@ -18,10 +17,13 @@ from typing import Any
 from ..ingest.pipeline import Ingestor
 from ..storage.clickhouse import StorageUnavailable
 from ..storage.retry import StorageRetry, Wait
+from ..storage.rows import EncodedRows
 from .offsets import Targets
 from .producer import Started
 
 __all__ = ["Batch", "BatchWriter"]
+
+NO_ROWS = EncodedRows(b"", "")
 
 log = logging.getLogger("ragpulse.collect")
 
@@ -29,7 +31,7 @@ log = logging.getLogger("ragpulse.collect")
 class Batch:
     """Traces and dead letters cut together, the offsets they let the loop commit, the store."""
 
-    __slots__ = ("sent", "count", "dead", "targets", "started", "block", "future", "after_store", "requeued")
+    __slots__ = ("sent", "count", "dead", "targets", "started", "rows", "future", "after_store", "requeued")
 
     def __init__(
         self, count: int, dead: list[tuple[Any, str, str]], targets: Targets, started: float
@@ -39,7 +41,7 @@ class Batch:
         self.dead = dead
         self.targets = targets
         self.started = started
-        self.block = b""  # the encoded rows, joined (kept for a retry on the loop's thread)
+        self.rows = NO_ROWS  # the encoded rows (kept for a retry on the loop's thread)
         self.future: Future[None] | None = None
         # The feedback stage's storage step (collector/feedback/sink.py), run after the rows,
         # and the judge messages it returned, which the batch sends before its commit.
@@ -57,8 +59,8 @@ class BatchWriter:
         self.ingestor = ingestor
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ragpulse-writer")
 
-    def submit(self, batch: Batch, block: bytes) -> None:
-        batch.block = block
+    def submit(self, batch: Batch, rows: EncodedRows) -> None:
+        batch.rows = rows
         batch.future = self._pool.submit(self._store, batch)
 
     def wait_stored(self, batch: Batch, retry: StorageRetry, wait: Wait) -> None:
@@ -74,11 +76,11 @@ class BatchWriter:
             log.warning("storage unavailable (%s); retrying", str(exc).splitlines()[0][:200])
             retry(lambda: self._store(batch), wait)
         retry.metrics.storage_up.set(1)
-        batch.block = b""
+        batch.rows = NO_ROWS
 
     def _store(self, batch: Batch) -> None:
         if batch.count:
-            self.ingestor.store_encoded(batch.block, batch.count)
+            self.ingestor.store_encoded(batch.rows, batch.count)
         if batch.after_store is not None:
             batch.requeued = batch.after_store()
 

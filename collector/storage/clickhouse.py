@@ -19,37 +19,20 @@ consumption).
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlparse
 
-import orjson
-
-from ..contract import (
-    CHUNKS,
-    CITATIONS,
-    COLUMNS,
-    FLAG,
-    FLOAT,
-    INT,
-    JSON,
-    SCORE_NAMES,
-    TEXT,
-    TIME,
-    TOPIC,
-    TRACE_COLUMNS,
-)
+from ..contract import SCORE_NAMES, TRACE_COLUMNS
 from ..ingest.model import RagTrace
 from .chdb_engine import engine_options
+from .rows import EncodedRows, encode_traces, json_bytes, nanos_text
 
 __all__ = [
     "Storage",
     "StorageUnavailable",
-    "encode_traces",
-    "json_bytes",
     "schema_statements",
     "JUDGMENT_COLUMNS",
     "CLAIM_COLUMNS",
@@ -137,72 +120,6 @@ def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, DatabaseError) and any(code in msg for code in _TRANSIENT_CODES):
         return True
     return "Unable to open the chdb engine" in msg or "EmbeddedServer" in msg
-
-
-def json_bytes(value: Any, line: bool = False) -> bytes:
-    """JSON bytes (with a trailing newline when ``line``). What orjson refuses (integers
-    beyond 64 bits, lone surrogates that JSON input can carry) goes through the stdlib
-    encoder, with lone surrogates replaced by '?': ClickHouse rejects them, and one odd
-    value must not fail a whole batch."""
-    try:
-        return orjson.dumps(value, default=str, option=orjson.OPT_APPEND_NEWLINE if line else None)
-    except TypeError:
-        text = json.dumps(value, default=str, ensure_ascii=False) + ("\n" if line else "")
-        return text.encode("utf-8", "replace")
-
-
-def _nanos_text(ns: int) -> str:
-    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
-
-
-def encode_traces(traces: Sequence[RagTrace], src_topic: str = "") -> list[bytes]:
-    """``rag_traces`` rows, each a JSONCompactEachRow line of the contract's columns in their
-    order (:data:`~..contract.COLUMNS`).
-
-    orjson encodes them: measured about 3x cheaper in Python CPU than
-    clickhouse-connect's Native serialization for these wide rows with string
-    arrays, and 5x cheaper than the stdlib encoder. A NaN score is written as
-    null (the column is nullable). Join the rows before handing them to another
-    thread for the insert (:meth:`Storage.insert_encoded_traces`).
-    """
-    encode = _encode_row
-    return [encode(t, src_topic) for t in traces]
-
-
-def _row_source() -> str:
-    """The source of ``_encode_row``: one expression per column of the contract, in order (made
-    once at import, as dataclasses makes its methods: a loop over readers would cost twice
-    the instructions of this straight-line code)."""
-    exprs = []
-    for c in COLUMNS:
-        if c.kind == TOPIC:
-            exprs.append("topic")
-        elif c.kind == CHUNKS:
-            exprs.append(f"[x.{c.item} for x in chunks]")
-        elif c.kind == CITATIONS:
-            exprs.append(f"[x.{c.item} for x in citations]")
-        elif c.kind == TIME:
-            exprs.append(f"_nanos_text(t.{c.name})")
-        elif c.kind == JSON:
-            exprs.append(f'(json_bytes(t.{c.name}).decode() if t.{c.name} else "{{}}")')
-        elif c.kind == FLAG:
-            exprs.append(f"(1 if t.{c.name} else 0)")
-        elif c.kind in (TEXT, INT, FLOAT):
-            exprs.append(f"t.{c.name}")
-        else:
-            raise ValueError(f"no row encoding for column {c}")
-    values = ",\n        ".join(exprs)
-    return (
-        "def _encode_row(t, topic):\n"
-        "    chunks = t.chunks\n"
-        "    citations = t.citations\n"
-        f"    return json_bytes([\n        {values},\n    ], line=True)\n"
-    )
-
-
-_namespace: dict[str, Any] = {"json_bytes": json_bytes, "_nanos_text": _nanos_text}
-exec(_row_source(), _namespace)  # noqa: S102 - source made above from the contract, no input
-_encode_row: Callable[[RagTrace, str], bytes] = _namespace["_encode_row"]
 
 
 # In-process chDB parses an insert on one thread: parallel parsing (several threads, each
@@ -311,23 +228,23 @@ class Storage:
         if traces:
             self.insert_encoded_traces(encode_traces(traces, src_topic))
 
-    def insert_encoded_traces(self, rows: Sequence[bytes] | bytes) -> None:
-        """Insert rows made by :func:`encode_traces`, as the list or joined into one block.
+    def insert_encoded_traces(self, rows: EncodedRows) -> None:
+        """Insert rows made by :func:`~.rows.encode_traces`.
 
         Split from the encoding so a writer thread can run the insert (ClickHouse work, GIL
-        released) while the caller's thread does the Python work. Pass the joined block from
-        such a thread: handed a list, the chDB backend writes its input file row by row, and
-        every write gives up the GIL and waits up to a switch interval (5 ms) to get it back
-        from a busy caller (measured: a 2,000-row insert took 4.8 s instead of 0.1 s).
+        released) while the caller's thread does the Python work. The block is joined: handed
+        a list, the chDB backend writes its input file row by row, and every write gives up the
+        GIL and waits up to a switch interval (5 ms) to get it back from a busy caller
+        (measured: a 2,000-row insert took 4.8 s instead of 0.1 s).
         """
-        if not rows:
+        if not rows.block:
             return
         self._call(
             "raw_insert",
             f"{self.database}.rag_traces",
             list(TRACE_COLUMNS),
-            insert_block=rows if isinstance(rows, bytes) else b"".join(rows),
-            fmt="JSONCompactEachRow",
+            insert_block=rows.block,
+            fmt=rows.fmt,
             settings=_IN_PROCESS_TRACE_INSERT if self._in_process else None,
         )
         self._release_memory()
@@ -367,7 +284,7 @@ class Storage:
             values = [r.get(c) for c in columns]
             for k, c in enumerate(columns):
                 if c in nanos:
-                    values[k] = _nanos_text(int(values[k]))
+                    values[k] = nanos_text(int(values[k]))
             lines.append(json_bytes(values, line=True))
         if lines:
             self._call(

@@ -1,5 +1,6 @@
 //! `ragpulse_native`: the collector's OTLP protobuf decoder in Rust, and the
-//! session memory and matching of re-ask detection (reask.rs, queries.rs).
+//! session memory and matching of re-ask detection (reask.rs, queries.rs), and
+//! the `rag_traces` rows in RowBinary (rows.rs).
 //!
 //! `decode_traces` does exactly what the pure-Python `decode_otlp_proto_py`
 //! in `collector/ingest/otlp.py` does (same spans, same per-span errors, same
@@ -13,6 +14,7 @@ mod build;
 mod keys;
 mod queries;
 mod reask;
+mod rows;
 mod schema;
 mod wire;
 
@@ -21,7 +23,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 /// Bumped whenever a function's contract changes (or one is added); otlp.py refuses a mismatch.
-const ABI: u32 = 6;
+const ABI: u32 = 7;
 
 /// Decode an OTLP `TracesData` protobuf into `span_cls` objects.
 ///
@@ -63,6 +65,7 @@ fn ragpulse_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ABI", ABI)?;
     m.add_function(wrap_pyfunction!(decode_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(rows::encode_rows, m)?)?;
     m.add_class::<reask::ReaskIndex>()?;
     Ok(())
 }
