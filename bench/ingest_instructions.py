@@ -60,7 +60,10 @@ from ragpulse.collector.ingest.build import build_trace
 from ragpulse.collector.config import load_config
 from ragpulse.collector.ingest.otlp import Limits, decode_record
 from ragpulse.collector.ingest.sampling import Sampler, SamplingPolicy
-from ragpulse.collector.storage.rows import encode_traces
+try:
+    from ragpulse.collector.storage.rows import encode_traces
+except ImportError:  # a checkout from before storage/rows.py
+    from ragpulse.collector.storage.clickhouse import encode_traces
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 
 upto, n = int(sys.argv[1]), int(sys.argv[2])
@@ -106,7 +109,10 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 from kafka.structs import TopicPartition
 from ragpulse.collector.config import load_config
 from ragpulse.collector.kafka.collector import KafkaCollector
-from ragpulse.collector.storage.rows import encode_traces
+try:
+    from ragpulse.collector.storage.rows import encode_traces
+except ImportError:  # a checkout from before storage/rows.py
+    from ragpulse.collector.storage.clickhouse import encode_traces
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 try:  # a checkout whose collector patches kafka-python's record unpacking
     from ragpulse.collector.kafka.records import install
