@@ -60,6 +60,7 @@ from ...agent.conventions import (
 )
 from .documents import span_documents
 from .model import STATUS_ERROR, Citation, RagTrace, Span
+from .otlp import native_module
 from .texts import llm_answer, llm_query, retrieval_query, root_answer, root_query
 
 __all__ = ["build_trace", "span_role"]
@@ -283,8 +284,27 @@ def _read_generation(t: RagTrace, llms: list[Span]) -> None:
     t.generation_ms = _total_ms(llms)
 
 
+_native = native_module()
+_CITATION_KEYS = (CITATION_DOCUMENT_ID, CITATION_MARKER, CITATION_START, CITATION_END)
+
+
 def _citations(root: Span) -> list[Citation]:
-    """The root span's citation events, in order."""
+    """The root span's citation events, in order (``ragpulse_native.citation_events`` when the
+    native module is in use: the same citations, odd values read by :func:`_int` either way;
+    :func:`_citations_py` is the reference)."""
+    events = root.events
+    if _native is not None and type(events) is list:
+        try:
+            return _native.citation_events(
+                events, CITATION_EVENT, _CITATION_KEYS, Citation, (_int, -1, _POSITION_MAX)
+            )
+        except TypeError:
+            pass  # an event that is not a (name, time, dict) tuple: the Python loop reads any sequence
+    return _citations_py(root)
+
+
+def _citations_py(root: Span) -> list[Citation]:
+    """The Python reading of :func:`_citations`."""
     out = []
     for name, _ts, ea in root.events:
         if name == CITATION_EVENT:

@@ -33,6 +33,7 @@ from ...agent.conventions import (
 from ...agent.values import optional_float
 from .json_depth import json_value
 from .model import Chunk
+from .otlp import native_module
 
 __all__ = ["span_documents"]
 
@@ -62,8 +63,25 @@ def _meta_text(meta: Any) -> str:
     return meta if isinstance(meta, str) else json.dumps(meta, default=str)
 
 
+_native = native_module()
+
+
 def _flattened(attrs: dict[str, Any], prefix: str) -> list[Chunk]:
-    """Chunks from the flattened documents under ``prefix`` for i = 0, 1, ... until one is missing."""
+    """Chunks from the flattened documents under ``prefix`` for i = 0, 1, ... until one is missing
+    (``ragpulse_native.flattened_documents`` when the native module is in use: the same chunks,
+    about a third of the CPU; :func:`_flattened_py` is the reference)."""
+    if _native is not None and type(attrs) is dict:
+        cache = _DOC_KEYS.get(prefix)
+        if cache is None:
+            cache = _DOC_KEYS[prefix] = []
+        return _native.flattened_documents(
+            attrs, prefix, (cache, _doc_keys), (Chunk, optional_float, _meta_text)
+        )
+    return _flattened_py(attrs, prefix)
+
+
+def _flattened_py(attrs: dict[str, Any], prefix: str) -> list[Chunk]:
+    """The Python reading of :func:`_flattened`."""
     chunks = []
     i = 0
     get = attrs.get

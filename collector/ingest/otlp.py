@@ -48,7 +48,7 @@ __all__ = [
 _ZERO_TRACE = b"\x00" * 16
 _ZERO_SPAN = b"\x00" * 8
 
-NATIVE_ABI = 7  # the ``ragpulse_native.ABI`` this module's calls are written for
+NATIVE_ABI = 8  # the ``ragpulse_native.ABI`` this module's calls are written for
 
 
 def _load_native() -> tuple[Any, str]:

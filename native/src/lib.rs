@@ -1,6 +1,7 @@
 //! `ragpulse_native`: the collector's OTLP protobuf decoder in Rust, and the
 //! session memory and matching of re-ask detection (reask.rs, queries.rs), and
-//! the `rag_traces` rows in RowBinary (rows.rs).
+//! the `rag_traces` rows in RowBinary (rows.rs), and the loops that read a
+//! trace's documents and citations (documents.rs).
 //!
 //! `decode_traces` does exactly what the pure-Python `decode_otlp_proto_py`
 //! in `collector/ingest/otlp.py` does (same spans, same per-span errors, same
@@ -11,6 +12,7 @@
 //! differentially, including on fuzzed input.
 
 mod build;
+mod documents;
 mod keys;
 mod queries;
 mod reask;
@@ -23,7 +25,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 /// Bumped whenever a function's contract changes (or one is added); otlp.py refuses a mismatch.
-const ABI: u32 = 7;
+const ABI: u32 = 8;
 
 /// Decode an OTLP `TracesData` protobuf into `span_cls` objects.
 ///
@@ -66,6 +68,8 @@ fn ragpulse_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ABI", ABI)?;
     m.add_function(wrap_pyfunction!(decode_traces, m)?)?;
     m.add_function(wrap_pyfunction!(rows::encode_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(documents::flattened_documents, m)?)?;
+    m.add_function(wrap_pyfunction!(documents::citation_events, m)?)?;
     m.add_class::<reask::ReaskIndex>()?;
     Ok(())
 }
