@@ -44,11 +44,18 @@ _DOC_KEYS: dict[str, list[tuple[str, ...]]] = {}
 _CACHED_DOCUMENTS = 1_000  # per prefix; documents beyond are rare and get their keys formatted
 
 
-def _doc_keys(prefix: str, i: int) -> tuple[str, ...]:
-    """The id/content/score/metadata/source attribute keys of document ``i``."""
-    cached = _DOC_KEYS.get(prefix)  # the prefixes are the conventions' constants
+def _key_cache(prefix: str) -> list[tuple[str, ...]]:
+    """The cached keys of ``prefix``'s documents 0, 1, ... (the prefixes are the conventions'
+    constants, so the cache stays small)."""
+    cached = _DOC_KEYS.get(prefix)
     if cached is None:
         cached = _DOC_KEYS[prefix] = []
+    return cached
+
+
+def _doc_keys(prefix: str, i: int) -> tuple[str, ...]:
+    """The id/content/score/metadata/source attribute keys of document ``i``."""
+    cached = _key_cache(prefix)
     if i < len(cached):
         return cached[i]
     keys = tuple(document_key(prefix, i, field) for field in (*DOCUMENT_FIELDS, DOCUMENT_SOURCE))
@@ -71,11 +78,8 @@ def _flattened(attrs: dict[str, Any], prefix: str) -> list[Chunk]:
     (``ragpulse_native.flattened_documents`` when the native module is in use: the same chunks,
     about a third of the CPU; :func:`_flattened_py` is the reference)."""
     if _native is not None and type(attrs) is dict:
-        cache = _DOC_KEYS.get(prefix)
-        if cache is None:
-            cache = _DOC_KEYS[prefix] = []
         return _native.flattened_documents(
-            attrs, prefix, (cache, _doc_keys), (Chunk, optional_float, _meta_text)
+            attrs, prefix, (_key_cache(prefix), _doc_keys), (Chunk, optional_float, _meta_text)
         )
     return _flattened_py(attrs, prefix)
 

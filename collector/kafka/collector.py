@@ -56,7 +56,7 @@ from .offsets import OffsetTracker
 from .process import handle_stop_signals, tune_for_ingest
 from .producer import ReliableProducer
 from .rebalance import RebalanceEvents
-from .writer import Batch, BatchWriter
+from .writer import NO_ROWS, Batch, BatchWriter
 
 __all__ = ["KafkaCollector"]
 
@@ -368,7 +368,7 @@ class KafkaCollector:
         batch = Batch(len(traces), self.dead.take(), targets, time.perf_counter())
         batch.after_store = after_store
         if not traces and after_store is not None:
-            self.writer.submit(batch, b"")
+            self.writer.submit(batch, NO_ROWS)
         if traces:
             self.writer.submit(batch, encode_traces(traces, self.topic))
             # The judge messages go out now, so their acknowledgements arrive while the batch is

@@ -21,9 +21,9 @@ from ..storage.rows import EncodedRows
 from .offsets import Targets
 from .producer import Started
 
-__all__ = ["Batch", "BatchWriter"]
+__all__ = ["NO_ROWS", "Batch", "BatchWriter"]
 
-NO_ROWS = EncodedRows(b"", "")
+NO_ROWS = EncodedRows(b"", "")  # a batch with nothing for rag_traces (only its feedback step)
 
 log = logging.getLogger("ragpulse.collect")
 

@@ -18,6 +18,7 @@ says its format:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -105,21 +106,16 @@ def _binary_spec(columns: Sequence[Column]) -> tuple[tuple[str, str, str], ...]:
 
 
 BINARY_SPEC = _binary_spec(COLUMNS)
-_native_encode: Callable[..., bytes] | None = None
-_native_loaded = False
 
 
+@functools.cache
 def _native_encoder() -> Callable[..., bytes] | None:
     """``ragpulse_native.encode_rows`` when the native module is in use (looked up on first use:
     storage is imported by commands that never encode a row)."""
-    global _native_encode, _native_loaded
-    if not _native_loaded:
-        from ..ingest.otlp import native_module
+    from ..ingest.otlp import native_module
 
-        module = native_module()
-        _native_encode = module.encode_rows if module is not None else None
-        _native_loaded = True
-    return _native_encode
+    module = native_module()
+    return module.encode_rows if module is not None else None
 
 
 def encode_traces(traces: Sequence[RagTrace], src_topic: str = "") -> EncodedRows:
