@@ -15,6 +15,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,23 +58,54 @@ def read_existing(path: Path) -> tuple[list[bytes], set[str]]:
     return lines, ids
 
 
+def _target(path: Path) -> Path:
+    """The file ``path`` names: a symlinked eval set is written (and locked) at its target, so the
+    link stays a link and two links to one file share one lock."""
+    return Path(os.path.realpath(path))
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: written beside it, flushed, then renamed over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with tmp.open("wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Replace ``path`` with ``data``: written beside it, flushed, renamed over it, and the rename
+    made durable by syncing the folder. A symlink is followed (its target is replaced, the link
+    kept); an existing file keeps its permission bits (a 0600 eval set stays 0600), a new one gets
+    the process's default mode."""
+    target = _target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    try:
+        with tmp.open("wb") as fh:
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _sync_folder(target.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder, so a rename inside it survives a crash (POSIX: the entry lives in the folder)."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @contextmanager
 def evalset_lock(path: Path) -> Iterator[None]:
-    """Hold the eval set's exclusive advisory lock (``flock`` on ``.NAME.lock`` beside it) for one
-    read-modify-write of the file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.with_name(f".{path.name}.lock").open("a") as fh:
+    """Hold the eval set's exclusive advisory lock (``flock`` on ``.NAME.lock`` beside it, or beside
+    its target when it is a symlink) for one read-modify-write of the file."""
+    target = _target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.with_name(f".{target.name}.lock").open("a") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
