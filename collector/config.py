@@ -248,8 +248,8 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 def _check_variants_and_cost(cfg: Mapping[str, Any]) -> None:
     """variants.labels and cost.prices build (the errors name the key)."""
+    from .core.variants import VariantLabels
     from .ingest.cost import Pricing
-    from .serve.variants import VariantLabels
 
     try:
         VariantLabels.from_config(cfg.get("variants"))

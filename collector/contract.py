@@ -3,7 +3,7 @@
 One definition each, from which the rest follows:
 
 * :data:`COLUMNS`, the ``rag_traces`` columns the collector writes, in the
-  order of an encoded row. :class:`~.ingest.model.RagTrace` takes its fields
+  order of an encoded row. :class:`~.core.model.RagTrace` takes its fields
   and their defaults from them, ``storage/clickhouse.py`` builds its row
   encoder from them, and ``tests/test_contract.py`` checks
   ``storage/sql/schema.sql`` against them.

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ragpulse import agent
+from ragpulse.collector.core.text import jaccard, normalize_query, shingles
 from ragpulse.collector.embedded.collector import EmbeddedCollector
-from ragpulse.collector.export.text import jaccard, normalize_query, shingles
 from ragpulse.collector.serve.alertmanager import AlertmanagerReceiver
 from ragpulse.collector.storage.clickhouse import Storage
 from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 from ragpulse.collector.config import ConfigError, load_config
+from ragpulse.collector.core.metrics import Metrics
+from ragpulse.collector.core.model import RagTrace
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.ingest.assemble import Assembler
 from ragpulse.collector.ingest.build import build_trace
-from ragpulse.collector.ingest.model import RagTrace
 from ragpulse.collector.ingest.otlp import Limits, MalformedRecord, decode_otlp_json, decode_record
 from ragpulse.collector.ingest.sampling import Sampler, SamplingPolicy, looks_like_refusal, trace_hash
-from ragpulse.collector.serve.metrics import Metrics
 from ragpulse.collector.storage.clickhouse import Storage, schema_statements
 
 from tests.services import chdb_holder, post_otlp, release
@@ -95,7 +95,7 @@ def test_oversized_attribute_and_span_without_ids_are_reported_not_kept() -> Non
 
 
 def test_attribute_json_nested_too_deeply_reads_as_no_value_instead_of_failing_the_build() -> None:
-    from ragpulse.collector.ingest.model import Span
+    from ragpulse.collector.core.model import Span
 
     deep = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError on it
     attrs = {
@@ -322,7 +322,7 @@ def test_healthz_fails_while_a_kafka_poll_is_stuck_and_recovers() -> None:
 
 
 def test_a_group_join_that_outlasts_the_rebalance_timeout_counts_as_stuck() -> None:
-    from ragpulse.collector.serve.health import PollWatch
+    from ragpulse.collector.core.poll_watch import PollWatch
 
     watch = PollWatch()
     assert watch.joining("collector", False, 1.0) == 0.0

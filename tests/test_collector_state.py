@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import urllib.request
 
+from ragpulse.collector.core.metrics import Metrics
 from ragpulse.collector.ingest.batcher import Batcher
 from ragpulse.collector.kafka.offsets import OffsetTracker
-from ragpulse.collector.serve.metrics import Metrics
 from ragpulse.collector.serve.server import MetricsServer
 
 

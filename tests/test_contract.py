@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from ragpulse.agent import conventions
 from ragpulse.collector import contract
-from ragpulse.collector.ingest.model import Chunk, Citation, RagTrace
+from ragpulse.collector.core.model import Chunk, Citation, RagTrace
 from ragpulse.collector.storage import clickhouse, rows
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,8 +24,8 @@ from ragpulse.agent.conventions import (
     RETRIEVAL_DOCUMENTS,
     document_key,
 )
+from ragpulse.collector.core.model import Span
 from ragpulse.collector.ingest import build, documents
-from ragpulse.collector.ingest.model import Span
 
 from tests.native_module import require_native
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from ragpulse.collector.cli.main import main
-from ragpulse.collector.export.text import jaccard, normalize_query, shingles
+from ragpulse.collector.core.text import jaccard, normalize_query, shingles
 from ragpulse.collector.storage.clickhouse import Storage
 
 from .eval_loop_world import (

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 import yaml
 from ragpulse.collector.contract import SCORE_NAMES
+from ragpulse.collector.core.metrics import Metrics
 from ragpulse.collector.judge.service.evaluation_events import (
     EVENT_NAME,
     EvaluationEvents,
     evaluation_records,
     score_thresholds,
 )
-from ragpulse.collector.serve.metrics import Metrics
 
 from tests.otlp_sink import OtlpSink
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from ragpulse.collector.cli.main import main
+from ragpulse.collector.core.text import normalize_query
 from ragpulse.collector.export.criteria import load_criteria
 from ragpulse.collector.export.dedup import group_near_duplicates, match_existing
 from ragpulse.collector.export.schedule import WEEK_NS, due_windows, run_scheduled, week_start
-from ragpulse.collector.export.text import normalize_query
 from ragpulse.collector.export.writer import read_existing, write_evalset
 from ragpulse.collector.storage.clickhouse import Storage
 

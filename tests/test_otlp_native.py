@@ -35,6 +35,7 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 )
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status, TracesData
+from ragpulse.collector.core.native import NATIVE_ABI, load_native
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.ingest import otlp
 from ragpulse.collector.ingest.otlp import (
@@ -774,17 +775,17 @@ def test_decoder_selection() -> None:
     env.pop("RAGPULSE_NATIVE")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.startswith("native |") and ragpulse_native.__version__ in out.stdout
-    assert ragpulse_native.ABI == otlp.NATIVE_ABI
+    assert ragpulse_native.ABI == NATIVE_ABI
 
 
 def test_abi_mismatch_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     class Other:
-        ABI = otlp.NATIVE_ABI + 1
+        ABI = NATIVE_ABI + 1
         __version__ = "9"
 
     monkeypatch.setitem(sys.modules, "ragpulse_native", Other)
     monkeypatch.delenv("RAGPULSE_NATIVE", raising=False)
-    fn, why = otlp._load_native()
+    fn, why = load_native()
     assert fn is None and "does not match" in why
 
 

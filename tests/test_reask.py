@@ -14,7 +14,9 @@ import random
 import time
 
 import pytest
-from ragpulse.collector.export.text import jaccard, normalize_query, shingles
+from ragpulse.collector.core.metrics import Metrics
+from ragpulse.collector.core.model import RagTrace
+from ragpulse.collector.core.text import jaccard, normalize_query, shingles
 from ragpulse.collector.feedback.reask import Call, ReaskDetector
 from ragpulse.collector.feedback.sessions import (
     Earlier,
@@ -24,8 +26,6 @@ from ragpulse.collector.feedback.sessions import (
     may_match,
     sketches,
 )
-from ragpulse.collector.ingest.model import RagTrace
-from ragpulse.collector.serve.metrics import Metrics
 from ragpulse.collector.storage.clickhouse import Storage
 from ragpulse.collector.storage.rows import encode_traces
 

@@ -13,9 +13,9 @@ import time
 from typing import Any
 
 import pytest
+from ragpulse.collector.core.model import Chunk, Citation, RagTrace
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.ingest.build import build_trace
-from ragpulse.collector.ingest.model import Chunk, Citation, RagTrace
 from ragpulse.collector.ingest.otlp import Limits, decode_otlp_proto
 from ragpulse.collector.storage import rows
 from ragpulse.collector.storage.clickhouse import Storage

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ragpulse.collector.core.metrics import Metrics
+from ragpulse.collector.core.variants import OTHER, VariantLabels
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.embedded.collector import EmbeddedCollector
 from ragpulse.collector.ingest.assemble import Assembled
@@ -21,8 +23,6 @@ from ragpulse.collector.ingest.cost import Pricing
 from ragpulse.collector.ingest.otlp import Limits, decode_record
 from ragpulse.collector.ingest.pipeline import Ingestor
 from ragpulse.collector.ingest.sampling import SamplingPolicy
-from ragpulse.collector.serve.metrics import Metrics
-from ragpulse.collector.serve.variants import OTHER, VariantLabels
 from ragpulse.collector.storage.clickhouse import Storage
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -246,7 +246,7 @@ def test_sampling_stratified_by_variant_judges_a_small_arm_as_often_as_a_big_one
 
 def test_the_batch_histogram_exposes_what_prometheus_clients_histogram_does() -> None:
     from prometheus_client import CollectorRegistry, Histogram, generate_latest
-    from ragpulse.collector.serve.batch_histogram import BatchHistogram
+    from ragpulse.collector.core.batch_histogram import BatchHistogram
 
     values = [0.0, 0.005, 0.007, 0.1, 0.1000001, 2.5, 31.0, 0.25]
     buckets = (0.005, 0.01, 0.1, 0.25, 2.5, 30)

@@ -72,14 +72,14 @@ def _judge(cfg: dict[str, Any]) -> Any:
 
 
 def _run_kafka(cfg: dict[str, Any], role: str) -> int:
+    from ..core.metrics import Metrics
+    from ..core.variants import VariantLabels
     from ..judge.service.evaluation_events import EvaluationEvents
     from ..judge.service.kafka_loop import KafkaJudgeService
     from ..kafka.collector import KafkaCollector
     from ..kafka.topics import ensure_topics, quiet_missing_topics
     from ..serve.alertmanager import start_from_config
-    from ..serve.metrics import Metrics
     from ..serve.server import MetricsServer
-    from ..serve.variants import VariantLabels
     from ..storage.clickhouse import Storage
 
     quiet_missing_topics(cfg)

@@ -35,9 +35,9 @@ def register(subparsers: Any) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
+    from ..core.feedback_spans import is_negative
     from ..feedback.imported import default_judging, import_feedback
     from ..feedback.importer import ImportError_, parse_lines
-    from ..feedback.spans import is_negative
     from ..storage.clickhouse import StorageUnavailable
     from .export import cli_config, open_storage
 

@@ -26,20 +26,20 @@ from typing import Any
 
 from ..config import load_config
 from ..contract import Judge
+from ..core.metrics import Metrics
+from ..core.model import Span
+from ..core.variants import VariantLabels
 from ..feedback.sink import FeedbackSink
 from ..ingest.assemble import Assembler
 from ..ingest.batcher import Batcher
 from ..ingest.cost import Pricing
-from ..ingest.model import Span
 from ..ingest.otlp import Limits
 from ..ingest.pipeline import Ingestor
 from ..ingest.readable import spans_from_readable
 from ..ingest.sampling import SamplingPolicy
 from ..judge.service.evaluation_events import EvaluationEvents
 from ..judge.service.worker import JudgeWorker, load_judge
-from ..serve.metrics import Metrics
 from ..serve.server import MetricsServer
-from ..serve.variants import VariantLabels
 from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
 

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from ..core.text import normalize_query
 from .criteria import reason_rank
 from .select import Candidate
-from .text import normalize_query
 
 __all__ = ["case_id", "best_sentence", "build_case", "split_for", "sorted_reasons"]
 

@@ -1,6 +1,6 @@
 """Near-duplicate questions become one case: MinHash LSH (datasketch) proposes, exact Jaccard decides.
 
-Questions are normalised (collector/export/text.py) and cut into character
+Questions are normalised (collector/core/text.py) and cut into character
 trigrams; datasketch's MinHash LSH finds the pairs that may be similar, and the
 exact Jaccard similarity of their trigram sets decides against the threshold,
 so the grouping does not depend on hash luck at the boundary. Groups are the
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from datasketch import MinHash, MinHashLSH
 
-from .text import jaccard, shingles
+from ..core.text import jaccard, shingles
 
 __all__ = ["group_near_duplicates", "match_existing"]
 

@@ -16,13 +16,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core.text import normalize_query
 from ..storage.clickhouse import Storage
 from .cases import build_case, case_id, sorted_reasons
 from .criteria import Criteria, reason_rank
 from .dedup import group_near_duplicates, match_existing
 from .ledger import ExportedCase, exported_cases, previous_run, record_cases
 from .select import Candidate, alert_windows, select_candidates
-from .text import normalize_query
 from .writer import read_existing, write_evalset, write_manifest
 
 __all__ = ["ExportOptions", "ExportSummary", "run_export"]

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..feedback.spans import is_negative
+from ..core.feedback_spans import is_negative
 from ..storage.clickhouse import Storage
 from .criteria import Criteria
 

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.metrics import Metrics
 from ..ingest.pipeline import Ingestor
 from ..ingest.sampling import SamplingPolicy
-from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
 from ..storage.rows import json_bytes

@@ -2,7 +2,7 @@
 
 A re-ask is a trace whose ``session.id`` matches an earlier trace's, within
 ``window_s`` of it, with a near-duplicate query (character-shingle Jaccard
-similarity at least ``threshold`` (0.7) after normalisation, collector/export/text.py),
+similarity at least ``threshold`` (0.7) after normalisation, collector/core/text.py),
 compared with the session's latest ``_LOOKBACK`` earlier calls. It becomes one
 implicit negative feedback row on the *earlier* trace (kind ``reask``, source
 ``implicit``), keyed by the later trace's id so a replay writes the same row
@@ -27,8 +27,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..export.text import normalize_query
-from ..ingest.otlp import native_module
+from ..core.native import native_module
+from ..core.text import normalize_query
 from ..storage.clickhouse import Storage
 from .sessions import SessionIndex
 

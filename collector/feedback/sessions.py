@@ -45,7 +45,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..export.text import jaccard, normalize_query, shingles
+from ..core.text import jaccard, normalize_query, shingles
 
 __all__ = ["Earlier", "SessionIndex", "feature_of", "features", "may_match", "records", "sketches"]
 

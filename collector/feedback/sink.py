@@ -24,14 +24,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..core.feedback_spans import FEEDBACK_COLUMNS, FEEDBACK_REASON, feedback_row, is_negative
+from ..core.metrics import Metrics
+from ..core.model import RagTrace, Span
 from ..export.select import stored_metadata
-from ..ingest.model import RagTrace, Span
 from ..ingest.sampling import Sampler
-from ..serve.metrics import Metrics
 from ..storage.clickhouse import Storage
 from ..storage.retry import Backoff, retry_storage
 from .reask import Call, ReaskDetector
-from .spans import FEEDBACK_COLUMNS, FEEDBACK_REASON, feedback_row, is_negative
 
 __all__ = ["FeedbackSink", "store_feedback_rows"]
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...agent.conventions import RAG_ROOT
-from ..feedback.spans import is_feedback_span
+from ..core.feedback_spans import is_feedback_span
+from ..core.model import RagTrace, Span
 from .build import span_role
-from .model import RagTrace, Span
 
 __all__ = ["Assembler", "Assembled"]
 

@@ -58,9 +58,9 @@ from ...agent.conventions import (
     USER_ID,
     document_key,
 )
+from ..core.model import STATUS_ERROR, Citation, RagTrace, Span
+from ..core.native import native_module
 from .documents import span_documents
-from .model import STATUS_ERROR, Citation, RagTrace, Span
-from .otlp import native_module
 from .texts import llm_answer, llm_query, retrieval_query, root_answer, root_query
 
 __all__ = ["build_trace", "span_role"]

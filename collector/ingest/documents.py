@@ -31,9 +31,9 @@ from ...agent.conventions import (
     document_key,
 )
 from ...agent.values import optional_float
-from .json_depth import json_value
-from .model import Chunk
-from .otlp import native_module
+from ..core.json_depth import json_value
+from ..core.model import Chunk
+from ..core.native import native_module
 
 __all__ = ["span_documents"]
 

@@ -20,15 +20,15 @@ matches; ``RAGPULSE_NATIVE=0`` in the environment forces the Python path.
 from __future__ import annotations
 
 import base64
-import os
 from typing import Any
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from ...agent.conventions import SERVICE_NAME
-from .json_depth import MAX_VALUE_DEPTH, JsonTooDeep, loads_bounded
-from .model import Span
+from ..core.json_depth import MAX_VALUE_DEPTH, JsonTooDeep, loads_bounded
+from ..core.model import Span
+from ..core.native import implementation, native_module, native_why
 
 __all__ = [
     "MalformedRecord",
@@ -39,7 +39,6 @@ __all__ = [
     "decode_otlp_proto_py",
     "decode_otlp_proto_native",
     "DECODER",
-    "NATIVE_ABI",
     "decoder_description",
     "decode_otlp_json",
     "split_by_trace",
@@ -48,37 +47,14 @@ __all__ = [
 _ZERO_TRACE = b"\x00" * 16
 _ZERO_SPAN = b"\x00" * 8
 
-NATIVE_ABI = 8  # the ``ragpulse_native.ABI`` this module's calls are written for
-
-
-def _load_native() -> tuple[Any, str]:
-    """The native module (or None) and why it is or is not used."""
-    if os.environ.get("RAGPULSE_NATIVE", "").strip() == "0":
-        return None, "python (RAGPULSE_NATIVE=0)"
-    try:
-        import ragpulse_native
-    except ImportError:
-        return None, "python (ragpulse_native is not installed)"
-    abi = getattr(ragpulse_native, "ABI", None)
-    if abi != NATIVE_ABI:
-        return None, f"python (ragpulse_native ABI {abi} does not match the expected {NATIVE_ABI})"
-    return ragpulse_native, f"native (ragpulse_native {ragpulse_native.__version__})"
-
-
-_native, _decoder_why = _load_native()
+_native = native_module()
 _native_decode = _native.decode_traces if _native is not None else None
-DECODER = "native" if _native is not None else "python"
-
-
-def native_module() -> Any:
-    """The ``ragpulse_native`` module when it is in use (imports, ABI matches, not turned off
-    with ``RAGPULSE_NATIVE=0``), else None; :func:`decoder_description` says why."""
-    return _native
+DECODER = implementation()
 
 
 def decoder_description() -> str:
     """One line saying which protobuf decoder is active and why (for the start-up log)."""
-    return f"OTLP protobuf decoder: {_decoder_why}"
+    return f"OTLP protobuf decoder: {native_why()}"
 
 
 # First bytes with which decode_record reads a record as OTLP/JSON (no protobuf starts so).

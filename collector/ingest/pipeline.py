@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..serve.metrics import Metrics
+from ..core.metrics import Metrics
+from ..core.model import RagTrace
 from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
 from ..storage.rows import EncodedRows, encode_traces
 from .assemble import Assembled
 from .build import build_trace
 from .cost import Pricing
-from .model import RagTrace
 from .sampling import Sampler, SamplingPolicy
 from .served import observe_served
 

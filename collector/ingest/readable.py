@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...agent.conventions import SERVICE_NAME
-from .model import Span
+from ..core.model import Span
 
 __all__ = ["spans_from_readable"]
 

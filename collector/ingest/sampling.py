@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .model import RagTrace
+from ..core.model import RagTrace
 
 __all__ = ["Rule", "SamplingPolicy", "Sampler", "trace_hash", "looks_like_refusal", "BUDGETED_REASONS"]
 

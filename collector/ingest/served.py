@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..serve.metrics import Metrics
+from ..core.metrics import Metrics
+from ..core.model import RagTrace
 from .cost import NO_MODEL, UNKNOWN_MODEL
-from .model import RagTrace
 
 __all__ = ["observe_served"]
 

@@ -38,8 +38,8 @@ from ...agent.conventions import (
     TRACELOOP_ENTITY_INPUT,
     TRACELOOP_ENTITY_OUTPUT,
 )
-from .json_depth import json_value
-from .model import Span
+from ..core.json_depth import json_value
+from ..core.model import Span
 
 __all__ = [
     "ANSWER_KEYS",

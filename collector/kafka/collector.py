@@ -34,6 +34,8 @@ import threading
 import time
 from typing import Any
 
+from ..core.metrics import Metrics
+from ..core.variants import VariantLabels
 from ..feedback.sink import FeedbackSink
 from ..ingest.assemble import Assembler
 from ..ingest.batcher import Batcher
@@ -42,9 +44,7 @@ from ..ingest.otlp import Limits, MalformedRecord, decode_record, decoder_descri
 from ..ingest.pipeline import Ingestor
 from ..ingest.sampling import SamplingPolicy
 from ..memory import release_free_memory
-from ..serve.metrics import Metrics
 from ..serve.server import MetricsServer
-from ..serve.variants import VariantLabels
 from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
 from ..storage.rows import encode_traces, json_bytes

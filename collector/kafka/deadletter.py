@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..serve.metrics import Metrics
+from ..core.metrics import Metrics
 from .clients import REASON_HEADER, SOURCE_HEADER, Send
 
 __all__ = ["DeadLetters", "dead_letter"]

@@ -1,7 +1,7 @@
 """The *Variants* row of the quality overview: quality, cost per query and latency per ``variant``.
 
 Each panel selects ``variant=~"$variant"`` (the dashboard's variant variable,
-the bounded label of :mod:`ragpulse.collector.serve.variants`) and draws one
+the bounded label of :mod:`ragpulse.collector.core.variants`) and draws one
 line per variant, so two arms of an A/B test sit side by side; the statistics
 with intervals and verdicts are ``ragpulse compare``'s (docs/compare.md).
 """

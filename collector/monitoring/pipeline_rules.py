@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..feedback.spans import NEGATIVE_LABELS
+from ..core.feedback_spans import NEGATIVE_LABELS
 from .common import alert_annotations, num, pct
 
 __all__ = ["PIPELINE_ALERTS", "negative_feedback", "pipeline_alerts"]

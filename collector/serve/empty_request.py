@@ -13,7 +13,7 @@ from __future__ import annotations
 from google.protobuf.unknown_fields import UnknownFieldSet
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
-from ..ingest.json_depth import loads_bounded
+from ..core.json_depth import loads_bounded
 
 __all__ = ["holds_no_span"]
 

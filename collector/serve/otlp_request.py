@@ -29,8 +29,8 @@ from .inflight import RETRY_AFTER_S
 from .intake_body import IntakeRejected
 
 if TYPE_CHECKING:
-    from ..ingest.model import Span
-    from .metrics import Metrics
+    from ..core.metrics import Metrics
+    from ..core.model import Span
 
 __all__ = ["OtlpIntake", "decode_request", "export_response", "partial_message"]
 

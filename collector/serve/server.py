@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from ..core.metrics import Metrics
 from .health import DEFAULT_STALL_S, Health
 from .http_server import BackgroundHTTPServer, QuietHandler, send
-from .metrics import Metrics
 
 __all__ = ["MetricsServer"]
 

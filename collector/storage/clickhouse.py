@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlparse
 
 from ..contract import SCORE_NAMES, TRACE_COLUMNS
-from ..ingest.model import RagTrace
+from ..core.model import RagTrace
 from .chdb_engine import engine_options
 from .rows import EncodedRows, encode_traces, json_bytes, nanos_text
 

@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..serve.metrics import Metrics
+from ..core.metrics import Metrics
 from .clickhouse import StorageUnavailable
 
 __all__ = ["Backoff", "StorageRetry", "Wait", "retry_storage"]

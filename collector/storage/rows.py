@@ -1,6 +1,6 @@
 """``rag_traces`` rows as the insert's input: RowBinary from the native module, else JSON.
 
-:func:`encode_traces` turns a batch of :class:`~..ingest.model.RagTrace` into one
+:func:`encode_traces` turns a batch of :class:`~..core.model.RagTrace` into one
 block of rows in the contract's column order (:data:`~..contract.COLUMNS`) and
 says its format:
 
@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..contract import CHUNKS, CITATIONS, COLUMNS, FLAG, FLOAT, INT, JSON, TEXT, TIME, TOPIC, Column
-from ..ingest.model import RagTrace
+from ..core.model import RagTrace
 
 __all__ = ["EncodedRows", "JSON_ROWS", "ROW_BINARY", "encode_traces", "encode_rows_json", "json_bytes"]
 
@@ -112,7 +112,7 @@ BINARY_SPEC = _binary_spec(COLUMNS)
 def _native_encoder() -> Callable[..., bytes] | None:
     """``ragpulse_native.encode_rows`` when the native module is in use (looked up on first use:
     storage is imported by commands that never encode a row)."""
-    from ..ingest.otlp import native_module
+    from ..core.native import native_module
 
     module = native_module()
     return module.encode_rows if module is not None else None

@@ -40,7 +40,7 @@ from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportRes
 
 from ...config import logs_url
 from ...contract import SCORE_NAMES
-from ...serve.metrics import Metrics
+from ...core.metrics import Metrics
 
 __all__ = ["EvaluationEvents", "EvaluationRecord", "evaluation_records", "score_thresholds"]
 

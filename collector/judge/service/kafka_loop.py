@@ -19,11 +19,11 @@ import time
 from typing import Any
 
 from ...contract import Judge
+from ...core.metrics import Metrics
 from ...kafka.clients import kafka_client_settings
 from ...kafka.deadletter import dead_letter
 from ...kafka.group_join import keep_join_going
 from ...kafka.liveness import rebalance_allowance_s, rebalancing
-from ...serve.metrics import Metrics
 from ...storage.clickhouse import Storage
 from ...storage.retry import StorageRetry
 from .worker import JudgeWorker

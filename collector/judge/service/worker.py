@@ -24,7 +24,7 @@ from typing import Any
 
 from ....agent.values import optional_float
 from ...contract import SCORE_NAMES, Judge
-from ...serve.metrics import Metrics
+from ...core.metrics import Metrics
 from ...storage.clickhouse import Storage
 
 __all__ = ["Judge", "JudgeWorker", "load_judge", "judgment_rows"]

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from ...agent import conventions as sc
-from ..ingest.model import Span
+from .model import Span
 
 __all__ = [
     "FEEDBACK_COLUMNS",

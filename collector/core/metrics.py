@@ -19,7 +19,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from ..contract import SCORE_NAMES
 from .batch_histogram import BatchHistogram
-from .health import PollWatch
+from .native import implementation
+from .poll_watch import PollWatch
 from .state import StateCollector, StateMetric
 from .variants import VariantLabels
 
@@ -46,9 +47,7 @@ class Metrics:
         self.decoder = Gauge(
             "ragpulse_otlp_decoder_info", "1 for the OTLP protobuf decoder in use", ["decoder"], registry=r
         )
-        from ..ingest.otlp import DECODER
-
-        self.decoder.labels(DECODER).set(1)
+        self.decoder.labels(implementation()).set(1)
         self.polls = PollWatch()  # Kafka polls in progress, reported by the loops for /healthz
 
     def _ingest_metrics(self, r: CollectorRegistry) -> None:
@@ -164,7 +163,7 @@ class Metrics:
             ["service", "judge"],
             registry=r,
         )
-        # Quality metrics also carry the bounded variant label (serve/variants.py).
+        # Quality metrics also carry the bounded variant label (core/variants.py).
         q = (*by, "variant")
         self.scores = {
             name: Histogram(f"ragpulse_{name}", f"{name.replace('_', ' ')} per judged trace", q,
