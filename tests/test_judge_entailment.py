@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 from importlib import resources
 from pathlib import Path
 
@@ -72,6 +73,49 @@ def test_cache_returns_the_same_scores(model) -> None:
     scored = model.pairs_scored
     assert (model.probabilities(pairs) == first).all()
     assert model.pairs_scored == scored
+
+
+def test_a_call_with_more_pairs_than_the_cache_holds_gets_every_score(model) -> None:
+    """``cache_size`` changes only speed: a call with more distinct pairs than it (and repeats)
+    is answered whole, with the scores of a model whose cache holds them all."""
+    pairs = [(p, c) for p, c, _ in CONTRADICTED] + [(p, c) for p, c, _ in ENTAILED]
+    pairs += pairs[:3]
+    want = model.probabilities(pairs)
+    for size in (0, 2):
+        small = EntailmentModel(cache_size=size)
+        assert (small.probabilities(pairs) == want).all()
+        assert len(small.cache) == size and small.pairs_scored == len(set(pairs))
+        assert (small.probabilities(pairs[::-1]) == want[::-1]).all()
+    assert model.probabilities([]).shape == (0, 3)
+
+
+def _head_without_threshold(tmp_path: Path) -> Path:
+    raw = resources.files("ragpulse.collector.judge.local").joinpath("weights/claim-entail-v1.json")
+    data = json.loads(raw.read_bytes())
+    del data["contradiction_threshold"]
+    path = tmp_path / "head.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_custom_head_without_a_contradiction_threshold_keeps_contradictions(tmp_path) -> None:
+    """The threshold is the shipped model's (a custom head refit for it keeps it), not 1.01,
+    which turned every contradiction off."""
+    path = _head_without_threshold(tmp_path)
+    _, shipped = entailment.load_entail_head()
+    assert 0 < shipped <= 1
+    assert entailment.load_entail_head(path)[1] == shipped
+    judge = get_judge("local", entailment={"band": (0.0, 1.0), "weights": str(path)})
+    claim = judge.judge(_record("The library does not open on weekdays.", LIBRARY))["claims"][0]
+    assert claim["verdict"] == "contradicted", claim
+
+
+@pytest.mark.parametrize("value", ["0.9", None, True, 0, -1])
+def test_a_contradiction_threshold_that_is_not_a_positive_number_is_refused(tmp_path, value) -> None:
+    path = _head_without_threshold(tmp_path)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "contradiction_threshold": value}))
+    with pytest.raises(ValueError, match="contradiction_threshold must be a positive number"):
+        entailment.load_entail_head(path)
 
 
 def test_wrong_model_file_is_refused(tmp_path) -> None:

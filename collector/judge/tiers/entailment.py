@@ -128,35 +128,55 @@ class EntailmentModel:
         self.pairs_scored = 0
 
     def probabilities(self, pairs: list[tuple[str, str]]) -> np.ndarray:
-        out = np.zeros((len(pairs), 3), np.float32)
-        todo = [i for i, pair in enumerate(pairs) if pair not in self.cache]
-        encs = self.tok.encode_batch([pairs[i] for i in todo]) if todo else []
-        for i, enc in zip(todo, encs, strict=True):
+        """[len(pairs), 3] probabilities; each distinct pair not in the cache is scored once. The
+        cache keeps the ``cache_size`` pairs used last; a call holding more distinct pairs than
+        that is answered whole all the same (the cache only saves time)."""
+        found: dict[tuple[str, str], np.ndarray] = {}
+        for pair in dict.fromkeys(pairs):
+            hit = self.cache.get(pair)
+            if hit is not None:
+                self.cache.move_to_end(pair)
+                found[pair] = hit
+        todo = [pair for pair in dict.fromkeys(pairs) if pair not in found]
+        for pair, enc in zip(todo, self.tok.encode_batch(todo) if todo else [], strict=True):
             ids = np.asarray(enc.ids, np.int32)[None]
-            self.cache[pairs[i]] = self.session.run(
+            found[pair] = self.cache[pair] = self.session.run(
                 None, {"input_ids": ids, "attention_mask": np.ones_like(ids)}
             )[0][0]
             self.pairs_scored += 1
-            if len(self.cache) > self.cache_size:
-                self.cache.popitem(last=False)
+        while len(self.cache) > self.cache_size:
+            self.cache.popitem(last=False)
+        out = np.zeros((len(pairs), 3), np.float32)
         for i, pair in enumerate(pairs):
-            out[i] = self.cache[pair]
-            self.cache.move_to_end(pair)
+            out[i] = found[pair]
         return out
+
+
+def _packaged_head() -> bytes:
+    return (
+        resources.files("ragpulse.collector.judge.local")
+        .joinpath("weights/claim-entail-v1.json")
+        .read_bytes()
+    )
 
 
 def load_entail_head(path: str | Path | None = None) -> tuple[ClaimModel, float]:
     """The tier's claim model (the packaged ``weights/claim-entail-v1.json`` by default) and
-    its contradiction threshold."""
+    its contradiction threshold: the file's ``contradiction_threshold``, or the packaged file's
+    when a custom file has none. The threshold is read on the entailment model's contradiction
+    probability, not on the head, so a head refit for the shipped model keeps the shipped
+    model's threshold; a value above 1 turns contradictions off. ValueError names a file whose
+    value is not a positive number."""
     model = load_claim_model(path, packaged="claim-entail-v1.json", features=TIER_FEATURES)
-    raw = (
-        Path(path).read_bytes()
-        if path is not None
-        else resources.files("ragpulse.collector.judge.local")
-        .joinpath("weights/claim-entail-v1.json")
-        .read_bytes()
-    )
-    return model, float(json.loads(raw).get("contradiction_threshold", 1.01))
+    packaged = json.loads(_packaged_head())
+    data = packaged if path is None else json.loads(Path(path).read_bytes())
+    value = data.get("contradiction_threshold", packaged["contradiction_threshold"])
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ValueError(
+            f"{path or 'claim-entail-v1.json'}: contradiction_threshold must be a positive number "
+            f"(a contradiction probability; above 1 turns contradictions off), not {value!r}"
+        )
+    return model, float(value)
 
 
 class EntailmentTier(BandTier):
