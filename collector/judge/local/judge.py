@@ -21,12 +21,13 @@ from ..record import InvalidRecord, error_record, normalise_input
 from ..scoring import ClaimJudgment, TraceFacts, assemble
 from ..text.lexicon import lexicon_digest
 from ..text.tokens import TextProfile, profile
-from .claim_features import ChunkIndex, ClaimEvidence, claim_evidence
+from .claim_features import ChunkIndex
 from .claim_model import ClaimModel, load_claim_model
 from .claims import (
     EXTRACTION_VERSION,
     PREPOSITIONS,
     Claim,
+    ExtractedAnswer,
     extract_claims,
     independent_clause,
     split_head,
@@ -34,11 +35,12 @@ from .claims import (
 )
 from .evidence import ChunkEvidence, build_evidence
 from .question_type import misses_question_type
+from .reading import ClaimReading, read_claim, settle
 from .response import ResponseRule, load_response_rule
 from .rules.approximate import claim_profile
-from .rules.conflicts import best_sentence, conflicts, negation_conflicts
+from .rules.conflicts import best_sentence, negation_conflicts
 from .rules.conflicts import contradicting as find_contradicting
-from .support import ClaimView, SupportModel, claim_view, load_model
+from .support import SupportModel, load_model
 
 if TYPE_CHECKING:
     from ..tiers.entailment import EntailmentTier
@@ -48,6 +50,8 @@ __all__ = [
     "LocalJudge",
     "LOCAL_VERSION",
     "QUESTION_WORDS",
+    "TraceReading",
+    "read_trace",
     "negation_conflicts",
     "attach_citations",
     "lexical_utilization",
@@ -60,6 +64,32 @@ QUESTION_WORDS = frozenset(
     "please give list kind type mean".split()
 )
 _CONJUNCT_RE = re.compile(r",?\s+(?:and|as well as|plus|along with)\s+|,\s+|;\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class TraceReading:
+    """A trace as the judge reads it: its chunks, claims (citations attached) and each claim's
+    reading (:mod:`.reading`), what the verdicts are decided from."""
+
+    chunks: list[ChunkEvidence]
+    index: ChunkIndex
+    qstems: frozenset[str]
+    extracted: ExtractedAnswer
+    claims: list[ClaimReading]
+
+
+def read_trace(rec: dict[str, Any], model: SupportModel) -> TraceReading:
+    """Read a normalised input record (:func:`..record.normalise_input`) with the pair model
+    ``model``: the judge's reading, which a refit (:mod:`.refit_data`) reads its labels with."""
+    chunks = build_evidence(rec["chunks"])
+    ids = [c.id for c in chunks]
+    extracted = extract_claims(rec["answer"], ids)
+    if rec["citations"]:
+        attach_citations(extracted.claims, rec["citations"], rec["answer"], ids)
+    qstems = frozenset(s for s in profile(rec["query"]).stem_set if s not in QUESTION_WORDS)
+    index = ChunkIndex(chunks)
+    readings = [read_claim(c.text, chunks, index, qstems, model) for c in extracted.claims]
+    return TraceReading(chunks, index, qstems, extracted, readings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +137,7 @@ class LocalJudge:
     ) -> None:
         self.model: SupportModel = load_model(weights)
         self.claim_model: ClaimModel = load_claim_model(claim_weights)
-        self.response_rule: ResponseRule = load_response_rule(response_weights)
+        self.response_rule: ResponseRule = load_response_rule(response_weights, claim_weights=claim_weights)
         self.threshold = self.claim_model.threshold if threshold is None else float(threshold)
         self.answerable_coverage = float(answerable_coverage)
         self.require_citations = bool(require_citations)
@@ -156,34 +186,28 @@ class LocalJudge:
 
     # -- internals ----------------------------------------------------------------------------
     def _judge(self, rec: dict[str, Any]) -> dict[str, Any]:
-        chunks = build_evidence(rec["chunks"])
+        trace = read_trace(rec, self.model)
+        chunks, extracted, qstems = trace.chunks, trace.extracted, trace.qstems
         ids = [c.id for c in chunks]
         by_id = {c.id: c for c in chunks}
         usable = {c.id: c.usable for c in chunks}
-        answer = rec["answer"]
-        extracted = extract_claims(answer, ids)
         claims = extracted.claims
-        if rec["citations"]:
-            attach_citations(claims, rec["citations"], answer, ids)
-        qprof = profile(rec["query"])
-        qstems = frozenset(s for s in qprof.stem_set if s not in QUESTION_WORDS)
 
         judged: list[ClaimJudgment] = []
         evidence_stems: set[str] = set()
         answer_stems: set[str] = set()
-        index = ChunkIndex(chunks)
-        claim_profiles = [claim_profile(c.text, chunks, index.all_numbers) for c in claims]
+        claim_profiles = [r.profile for r in trace.claims]
         ctx = _TraceContext(
             chunks=chunks,
             ids=ids,
             by_id=by_id,
             pos={cid: i for i, cid in enumerate(ids)},
-            index=index,
+            index=trace.index,
             qstems=qstems,
             answer_all=frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset(),
         )
-        views = [claim_view(cp, qstems) for cp in claim_profiles]
-        evs = [claim_evidence(v, ctx.index, self.model, c.text) for v, c in zip(views, claims, strict=True)]
+        views = [r.view for r in trace.claims]
+        evs = [r.evidence for r in trace.claims]
         probs = [
             self.claim_model.probability(ce.features, ce.numbers_elsewhere, ce.ordinals_missing) for ce in evs
         ]
@@ -201,11 +225,9 @@ class LocalJudge:
                 [ce.numbers_elsewhere for ce in evs],
                 [ce.ordinals_missing for ce in evs],
             )
-        for claim, cp, view, ce, p, against in zip(
-            claims, claim_profiles, views, evs, probs, contradicted_by, strict=True
-        ):
-            answer_stems |= cp.stem_set
-            judgment, used = self._judge_claim(ctx, claim, cp, view, ce, round(p, 4), against)
+        for claim, reading, p, against in zip(claims, trace.claims, probs, contradicted_by, strict=True):
+            answer_stems |= reading.profile.stem_set
+            judgment, used = self._judge_claim(ctx, claim, reading, round(p, 4), against)
             judged.append(judgment)
             evidence_stems |= used
         continue_topic(judged)
@@ -257,26 +279,19 @@ class LocalJudge:
         self,
         ctx: _TraceContext,
         claim: Claim,
-        cp: TextProfile,
-        view: ClaimView,
-        ce: ClaimEvidence,
+        reading: ClaimReading,
         p: float,
         contradicted_by: str | None = None,
     ) -> tuple[ClaimJudgment, frozenset[str]]:
-        """One claim's judgment from its evidence ``ce`` and support probability ``p``, and the
+        """One claim's judgment from its reading and support probability ``p``, and the
         content stems of the usable evidence sentence it rests on (for context utilization).
         ``contradicted_by``: the chunk the second tier reads as contradicting the claim, which
         makes an unsupported claim contradicted."""
-        thr = self.threshold
         by_id = ctx.by_id
-        # Supported when the calibrated probability reaches the threshold, or when one
-        # chunk supports the claim on its own by the pair model (its number veto included).
-        strong = ce.one_chunk_supports
-        supporting = _supporting(ce, view, ctx.chunks, strong or p >= thr) if ctx.chunks else []
-        kept = [cid for cid in supporting if not conflicts(cp, by_id[cid])]
-        if supporting and not kept:  # the evidence says the opposite: as a conflicting number
-            p = min(p, self.claim_model.number_cap)
-        supporting = kept
+        cp, ce = reading.profile, reading.evidence
+        # The verdict rule (:func:`.reading.settle`): the probability reaches the threshold or
+        # one chunk supports the claim on its own, and not every chunk it rests on conflicts.
+        supporting, p = settle(reading, ctx.chunks, p, self.threshold, self.claim_model.number_cap)
         verdict = "supported" if supporting else "unsupported"
         source = None
         contradicting: list[str] = []
@@ -311,24 +326,6 @@ class LocalJudge:
             support_probability=p,
         )
         return judgment, used
-
-
-def _supporting(ce: ClaimEvidence, cv: ClaimView, chunks: list[ChunkEvidence], supported: bool) -> list[str]:
-    """The chunks a supported claim rests on, in chunk order: every chunk whose pair
-    probability reaches 0.5, else the best-ranked chunk; joined by the chunk that best covers
-    the claim words those lack, when it covers at least half of them (joint support: "kept
-    for five years [1] in the Frankfurt archive [2]")."""
-    if not supported:
-        return []
-    chosen = {i for i, p in enumerate(ce.pair_probs) if p >= 0.5} or {ce.best}
-    have = frozenset().union(*(chunks[i].whole.keys for i in chosen))
-    missing = cv.keys - have
-    if missing:
-        gain = [len(missing & c.whole.keys) if i not in chosen else 0 for i, c in enumerate(chunks)]
-        extra = max(range(len(chunks)), key=gain.__getitem__)
-        if gain[extra] and 2 * gain[extra] >= len(missing):
-            chosen.add(extra)
-    return [chunks[i].id for i in sorted(chosen)]
 
 
 # Words that open a claim by referring back to the one before it ("It had hit an iceberg" after

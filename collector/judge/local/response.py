@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 __all__ = ["RESPONSE_VERDICTS", "ResponseRule", "claim_score", "load_response_rule"]
 
@@ -75,16 +76,28 @@ class ResponseRule:
         return "faithful" if all(v == "supported" for v in verdicts) else "unsure"
 
 
-def load_response_rule(path: str | Path | None = None) -> ResponseRule:
-    """The rule of the weights file ``path``, else of the packaged ``weights/response-v1.json``."""
+def load_response_rule(
+    path: str | Path | None = None, *, claim_weights: str | Path | None = None
+) -> ResponseRule:
+    """The rule of the weights file ``path``; else the ``response`` object of the claim weights
+    file ``claim_weights`` when it has one (a refit, :mod:`.refit`, writes the whole decision
+    into one file); else the packaged ``weights/response-v1.json``."""
+    if path is None and claim_weights is not None:
+        claim_data = json.loads(Path(claim_weights).read_bytes())
+        if isinstance(claim_data.get("response"), dict):
+            raw = json.dumps(claim_data["response"], sort_keys=True).encode()
+            return _rule(claim_data["response"], raw, f"{claim_weights}: response")
     if path is None:
         raw = resources.files("ragpulse.collector.judge.local").joinpath(f"weights/{_PACKAGED}").read_bytes()
     else:
         raw = Path(path).read_bytes()
-    data = json.loads(raw)
+    return _rule(json.loads(raw), raw, str(path or _PACKAGED))
+
+
+def _rule(data: dict[str, Any], raw: bytes, where: str) -> ResponseRule:
     mean_below = float(data["mean_below"])
     if not 0.0 <= mean_below <= 1.0:
-        raise ValueError(f"{path or _PACKAGED}: mean_below must lie in [0, 1], got {mean_below}")
+        raise ValueError(f"{where}: mean_below must lie in [0, 1], got {mean_below}")
     return ResponseRule(
         version=str(data["version"]), mean_below=mean_below, digest=hashlib.sha256(raw).hexdigest()[:8]
     )
