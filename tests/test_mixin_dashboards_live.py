@@ -147,7 +147,8 @@ def _review_metrics(demo: LiveDemo, tmp: Path) -> str:
         f"SELECT trace_id FROM {{db}}.rag_judgments FINAL WHERE judge_id = '{judge}' AND claims_total > 0 "
         "AND error = '' ORDER BY trace_id LIMIT 3")]  # fmt: skip
     records = store.judge_records_for(ids, judge)
-    with TestClient(build_app(store, ReviewSettings(evalset, "ann", judge, 0.5))) as client:
+    app = build_app(store, ReviewSettings(evalset, "ann", judge, 0.5))
+    with TestClient(app, base_url="http://127.0.0.1:8470") as client:  # a Host the review app answers
         for tid in ids:
             form = {f"claim-{c['index']}": "supported" for c in records[tid]["claims"]}
             resp = client.post(

@@ -102,7 +102,8 @@ def test_a_request_without_the_token_gets_401_and_reads_nothing(tmp_path: Path) 
     storage.query = lambda sql, parameters=None: (calls.append(sql), real_query(sql, parameters))[1]  # type: ignore[method-assign]
     settings = ReviewSettings(tmp_path / "absent.jsonl", "bob", "local-x", 0.5, token="s3cret")
     try:
-        with TestClient(build_app(ReviewStore(storage), settings), raise_server_exceptions=False) as client:
+        app = build_app(ReviewStore(storage), settings)
+        with TestClient(app, base_url="http://127.0.0.1:8470", raise_server_exceptions=False) as client:
             for path in ("/", "/cases", "/cases/c1", "/judgments", "/judgments/t1", "/metrics"):
                 for headers in ({}, {"Authorization": "Bearer wrong"}):
                     resp = client.get(path, headers=headers, follow_redirects=False)

@@ -2,7 +2,10 @@
 
 ``ragpulse review --db DSN --evalset PATH`` serves the review app on
 127.0.0.1:8470 (``--host``/``--port``); any other address needs a token
-(``--token`` or RAGPULSE_REVIEW_TOKEN), checked on every request. Ctrl-C stops it.
+(``--token`` or RAGPULSE_REVIEW_TOKEN), checked on every request. Requests must
+name the bound address, localhost, 127.0.0.1 or [::1] as their Host, or a name
+given with ``--allowed-host`` (repeatable); writes must come from the page's own
+origin (docs/review.md#security). Ctrl-C stops it.
 ``ragpulse review export-labels -o labels.jsonl`` writes the reviewers' labels
 in the labels-file format ``ragpulse calibrate`` reads.
 """
@@ -61,6 +64,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="serve: address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8470, help="serve: port (default 8470; 0 = any free port)")
     p.add_argument("--token", help="serve: required on every request (default $RAGPULSE_REVIEW_TOKEN)")
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="serve: a Host name the server answers besides its address and loopback "
+        "(repeatable; *.example.com matches subdomains)",
+    )
     p.add_argument("--reviewer", help="serve: default reviewer name (default $USER; the page can change it)")
     p.add_argument("--threshold", type=float, help="serve: the judge's claim verdict threshold")
     p.add_argument(
@@ -145,6 +156,24 @@ def _threshold(args: argparse.Namespace, judge_id: str) -> float:
     return 0.5
 
 
+def _allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
+    """The Host names the server answers (:func:`..review.guard.allowed_hosts`); on a wildcard
+    address, a reminder that clients' names must be listed."""
+    from ..review.guard import allowed_hosts
+
+    try:
+        hosts = tuple(allowed_hosts(args.host, args.allowed_host))
+    except ValueError as exc:
+        raise CliError(f"--allowed-host: {exc}") from None
+    if args.host in ("0.0.0.0", "::") and not args.allowed_host:
+        print(
+            f"ragpulse review: answering only requests for {', '.join(hosts)}: "
+            "add --allowed-host NAME for each name clients use to reach this machine",
+            file=sys.stderr,
+        )
+    return hosts
+
+
 def _serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -162,6 +191,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise CliError(f"binding {args.host} needs a token: --token T or RAGPULSE_REVIEW_TOKEN")
     if args.agreement_window < 1:
         raise CliError("--agreement-window must be at least 1")
+    hosts = _allowed_hosts(args)
     storage = open_storage(args)
     try:
         storage.apply_schema()
@@ -170,7 +200,7 @@ def _serve(args: argparse.Namespace) -> int:
         settings = ReviewSettings(
             evalset=evalset, reviewer=args.reviewer or os.environ.get("USER") or "reviewer",
             judge_id=scope.judge_id, threshold=_threshold(args, scope.judge_id), token=token,
-            service=scope.service, since_ns=scope.since_ns, last_n=args.agreement_window,
+            service=scope.service, since_ns=scope.since_ns, last_n=args.agreement_window, allowed_hosts=hosts,
         )  # fmt: skip
         app = build_app(store, settings)
         try:

@@ -6,7 +6,9 @@ in the order of :meth:`.store.ReviewStore.queue` (a label per claim and per
 trace into ``rag_reviews``), ``/metrics`` serves :mod:`.metrics`. With a token
 configured every request must carry it (``Authorization: Bearer``, the cookie
 the ``?token=`` link sets, or that query parameter); otherwise it gets 401
-before any handler reads anything.
+before any handler reads anything. Before that, :mod:`.guard` answers a
+request naming another host (400) or a cross-origin write (403), and gives
+every response its framing and content-security headers.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -26,6 +27,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -41,6 +43,7 @@ from .cases import (
     read_cases,
     save_case,
 )
+from .guard import LOCAL_HOSTS, NONCE_KEY, SameOrigin, SecurityHeaders, case_url, local_path, request_target
 from .labels import ABSTENTION_KINDS, CLAIM_LABELS, FAILURE_MODES, TRACE_LABELS, TRACE_LEVEL, Label
 from .metrics import ReviewMetrics
 from .store import QueueItem, ReviewStore, Scope
@@ -65,6 +68,7 @@ class ReviewSettings:
     service: str | None = None
     since_ns: int | None = None
     last_n: int = 200  # claim labels behind the agreement gauge
+    allowed_hosts: tuple[str, ...] = LOCAL_HOSTS  # Host names answered (guard.allowed_hosts)
 
 
 class _Token(BaseHTTPMiddleware):
@@ -108,6 +112,7 @@ class _Reviews:
             trim_blocks=True,
             lstrip_blocks=True,
         )
+        self.env.globals["case_url"] = case_url
 
     def _gauges(self) -> dict[str, Any]:
         backlog: dict[tuple[str, str], int] = {}
@@ -141,6 +146,9 @@ class _Reviews:
 
     def render(self, request: Request, template: str, http_status: int = 200, **ctx: Any) -> HTMLResponse:
         ctx.update(reviewer=self.reviewer(request), path=request.url.path, settings=self.s)
+        ctx.update(
+            back=request_target(request.scope), nonce=request.scope.get("state", {}).get(NONCE_KEY, "")
+        )
         return HTMLResponse(self.env.get_template(template).render(**ctx), status_code=http_status)
 
     def cases(self) -> list[dict[str, Any]]:
@@ -190,19 +198,26 @@ def _cases_first(r: _Reviews, request: Request) -> Response:
     first = next((c for c in cases if _status(c) == "proposed"), None)
     if first is None:
         return r.render(request, "empty.html", queue="cases", total=len(cases))
-    return RedirectResponse(f"/cases/{quote(first['id'])}", status_code=303)
+    return RedirectResponse(case_url(first["id"]), status_code=303)
+
+
+def _case_id(request: Request) -> str | None:
+    """The case a request names: ``/cases/<id>``, or ``/cases?id=`` (:func:`.guard.case_url`)."""
+    return request.path_params.get("case_id", request.query_params.get("id"))
 
 
 def _case_get(r: _Reviews, request: Request) -> Response:
+    if _case_id(request) is None:
+        return _cases_first(r, request)
     cases = r.cases()
-    case = next((c for c in cases if c["id"] == request.path_params["case_id"]), None)
+    case = next((c for c in cases if c["id"] == _case_id(request)), None)
     if case is None:
         return r.render(request, "empty.html", 404, queue="cases", total=len(cases), missing=True)
     return _case_page(r, request, case, cases)
 
 
 def _case_post(r: _Reviews, request: Request, form: dict[str, str]) -> Response:
-    cid = request.path_params["case_id"]
+    cid = _case_id(request)
     cases = r.cases()
     case = next((c for c in cases if c["id"] == cid), None)
     if case is None:
@@ -222,7 +237,7 @@ def _case_post(r: _Reviews, request: Request, form: dict[str, str]) -> Response:
     ids = [c["id"] for c in cases]
     after = ids[ids.index(cid) + 1 :] + ids[: ids.index(cid)] if cid in ids else ids
     nxt = next((i for i in after if _status(cases[ids.index(i)]) == "proposed"), None)
-    return RedirectResponse(f"/cases/{quote(nxt)}" if nxt else "/cases", status_code=303)
+    return RedirectResponse(case_url(nxt) if nxt else "/cases", status_code=303)
 
 
 def _judgment_page(
@@ -319,7 +334,7 @@ def build_app(store: ReviewStore, settings: ReviewSettings) -> Starlette:
         form = await request.form()
         name = str(form.get("reviewer", "")).strip()
         back = str(form.get("back", "/"))
-        resp = RedirectResponse(back if back.startswith("/") else "/", status_code=303)
+        resp = RedirectResponse(local_path(back), status_code=303)
         if _REVIEWER.match(name):
             resp.set_cookie(REVIEWER_COOKIE, name, samesite="strict")
         return resp
@@ -338,15 +353,22 @@ def build_app(store: ReviewStore, settings: ReviewSettings) -> Starlette:
     routes = [
         Route("/", index),
         Route("/reviewer", set_reviewer, methods=["POST"]),
-        Route("/cases", lambda req: _cases_first(r, req)),
-        Route("/cases/{case_id}", lambda req: _case_get(r, req)),
-        Route("/cases/{case_id}", case_post, methods=["POST"]),
+        Route("/cases", lambda req: _case_get(r, req)),
+        Route("/cases", case_post, methods=["POST"]),
+        Route("/cases/{case_id:path}", lambda req: _case_get(r, req)),
+        Route("/cases/{case_id:path}", case_post, methods=["POST"]),
         Route("/judgments", lambda req: _judgments_first(r, req)),
         Route("/judgments/{trace_id}", lambda req: _judgment_page(r, req, req.path_params["trace_id"])),
         Route("/judgments/{trace_id}", judgment_post, methods=["POST"]),
         Route("/metrics", metrics),
     ]
-    middleware = [Middleware(_Token, token=settings.token)] if settings.token else []
+    middleware = [
+        Middleware(SecurityHeaders),
+        Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts), www_redirect=False),
+        Middleware(SameOrigin),
+    ]
+    if settings.token:
+        middleware.append(Middleware(_Token, token=settings.token))
     app = Starlette(routes=routes, middleware=middleware)
     app.state.reviews = r
     return app
