@@ -23,6 +23,8 @@ from typing import Any, NamedTuple, Protocol
 __all__ = [
     "Column",
     "COLUMNS",
+    "SOURCE_RETRIEVAL",
+    "SOURCE_TOOL",
     "TRACE_COLUMNS",
     "TRACE_FIELDS",
     "SERVER_COLUMNS",
@@ -39,9 +41,10 @@ JSON = "json"  # a dict, written as its JSON text ("{}" when empty)
 FLAG = "flag"  # a bool, written as 0 or 1
 CHUNKS = "chunks"  # one attribute of every Chunk of RagTrace.chunks, as an array
 CITATIONS = "citations"  # one attribute of every Citation of RagTrace.citations, as an array
+MESSAGES = "messages"  # one attribute of every Message of RagTrace.conversation, as an array
 TOPIC = "topic"  # not a trace field: the Kafka topic the encoder is given
 
-_ARRAYS = (CHUNKS, CITATIONS)
+_ARRAYS = (CHUNKS, CITATIONS, MESSAGES)
 
 
 class Column(NamedTuple):
@@ -51,8 +54,12 @@ class Column(NamedTuple):
     type: str  # its ClickHouse type, as schema.sql writes it
     kind: str  # how the row encoder writes it (the constants above)
     default: Any = None  # RagTrace's value before assembly sets it (scalars)
-    item: str = ""  # for CHUNKS / CITATIONS: the attribute of each Chunk / Citation
+    item: str = ""  # for CHUNKS / CITATIONS / MESSAGES: the attribute of each Chunk / Citation / Message
 
+
+# A chunk's source_type: evidence a retrieval fetched, or the result of a tool call.
+SOURCE_RETRIEVAL = "retrieval"
+SOURCE_TOOL = "tool"
 
 _STR = "String"
 _LC = "LowCardinality(String)"
@@ -67,11 +74,18 @@ COLUMNS: tuple[Column, ...] = (
     Column("route", _LC, TEXT, ""),
     Column("query", _STR, TEXT, ""),
     Column("answer", _STR, TEXT, ""),
+    # The conversation before the user's turn (oldest first): one role and one text per message.
+    Column("conversation_roles", "Array(LowCardinality(String))", MESSAGES, item="role"),
+    Column("conversation_contents", "Array(String)", MESSAGES, item="content"),
     Column("chunk_ids", "Array(String)", CHUNKS, item="id"),
     Column("chunk_contents", "Array(String)", CHUNKS, item="content"),
     Column("chunk_scores", "Array(Nullable(Float64))", CHUNKS, item="score"),
     Column("chunk_metadata", "Array(String)", CHUNKS, item="metadata"),
     Column("chunk_sources", "Array(String)", CHUNKS, item="source"),
+    # Where each chunk came from: a retrieval (its own query) or a tool call (its name, arguments).
+    Column("chunk_source_types", "Array(LowCardinality(String))", CHUNKS, item="source_type"),
+    Column("chunk_tools", "Array(String)", CHUNKS, item="tool"),
+    Column("chunk_queries", "Array(String)", CHUNKS, item="query"),
     Column("citation_doc_ids", "Array(String)", CITATIONS, item="doc_id"),
     Column("citation_markers", "Array(String)", CITATIONS, item="marker"),
     Column("citation_starts", "Array(Int32)", CITATIONS, item="start"),

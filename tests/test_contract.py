@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from ragpulse.agent import conventions
 from ragpulse.collector import contract
-from ragpulse.collector.core.model import Chunk, Citation, RagTrace
+from ragpulse.collector.core.model import Chunk, Citation, Message, RagTrace
 from ragpulse.collector.storage import clickhouse, rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +53,8 @@ def test_trace_model_has_the_contract_fields_and_defaults() -> None:
     assert RagTrace("x").attributes is not RagTrace("y").attributes
     assert {c.item for c in contract.COLUMNS if c.kind == contract.CHUNKS} == set(Chunk.__slots__)
     assert {c.item for c in contract.COLUMNS if c.kind == contract.CITATIONS} == set(Citation.__slots__)
+    assert {c.item for c in contract.COLUMNS if c.kind == contract.MESSAGES} == set(Message.__slots__)
+    assert RagTrace("x").conversation == [] and RagTrace("x").conversation is not RagTrace("y").conversation
 
 
 def test_encoded_row_has_one_value_per_column_in_contract_order() -> None:

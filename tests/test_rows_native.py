@@ -13,7 +13,8 @@ import time
 from typing import Any
 
 import pytest
-from ragpulse.collector.core.model import Chunk, Citation, RagTrace
+from ragpulse.collector.contract import SOURCE_RETRIEVAL, SOURCE_TOOL
+from ragpulse.collector.core.model import Chunk, Citation, Message, RagTrace
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.ingest.build import build_trace
 from ragpulse.collector.ingest.otlp import Limits, decode_otlp_proto
@@ -72,9 +73,13 @@ def _odd(i: int, rng: random.Random) -> RagTrace:
     t.query, t.answer, t.service = rng.choice(_ODD_TEXTS), rng.choice(_ODD_TEXTS), rng.choice(_ODD_TEXTS)
     t.chunks = [
         Chunk(rng.choice(_ODD_TEXTS), rng.choice(_ODD_TEXTS), rng.choice([None, 0.0, -1.5, 1e300, math.nan, math.inf, 3]),
-              rng.choice(["", "{}", '{"k": [1, 2]}']), rng.choice([None, "", "src ✓"]))
+              rng.choice(["", "{}", '{"k": [1, 2]}']), rng.choice([None, "", "src ✓"]),
+              rng.choice([SOURCE_RETRIEVAL, SOURCE_TOOL]), rng.choice(["", "get_balance"]), rng.choice(_ODD_TEXTS))
         for _ in range(rng.randrange(0, 4))
     ]  # fmt: skip
+    t.conversation = [
+        Message(rng.choice(["user", "assistant", ""]), rng.choice(_ODD_TEXTS)) for _ in range(rng.randrange(0, 4))
+    ]
     t.citations = [
         Citation(rng.choice(_ODD_TEXTS), "[1]", rng.choice([-1, 0, 2**31 - 1]), rng.choice([-(2**31), 5]))
         for _ in range(rng.randrange(0, 3))

@@ -13,9 +13,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..contract import JSON, TRACE_FIELDS
+from ..contract import JSON, SOURCE_RETRIEVAL, SOURCE_TOOL, TRACE_FIELDS
 
-__all__ = ["Span", "Chunk", "Citation", "RagTrace", "STATUS_ERROR"]
+__all__ = [
+    "Span",
+    "Chunk",
+    "Citation",
+    "Message",
+    "RagTrace",
+    "STATUS_ERROR",
+    "JUDGE_ROLES",
+    "judge_conversation",
+]
 
 STATUS_ERROR = 2  # OTLP Status.code for ERROR
 
@@ -46,31 +55,59 @@ class Span:
 
 
 class Chunk:
-    """A retrieved (or reranked) chunk; ``metadata`` stays the JSON text the span carried.
+    """A piece of evidence: a retrieved (or reranked) chunk, or a tool call's result.
 
-    ``source`` is the id the retriever gave; ``id`` equals it unless that id repeated within
-    the retrieval (then ``id`` is made unique, ``agent/chunks.unique_ids``).
+    ``metadata`` stays the JSON text the span carried. ``source`` is the id the retriever gave;
+    ``id`` equals it unless that id repeated within the retrieval (then ``id`` is made unique,
+    ``agent/chunks.unique_ids``). ``source_type`` says where the chunk came from
+    (:data:`~..contract.SOURCE_RETRIEVAL` or :data:`~..contract.SOURCE_TOOL`); ``query`` is
+    the query of the retrieval that fetched it (a tool call's arguments), ``tool`` the tool's
+    name ('' for a retrieval).
     """
 
-    __slots__ = ("id", "content", "score", "metadata", "source")
+    __slots__ = ("id", "content", "score", "metadata", "source", "source_type", "tool", "query")
 
     def __init__(
-        self, id: str, content: str, score: float | None, metadata: str, source: str | None = None
+        self,
+        id: str,
+        content: str,
+        score: float | None,
+        metadata: str,
+        source: str | None = None,
+        source_type: str = SOURCE_RETRIEVAL,
+        tool: str = "",
+        query: str = "",
     ) -> None:
         self.id = id
         self.content = content
         self.score = score
         self.metadata = metadata
         self.source = id if source is None else source
+        self.source_type = source_type
+        self.tool = tool
+        self.query = query
 
     def as_record(self) -> dict[str, Any]:
+        """The chunk as the judge input has it (DESIGN.md "The judge"): where it came from
+        beside its text, ``tool`` only for a tool's result, ``query`` only when known."""
         try:
             meta = json.loads(self.metadata) if self.metadata else {}
         except ValueError:
             meta = {"raw": self.metadata}
         if not isinstance(meta, dict):
             meta = {"value": meta}
-        return {"id": self.id, "content": self.content, "score": self.score, "metadata": meta}
+        out = {
+            "id": self.id,
+            "content": self.content,
+            "score": self.score,
+            "metadata": meta,
+            "source_type": self.source_type,
+        }
+        if self.source_type == SOURCE_TOOL:
+            out["tool"] = self.tool
+        if self.query:
+            out["query"] = self.query
+        return out
 
 
 class Citation:
@@ -88,15 +125,31 @@ class Citation:
         return {"doc_id": self.doc_id, "marker": self.marker, "start": self.start, "end": self.end}
 
 
+class Message:
+    """One message of the conversation before the user's turn: its role (``user``,
+    ``assistant``, ``system``, ``tool``) and its text."""
+
+    __slots__ = ("role", "content")
+
+    def __init__(self, role: str, content: str) -> None:
+        self.role = role
+        self.content = content
+
+    def as_record(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
 class RagTrace:
     """One assembled RAG call: what ``rag_traces`` stores and the judge reads.
 
     Its fields are the scalar columns of the contract (:data:`~..contract.TRACE_FIELDS`);
-    ``chunks`` and ``citations`` fill the array columns. ``RagTrace(trace_id)`` sets every
+    ``chunks`` (every piece of evidence: each retrieval's chunks, then tool results),
+    ``citations`` and ``conversation`` (the messages before the user's turn, oldest first)
+    fill the array columns. ``RagTrace(trace_id)`` sets every
     field to the contract's default (``__init__`` is made from it below).
     """
 
-    __slots__ = (*(c.name for c in TRACE_FIELDS), "chunks", "citations")
+    __slots__ = (*(c.name for c in TRACE_FIELDS), "chunks", "citations", "conversation")
 
     @property
     def chunk_count(self) -> int:
@@ -125,6 +178,7 @@ class RagTrace:
             "answer": self.answer,
             "chunks": [c.as_record() for c in self.chunks],
             "citations": [c.as_record() for c in self.citations],
+            "conversation": judge_conversation(self.conversation),
             "model": self.model,
             "corpus_version": self.corpus_version,
             "risk_level": self.risk_level,
@@ -132,6 +186,15 @@ class RagTrace:
             "span_count": self.span_count,
             "attributes": self.attributes,
         }
+
+
+# The roles of the judge input's conversation: a system prompt or a tool message is not a turn.
+JUDGE_ROLES = ("user", "assistant")
+
+
+def judge_conversation(messages: list[Message]) -> list[dict[str, str]]:
+    """The judge input's ``conversation``: the user and assistant turns with text, oldest first."""
+    return [m.as_record() for m in messages if m.role in JUDGE_ROLES and m.content]
 
 
 def _init_source() -> str:
@@ -142,7 +205,7 @@ def _init_source() -> str:
     for c in TRACE_FIELDS:
         value = "trace_id" if c.name == "trace_id" else "{}" if c.kind == JSON else repr(c.default)
         lines.append(f"    self.{c.name} = {value}")
-    lines += ["    self.chunks = []", "    self.citations = []"]
+    lines += ["    self.chunks = []", "    self.citations = []", "    self.conversation = []"]
     return "\n".join(lines) + "\n"
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..core.feedback_spans import FEEDBACK_COLUMNS, FEEDBACK_REASON, feedback_row, is_negative
 from ..core.metrics import Metrics
-from ..core.model import RagTrace, Span
+from ..core.model import Chunk, Message, RagTrace, Span, judge_conversation
 from ..export.select import stored_metadata
 from ..ingest.sampling import Sampler
 from ..storage.clickhouse import Storage
@@ -159,17 +159,24 @@ _JUDGED_SQL = "SELECT DISTINCT trace_id FROM {db}.rag_judgments WHERE trace_id I
 _TRACE_SQL = (
     "SELECT trace_id, service, toUnixTimestamp64Nano(time), toUnixTimestamp64Nano(end_time), query, answer, "
     "chunk_ids, chunk_contents, chunk_scores, chunk_metadata, citation_doc_ids, citation_markers, "
-    "citation_starts, citation_ends, model, corpus_version, risk_level, span_count, attributes, sampled "
+    "citation_starts, citation_ends, model, corpus_version, risk_level, span_count, attributes, "
+    "chunk_source_types, chunk_tools, chunk_queries, conversation_roles, conversation_contents, sampled "
     "FROM {db}.rag_traces FINAL WHERE trace_id IN %(ids)s ORDER BY trace_id"
 )
 
 
 def _judge_message(row: tuple[Any, ...]) -> dict[str, Any]:
-    """A stored trace's ``ragpulse.judge`` message (the shape of RagTrace.judge_message)."""
+    """A stored trace's ``ragpulse.judge`` message (the shape of RagTrace.judge_message: its chunks
+    and conversation made by the model's own records)."""
     (tid, service, t0, t1, query, answer, ids, contents, scores, metas, cdocs, cmarks, cstarts, cends) = row[
         :14
     ]
     model, corpus, risk, span_count, attributes = row[14:19]
+    types, tools, queries, roles, texts = row[19:24]
+    chunks = [
+        Chunk(i, c, s, m, None, st, tool, q)
+        for i, c, s, m, st, tool, q in zip(ids, contents, scores, metas, types, tools, queries, strict=True)
+    ]
     return {
         "trace_id": tid,
         "service": service,
@@ -177,14 +184,12 @@ def _judge_message(row: tuple[Any, ...]) -> dict[str, Any]:
         "end_time_unix_nano": int(t1),
         "query": query,
         "answer": answer,
-        "chunks": [
-            {"id": i, "content": c, "score": s, "metadata": stored_metadata(m)}
-            for i, c, s, m in zip(ids, contents, scores, metas, strict=True)
-        ],
+        "chunks": [c.as_record() for c in chunks],
         "citations": [
             {"doc_id": d, "marker": m, "start": int(s), "end": int(e)}
             for d, m, s, e in zip(cdocs, cmarks, cstarts, cends, strict=True)
         ],
+        "conversation": judge_conversation([Message(r, c) for r, c in zip(roles, texts, strict=True)]),
         "model": model,
         "corpus_version": corpus,
         "risk_level": risk,

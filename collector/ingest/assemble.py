@@ -1,9 +1,13 @@
 """Assemble RAG traces from spans that arrive in any order and in separate records.
 
-Spans are buffered per trace id. A trace is complete as soon as its root
-(the span without a parent), a retrieval span and a generation span have all
-arrived; otherwise it is emitted when ``timeout_s`` has passed since its first
-span (a trace without any RAG span is then dropped and counted as non-RAG).
+Spans are buffered per trace id. A trace is complete when the record that brings
+its root (the span without a parent) leaves it with a RAG step (a retrieval, a
+generation, a reranker or a tool call), however many steps it took: a process ends a trace's root last and exports its spans in the order they
+ended, so the root's record comes with or after every other span of the trace.
+A root that came first (spans from several processes) completes the trace once a
+retrieval and a generation are in too. Otherwise a trace is emitted when
+``timeout_s`` has passed since its first span (a trace without any RAG span is
+then dropped and counted as non-RAG).
 The buffer is bounded: when it holds ``max_traces`` traces the oldest is
 emitted early. Spans arriving for a trace that was already emitted are
 counted as late. Feedback spans (``rag.feedback``, written after the call,
@@ -34,7 +38,10 @@ __all__ = ["Assembler", "Assembled"]
 
 
 class _Pending:
-    __slots__ = ("spans", "first_seen", "positions", "last", "has_root", "has_retrieval", "has_llm", "is_rag")
+    __slots__ = (
+        "spans", "first_seen", "positions", "last", "has_root", "root_now", "has_step", "has_retrieval", "has_llm",
+        "is_rag",
+    )  # fmt: skip
 
     def __init__(self, now: float) -> None:
         self.spans: list[Span] = []
@@ -42,6 +49,8 @@ class _Pending:
         self.positions: dict[Any, int] = {}
         self.last: tuple[Any, int] | None = None
         self.has_root = False
+        self.root_now = False  # the root came in the record being added
+        self.has_step = False  # a retrieval, generation, reranker or tool call
         self.has_retrieval = False
         self.has_llm = False
         self.is_rag = False
@@ -95,15 +104,15 @@ class Assembler:
                 pending[tid] = p
             p.spans.append(span)
             if not span.parent_id:
-                p.has_root = True
+                p.has_root = p.root_now = True
             role = span_role(span)
             if role == "retriever":
-                p.has_retrieval = True
-                p.is_rag = True
+                p.has_retrieval = p.has_step = p.is_rag = True
             elif role == "llm":
-                p.has_llm = True
-                p.is_rag = True
-            elif role == "reranker" or span.attrs.get(RAG_ROOT):
+                p.has_llm = p.has_step = p.is_rag = True
+            elif role == "reranker" or role == "tool":
+                p.has_step = p.is_rag = True
+            elif span.attrs.get(RAG_ROOT):
                 p.is_rag = True
             touched[tid] = p
         for tid, p in touched.items():
@@ -114,8 +123,10 @@ class Assembler:
                     p.positions[part] = off
                 if p.last is None or off > p.last[1]:
                     p.last = position
-            if p.has_root and p.has_retrieval and p.has_llm:
+            if (p.root_now and p.has_step) or (p.has_root and p.has_retrieval and p.has_llm):
                 self._emit(tid, complete=True)
+            else:
+                p.root_now = False
         while len(pending) > self.max_traces:
             tid = next(iter(pending))
             self.evicted += 1

@@ -35,6 +35,7 @@ from ...agent.conventions import (
     KIND_LLM,
     KIND_RERANKER,
     KIND_RETRIEVER,
+    KIND_TOOL,
     LLM_MODEL_NAME,
     LLM_OPS,
     LLM_PROVIDER,
@@ -48,11 +49,11 @@ from ...agent.conventions import (
     RAG_RISK_LEVEL,
     RAG_ROOT,
     RAG_VARIANT,
-    RERANKER_OUTPUT_DOCUMENTS,
     RETRIEVAL_DOCUMENTS,
     RETRIEVAL_OPS,
     SESSION_ID,
     SPAN_KIND,
+    TOOL_OPS,
     TRACELOOP_SPAN_KIND,
     TRACELOOP_WORKFLOW,
     USER_ID,
@@ -60,7 +61,8 @@ from ...agent.conventions import (
 )
 from ..core.model import STATUS_ERROR, Citation, RagTrace, Span
 from ..core.native import native_module
-from .documents import span_documents
+from .conversation import before_turn, conversation_keys, generation_conversation, root_conversation
+from .evidence import marker_ids, retrieved_chunks, tool_chunks
 from .texts import llm_answer, llm_query, retrieval_query, root_answer, root_query
 
 __all__ = ["build_trace", "span_role"]
@@ -69,6 +71,7 @@ __all__ = ["build_trace", "span_role"]
 _RETRIEVAL_OPS = frozenset(RETRIEVAL_OPS)
 _LLM_OPS = frozenset(LLM_OPS)
 _CHAIN_OPS = frozenset(CHAIN_OPS)
+_TOOL_OPS = frozenset(TOOL_OPS)
 # A span with documents but no kind or operation is a retrieval.
 _FIRST_DOCUMENT = (
     document_key(RETRIEVAL_DOCUMENTS, 0, "content"),
@@ -77,7 +80,7 @@ _FIRST_DOCUMENT = (
 
 
 def _role(attrs: dict[str, Any]) -> str:
-    """'retriever', 'reranker', 'llm', 'chain' or '' for a span's attributes."""
+    """'retriever', 'reranker', 'llm', 'tool', 'chain' (an agent step too) or '' for a span's attributes."""
     kind = attrs.get(SPAN_KIND)
     if kind is not None:
         kind = str(kind).upper()
@@ -87,6 +90,8 @@ def _role(attrs: dict[str, Any]) -> str:
             return "reranker"
         if kind == KIND_LLM:
             return "llm"
+        if kind == KIND_TOOL:
+            return "tool"
         if kind in (KIND_CHAIN, KIND_AGENT):
             return "chain"
     op = attrs.get(GEN_AI_OPERATION)
@@ -98,6 +103,8 @@ def _role(attrs: dict[str, Any]) -> str:
             return "llm"
         if op == OP_RERANK:
             return "reranker"
+        if op in _TOOL_OPS:
+            return "tool"
         if op in _CHAIN_OPS:
             return "chain"
     if GEN_AI_SYSTEM in attrs or GEN_AI_REQUEST_MODEL in attrs or LLM_MODEL_NAME in attrs:
@@ -110,7 +117,7 @@ def _role(attrs: dict[str, Any]) -> str:
 
 
 def span_role(span: Span) -> str:
-    """The span's RAG role ('retriever', 'reranker', 'llm', 'chain' or ''), computed once."""
+    """The span's RAG role ('retriever', 'reranker', 'llm', 'tool', 'chain' or ''), computed once."""
     role = span.role
     if role is None:
         role = span.role = _role(span.attrs)
@@ -154,6 +161,7 @@ class _Parts(NamedTuple):
     retrievers: list[Span]
     rerankers: list[Span]
     llms: list[Span]
+    tools: list[Span]
     error: bool
     first: Span
     end: int
@@ -164,6 +172,7 @@ def _parts(spans: list[Span]) -> _Parts:
     retrievers: list[Span] = []
     rerankers: list[Span] = []
     llms: list[Span] = []
+    tools: list[Span] = []
     error = False
     first = spans[0]
     end = first.end
@@ -187,11 +196,15 @@ def _parts(spans: list[Span]) -> _Parts:
             rerankers.append(s)
         elif role == "llm":
             llms.append(s)
+        elif role == "tool":
+            tools.append(s)
         elif role == "chain" and (chain is None or s.start < chain.start):
             chain = s
     # The RAG call's root: ragpulse's, else the outermost chain (OpenInference CHAIN,
     # OpenLLMetry workflow), else the trace's own root.
-    return _Parts(rag_root or chain or trace_root, trace_root, retrievers, rerankers, llms, error, first, end)
+    return _Parts(
+        rag_root or chain or trace_root, trace_root, retrievers, rerankers, llms, tools, error, first, end
+    )
 
 
 def _source(spans: list[Span]) -> str:
@@ -218,34 +231,47 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
     t.service = (root or p.first).service
     t.root_span_id = (root or p.first).span_id
     t.latency_ms = _ms(root) if root is not None else (t.end_time - t.time) / 1e6
-    _read_chunks(t, p)
+    _read_chunks(t, p, spans)
     _read_texts(t, p, ra, trusted)
     if p.llms:
         _read_generation(t, p.llms)
     if root is not None:
         t.citations = _citations(root)
         if not t.citations and not trusted and t.answer and RAG_CITATION_COUNT not in ra:
-            # Other instrumentation records no citations: read the answer's markers as the agent does.
-            ids = [c.id for c in t.chunks]
+            # Other instrumentation records no citations: read the answer's markers as the agent
+            # does, against the chunks the writing generation was given, else the retrieved ones.
+            ids = marker_ids(p.llms, t.chunks, t.answer)
             t.citations = [
                 Citation(c.doc_id, c.marker, c.start, c.end) for c in parse_citations(t.answer, ids)
             ]
+    _read_conversation(t, p, ra, trusted)
     _read_root(t, ra, p.trace_root)
     t.status = "error" if p.error else "ok"
     return t
 
 
-def _read_chunks(t: RagTrace, p: _Parts) -> None:
-    """The reranker's output when there is one, else every retrieval's documents in start order."""
-    if p.rerankers:
-        rr = max(p.rerankers, key=lambda s: s.end)
-        t.chunks = span_documents(rr.attrs, RERANKER_OUTPUT_DOCUMENTS)
-        t.rerank_ms = _total_ms(p.rerankers)
-    if p.retrievers:
-        if not t.chunks:
-            for r in sorted(p.retrievers, key=lambda s: s.start):
-                t.chunks.extend(span_documents(r.attrs))
+def _read_chunks(t: RagTrace, p: _Parts, spans: list[Span]) -> None:
+    """The evidence (:mod:`.evidence`): the retrievals' chunks (a reranker's output in place of
+    what was retrieved before it), each with its query, then the tool calls' results."""
+    if p.retrievers or p.rerankers:
+        t.chunks = retrieved_chunks(p.retrievers, p.rerankers)
         t.retrieval_ms = _total_ms(p.retrievers)
+        t.rerank_ms = _total_ms(p.rerankers)
+    if p.tools:
+        t.chunks.extend(tool_chunks(p.tools, p.retrievers, spans))
+
+
+def _read_conversation(t: RagTrace, p: _Parts, ra: dict[str, Any], trusted: bool) -> None:
+    """The conversation before the user's turn (:mod:`.conversation`): the root's, else (other
+    instrumentation) what the generation that wrote the answer was given before that turn."""
+    if trusted:
+        t.conversation = root_conversation(ra)
+        return
+    messages = root_conversation(ra)
+    if messages:
+        t.conversation = before_turn(messages, t.query, False)
+    elif p.llms:
+        t.conversation = generation_conversation(p.llms, t.answer, t.query)
 
 
 def _read_texts(t: RagTrace, p: _Parts, ra: dict[str, Any], trusted: bool) -> None:
@@ -335,4 +361,7 @@ def _read_root(t: RagTrace, ra: dict[str, Any], trace_root: Span | None) -> None
     attributes = dict(ra)
     attributes.pop(INPUT_VALUE, None)
     attributes.pop(OUTPUT_VALUE, None)
+    if t.conversation:
+        for key in conversation_keys(ra):
+            attributes.pop(key, None)
     t.attributes = attributes

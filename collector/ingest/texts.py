@@ -15,6 +15,7 @@ messages with ``parts``), the deprecated ``gen_ai.completion.*`` /
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,7 @@ from ...agent.conventions import (
     GEN_AI_CONTENT,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_PARTS,
     GEN_AI_PROMPT,
     GEN_AI_RETRIEVAL_QUERY,
     GEN_AI_ROLE,
@@ -35,6 +37,10 @@ from ...agent.conventions import (
     MIME_JSON,
     OUTPUT_MIME_TYPE,
     OUTPUT_VALUE,
+    PART_RESPONSE,
+    PART_TEXT,
+    PART_TOOL_CALL_RESPONSE,
+    PART_TYPE,
     TRACELOOP_ENTITY_INPUT,
     TRACELOOP_ENTITY_OUTPUT,
 )
@@ -49,6 +55,9 @@ __all__ = [
     "retrieval_query",
     "llm_answer",
     "llm_query",
+    "llm_messages",
+    "flat_messages",
+    "json_messages",
 ]
 
 ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
@@ -127,7 +136,7 @@ def retrieval_query(attrs: dict[str, Any]) -> str:
     )
 
 
-def _flat_messages(
+def flat_messages(
     attrs: dict[str, Any], prefix: str, role_key: str, content_key: str
 ) -> list[tuple[str, str]]:
     """(role, content) of flattened messages ``f"{prefix}{i}.{role_key}"``, in index order."""
@@ -141,8 +150,24 @@ def _flat_messages(
     return [(m.get(role_key, ""), m.get(content_key, "")) for _, m in sorted(msgs.items())]
 
 
-def _json_messages(value: Any) -> list[tuple[str, str]]:
-    """(role, text) of GenAI JSON messages: the text parts of each message joined."""
+def _part_text(part: Any) -> str:
+    """The text of one GenAI message part: a text part's content, a tool response's response."""
+    if not isinstance(part, dict):
+        return ""
+    kind = part.get(PART_TYPE)
+    if kind == PART_TEXT:
+        content = part.get(GEN_AI_CONTENT)
+        return content if isinstance(content, str) else ""
+    if kind == PART_TOOL_CALL_RESPONSE:
+        response = part.get(PART_RESPONSE)
+        if response is None:
+            return ""
+        return response if isinstance(response, str) else json.dumps(response, default=str)
+    return ""
+
+
+def json_messages(value: Any) -> list[tuple[str, str]]:
+    """(role, text) of GenAI JSON messages: the text parts (and tool responses) of each message joined."""
     messages = json_value(value)
     if not isinstance(messages, list):
         return []
@@ -150,16 +175,13 @@ def _json_messages(value: Any) -> list[tuple[str, str]]:
     for m in messages:
         if not isinstance(m, dict):
             continue
-        parts = m.get("parts")
+        parts = m.get(GEN_AI_PARTS)
         if isinstance(parts, list):
-            text = "".join(
-                p["content"]
-                for p in parts
-                if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str)
-            )
+            text = "".join(_part_text(p) for p in parts)
         else:  # a message with plain "content", as some instrumentations write
-            text = m.get("content") if isinstance(m.get("content"), str) else ""
-        out.append((str(m.get("role") or ""), text))
+            content = m.get(GEN_AI_CONTENT)
+            text = content if isinstance(content, str) else ""
+        out.append((str(m.get(GEN_AI_ROLE) or ""), text))
     return out
 
 
@@ -183,10 +205,18 @@ def _messages(
     """One direction's messages of an LLM span in the order they are read, each form only once
     the one before gave nothing: OpenInference's flattened ``flattened.<i>.message.*``, the
     GenAI ``genai_json`` messages, the deprecated flattened ``deprecated.<i>.*``."""
-    yield _flat_messages(attrs, flattened, MESSAGE_ROLE, MESSAGE_CONTENT)
+    yield flat_messages(attrs, flattened, MESSAGE_ROLE, MESSAGE_CONTENT)
     if genai_json in attrs:
-        yield _json_messages(attrs[genai_json])
-    yield _flat_messages(attrs, deprecated, GEN_AI_ROLE, GEN_AI_CONTENT)
+        yield json_messages(attrs[genai_json])
+    yield flat_messages(attrs, deprecated, GEN_AI_ROLE, GEN_AI_CONTENT)
+
+
+def llm_messages(span: Span) -> list[tuple[str, str]]:
+    """(role, text) of the messages an LLM span was given, in the first form it has them."""
+    for msgs in _messages(span.attrs, LLM_INPUT_MESSAGES, GEN_AI_INPUT_MESSAGES, GEN_AI_PROMPT):
+        if msgs:
+            return msgs
+    return []
 
 
 def llm_answer(span: Span) -> str:

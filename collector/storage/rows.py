@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..contract import CHUNKS, CITATIONS, COLUMNS, FLAG, FLOAT, INT, JSON, TEXT, TIME, TOPIC, Column
+from ..contract import CHUNKS, CITATIONS, COLUMNS, FLAG, FLOAT, INT, JSON, MESSAGES, TEXT, TIME, TOPIC, Column
 from ..core.model import RagTrace
 
 __all__ = ["EncodedRows", "JSON_ROWS", "ROW_BINARY", "encode_traces", "encode_rows_json", "json_bytes"]
@@ -87,11 +87,14 @@ _BINARY_KINDS: dict[tuple[str, str], str] = {
     (JSON, "String"): "json",
     (TOPIC, "LowCardinality(String)"): "topic",
     (CHUNKS, "Array(String)"): "array_string",
+    (CHUNKS, "Array(LowCardinality(String))"): "array_string",  # RowBinary writes LowCardinality as its type
     (CHUNKS, "Array(Nullable(Float64))"): "array_nullable_float64",
     (CITATIONS, "Array(String)"): "array_string",
     (CITATIONS, "Array(Int32)"): "array_int32",
+    (MESSAGES, "Array(String)"): "array_string",
+    (MESSAGES, "Array(LowCardinality(String))"): "array_string",
 }
-_ARRAY_ATTRIBUTE = {CHUNKS: "chunks", CITATIONS: "citations"}
+_ARRAY_ATTRIBUTE = {CHUNKS: "chunks", CITATIONS: "citations", MESSAGES: "conversation"}
 
 
 def _binary_spec(columns: Sequence[Column]) -> tuple[tuple[str, str, str], ...]:
@@ -160,6 +163,8 @@ def _row_source() -> str:
             exprs.append(f"[x.{c.item} for x in chunks]")
         elif c.kind == CITATIONS:
             exprs.append(f"[x.{c.item} for x in citations]")
+        elif c.kind == MESSAGES:
+            exprs.append(f"[x.{c.item} for x in t.conversation]")
         elif c.kind == TIME:
             exprs.append(f"nanos_text(t.{c.name})")
         elif c.kind == JSON:

@@ -19,11 +19,16 @@ CREATE TABLE IF NOT EXISTS {db}.rag_traces
     route             LowCardinality(String),
     query             String,
     answer            String,
+    conversation_roles    Array(LowCardinality(String)),
+    conversation_contents Array(String),
     chunk_ids         Array(String),
     chunk_contents    Array(String),
     chunk_scores      Array(Nullable(Float64)),
     chunk_metadata    Array(String),
     chunk_sources     Array(String),
+    chunk_source_types Array(LowCardinality(String)),
+    chunk_tools       Array(String),
+    chunk_queries     Array(String),
     citation_doc_ids  Array(String),
     citation_markers  Array(String),
     citation_starts   Array(Int32),
@@ -133,6 +138,11 @@ ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS variant LowCardinality(Stri
 ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS generation_cost_usd Nullable(Float64) AFTER output_tokens;
 ALTER TABLE {db}.rag_judgments ADD COLUMN IF NOT EXISTS variant LowCardinality(String) AFTER service;
 ALTER TABLE {db}.rag_claims ADD COLUMN IF NOT EXISTS variant LowCardinality(String) AFTER service;
+ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS conversation_roles Array(LowCardinality(String)) AFTER answer;
+ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS conversation_contents Array(String) AFTER conversation_roles;
+ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS chunk_source_types Array(LowCardinality(String)) AFTER chunk_sources;
+ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS chunk_tools Array(String) AFTER chunk_source_types;
+ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS chunk_queries Array(String) AFTER chunk_tools;
 
 -- One row per feedback event. feedback_id is the feedback span's id (or an imported line's id,
 -- or the re-asking trace's id for an implicit re-ask), so replays and re-imports replace rows.
