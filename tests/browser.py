@@ -119,15 +119,25 @@ class _Pipe:
 
 class Browser:
     """One headless Chromium with one page, driven over the DevTools pipe: navigate, evaluate,
-    press keys, type, take screenshots. A context manager; the process is killed by PID on exit."""
+    press keys, type, take screenshots. A context manager; the process is killed by PID on exit.
+    ``args`` are more Chromium switches (e.g. ``--host-resolver-rules`` to give a test domain an
+    address)."""
 
     _KEYS = {  # key -> (code, Windows virtual key code, text)
         "Enter": ("Enter", 13, "\r"), "Tab": ("Tab", 9, ""), "Escape": ("Escape", 27, ""),
         "ArrowDown": ("ArrowDown", 40, ""), "ArrowUp": ("ArrowUp", 38, ""),
     }  # fmt: skip
 
-    def __init__(self, binary: str, *, timeout: float = 60.0, width: int = 1400, height: int = 1000) -> None:
-        self.binary, self.timeout, self.size = binary, timeout, (width, height)
+    def __init__(
+        self,
+        binary: str,
+        *,
+        timeout: float = 60.0,
+        width: int = 1400,
+        height: int = 1000,
+        args: tuple[str, ...] = (),
+    ) -> None:
+        self.binary, self.timeout, self.size, self.args = binary, timeout, (width, height), args
 
     def __enter__(self) -> Browser:
         cmd_r, cmd_w = os.pipe()
@@ -144,7 +154,7 @@ class Browser:
         self.proc = subprocess.Popen(  # noqa: S603 - fixed argv
             [self.binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--disable-extensions", f"--window-size={w},{h}", f"--user-data-dir={self.profile}",
-             "--remote-debugging-pipe", "about:blank"],
+             "--remote-debugging-pipe", *self.args, "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=False, preexec_fn=_child_fds,
         )  # fmt: skip
         os.close(cmd_r)

@@ -11,9 +11,6 @@ case id opens; every page shows the hostile text escaped. Over HTTP, ``ragpulse 
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,111 +23,26 @@ from urllib.parse import urlsplit
 import pytest
 from markupsafe import escape
 from ragpulse.collector.eval.files import write_jsonl
-from ragpulse.collector.review.app import ReviewSettings, build_app
 from ragpulse.collector.review.cases import apply_decision, case_digest, read_cases, save_case
-from ragpulse.collector.review.store import ReviewStore
-from ragpulse.collector.storage.clickhouse import Storage
 from starlette.testclient import TestClient
 
 from tests.review_server import ReviewServer, ragpulse
-
-BASE = "http://127.0.0.1:8470"
-SAME_ORIGIN = {"Origin": BASE, "Sec-Fetch-Site": "same-origin"}
-TRACE_ID = "ab" * 16
-FIELDS = ("query", "chunk", "answer", "claim", "service", "chunk-id", "status", "reason", "reviewer")
-
-
-def hostile(field: str) -> str:
-    """Text that runs script wherever a page puts it unescaped, in an element or an attribute."""
-    return f'<script>alert("{field}")</script><img src=x onerror="alert(\'{field}\')">\'"&'
-
-
-def _record() -> dict[str, Any]:
-    return {
-        "trace_id": TRACE_ID,
-        "query": "How long do refunds take? " + hostile("query"),
-        "answer": f"Refunds are issued within 14 days {hostile('claim')}. " + hostile("answer"),
-        "chunks": [
-            {
-                "id": "C1" + hostile("chunk-id"),
-                "content": "Refunds are issued within 14 days of the return. " + hostile("chunk"),
-                "score": 0.9,
-                "metadata": {"status": hostile("status"), "authoritative": True},
-            }
-        ],
-    }
+from tests.review_world import (
+    BASE,
+    HOSTILE_CASE_ID,
+    SAME_ORIGIN,
+    TRACE_ID,
+    World,
+    hostile,
+    judge_hostile_trace,
+    plain_case,
+)
 
 
 @pytest.fixture(scope="module")
 def judged() -> dict[str, Any]:
     """The local judge's output for the hostile trace (judged once for the module)."""
-    from ragpulse.collector.judge import get_judge
-
-    out = get_judge("local").judge(_record())
-    assert any("claim" in c["text"] and "<script>" in c["text"] for c in out["claims"]), out["claims"]
-    return out
-
-
-def _case(cid: str, **extra: Any) -> dict[str, Any]:
-    return {"id": cid, "query": f"question {cid}", "gold_claims": ["a claim"], "split": "dev",
-            "review": {"status": "proposed", "reviewer": None, "reviewed_at": None}, **extra}  # fmt: skip
-
-
-HOSTILE_CASE_ID = 'team/refunds <b>"x"</b>&\'1'
-ODD_IDS = ("..", ".", "a?b#c", "%2e%2e", "x/../y", "日本 語/", "/lead")
-
-
-class World:
-    """A chDB store with the judged hostile trace, an eval set, and the app over both."""
-
-    def __init__(self, base: Path, judged: dict[str, Any]) -> None:
-        from ragpulse.collector.judge.service.worker import judgment_rows
-
-        self.storage = Storage(f"chdb://{base / 'db'}")
-        self.storage.apply_schema()
-        rec, now = _record(), time.time_ns()
-        row = {
-            "trace_id": TRACE_ID, "time": dt.datetime.fromtimestamp(now / 1e9, dt.timezone.utc),
-            "service": hostile("service"), "query": rec["query"], "answer": rec["answer"],
-            "chunk_ids": [c["id"] for c in rec["chunks"]], "chunk_contents": [c["content"] for c in rec["chunks"]],
-            "chunk_scores": [c["score"] for c in rec["chunks"]],
-            "chunk_metadata": [json.dumps(c["metadata"]) for c in rec["chunks"]],
-        }  # fmt: skip
-        self.storage.insert_rows("rag_traces", list(row), [row])
-        message = {
-            "trace_id": TRACE_ID,
-            "service": hostile("service"),
-            "time_unix_nano": now,
-            "span_count": 3,
-        }
-        jrow, claims = judgment_rows(message, judged, judged["judge_id"], 1.0, now // 10**6)
-        self.storage.insert_claims(claims)
-        self.storage.insert_judgments([jrow])
-        self.judge_id = str(judged["judge_id"])
-        self.claims = [c["text"] for c in judged["claims"]]
-        self.evalset = base / "evalset.jsonl"
-        prov = {"service": hostile("service"), "trace_ids": [TRACE_ID], "judge_id": self.judge_id,
-                "answer": rec["answer"], "chunks": rec["chunks"], "reasons": [hostile("reason")], "occurrences": 1}  # fmt: skip
-        cases = [_case(HOSTILE_CASE_ID, provenance=prov, query=rec["query"])]
-        write_jsonl(self.evalset, cases + [_case(cid) for cid in ODD_IDS])
-        self.queries: list[str] = []
-        real_query = self.storage.query
-
-        def spy(sql: str, parameters: dict[str, Any] | None = None) -> Any:
-            self.queries.append(sql)
-            return real_query(sql, parameters)
-
-        self.storage.query = spy  # type: ignore[method-assign]
-
-    def client(self, evalset: Path | None = None, **settings: Any) -> TestClient:
-        s = ReviewSettings(
-            evalset or self.evalset, settings.pop("reviewer", "ann"), self.judge_id, 0.5, **settings
-        )
-        app = build_app(ReviewStore(self.storage), s)
-        return TestClient(app, base_url=BASE, raise_server_exceptions=False, follow_redirects=False)
-
-    def reviews(self) -> int:
-        return int(self.storage.query("SELECT count() FROM {db}.rag_reviews")[0][0])
+    return judge_hostile_trace()
 
 
 @pytest.fixture
@@ -201,16 +113,8 @@ def _http(url: str, host: str | None = None) -> int:
 
 
 def test_allowed_host_over_http(world: World) -> None:
-    world.storage.close()
-    args = (
-        "--db",
-        str(world.evalset.parent / "db"),
-        "--evalset",
-        str(world.evalset),
-        "--judge",
-        world.judge_id,
-    )
-    with ReviewServer(*args, "--threshold", "0.5", "--allowed-host", "review.example.com") as srv:
+    args = world.serve_args()
+    with ReviewServer(*args, "--allowed-host", "review.example.com") as srv:
         port = urlsplit(srv.base()).port
         assert _http(srv.base("/")) == 200
         assert _http(srv.base("/"), f"review.example.com:{port}") == 200
@@ -236,7 +140,7 @@ CROSS_ORIGIN = (
 
 def test_a_cross_origin_post_gets_403_and_nothing_is_written(world: World, tmp_path: Path) -> None:
     evalset = tmp_path / "plain.jsonl"
-    write_jsonl(evalset, [_case("c1")])
+    write_jsonl(evalset, [plain_case("c1")])
     with world.client(evalset=evalset) as client:
         url = "/cases/c1"
         page = client.get(url)
@@ -342,16 +246,8 @@ def test_a_case_id_of_any_string_opens_and_saves(world: World) -> None:
     from ragpulse.collector.review.guard import case_url
 
     ids = [c["id"] for c in read_cases(world.evalset)]
-    world.storage.close()
-    args = (
-        "--db",
-        str(world.evalset.parent / "db"),
-        "--evalset",
-        str(world.evalset),
-        "--judge",
-        world.judge_id,
-    )
-    with ReviewServer(*args, "--threshold", "0.5") as srv:
+    args = world.serve_args()
+    with ReviewServer(*args) as srv:
         status, _, location = _send(srv.base("/cases"))
         assert status == 303
         for k, cid in enumerate(ids):
