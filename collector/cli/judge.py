@@ -30,8 +30,15 @@ def _refit_parser() -> argparse.ArgumentParser:
     return build_parser()
 
 
-#: ``ragpulse judge refit ...`` (cli/dispatch.py): ``judge`` itself takes an input path.
-ACTIONS = {("judge", "refit"): _refit_parser}
+def _diff_parser() -> argparse.ArgumentParser:
+    from .judge_diff import build_parser
+
+    return build_parser()
+
+
+#: ``ragpulse judge refit ...``, ``ragpulse judge diff ...`` (cli/dispatch.py): ``judge`` itself
+#: takes an input path.
+ACTIONS = {("judge", "refit"): _refit_parser, ("judge", "diff"): _diff_parser}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="judge RAG traces (JSONL in, JSONL out)",
         description="Judge RAG traces: claim-level faithfulness, citations, relevance and abstention. "
         "`ragpulse judge refit --from-reviews -o FILE` refits the local judge's claim head on review labels "
-        "(see `ragpulse judge refit --help`).",
+        "(see `ragpulse judge refit --help`); `ragpulse judge diff --from OLD --to NEW` compares two judges on "
+        "the same stored traces.",
     )
     p.add_argument("input", nargs="?", default="-", help="input JSONL (default: stdin)")
     p.add_argument("-o", "--output", default="-", help="output JSONL (default: stdout)")

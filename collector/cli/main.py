@@ -27,6 +27,7 @@ from . import (
     export,
     feedback,
     judge,
+    rejudge,
     review,
     schema,
 )
@@ -46,6 +47,7 @@ COMMAND_MODULES = (
     export,
     feedback,
     review,
+    rejudge,
 )
 
 

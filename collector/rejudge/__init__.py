@@ -1,0 +1,1 @@
+"""Re-judging stored history under a new judge id, and comparing two judges on the same traces."""
