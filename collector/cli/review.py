@@ -7,7 +7,8 @@ name the bound address, localhost, 127.0.0.1 or [::1] as their Host, or a name
 given with ``--allowed-host`` (repeatable); writes must come from the page's own
 origin (docs/review.md#security). Ctrl-C stops it.
 ``ragpulse review export-labels -o labels.jsonl`` writes the reviewers' labels
-in the labels-file format ``ragpulse calibrate`` reads.
+in the labels-file format ``ragpulse calibrate`` and ``ragpulse judge refit --labels`` read;
+``--traces FILE`` also writes the labelled traces (``judge refit --traces``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,10 @@ def register(subparsers: Any) -> None:
         "--agreement-window", type=int, default=200, help="serve: claim labels behind the agreement gauge"
     )
     p.add_argument("-o", "--output", help="export-labels: the labels JSONL to write")
+    p.add_argument(
+        "--traces",
+        help="export-labels: also write the labelled traces here (`ragpulse judge refit --traces`)",
+    )
     p.set_defaults(func=_run)
 
 
@@ -124,6 +129,10 @@ def _export_labels(args: argparse.Namespace) -> int:
     print(
         f"wrote {out}: {labelled} labelled and {len(rows) - labelled} unlabelled judged traces, judge {scope.judge_id}"
     )
+    if args.traces:
+        from .refit_labels import write_traces
+
+        print(f"wrote {args.traces}: {write_traces(args, rows, scope.judge_id, args.traces)} labelled traces")
     return 0
 
 

@@ -11,7 +11,9 @@ stored records into the labels-file rows of ``ragpulse calibrate``
 (``{"trace_id", "human": {...}, "judge": {...}}``, and ``{"trace_id",
 "judge": {...}}`` for judged traces nobody labelled, the population of the
 prediction-powered estimate), so ``calibrate --from-reviews`` and
-``review export-labels`` followed by ``calibrate FILE`` compute the same thing.
+``review export-labels`` followed by ``calibrate FILE`` compute the same thing. A labelled
+row also carries ``claim_labels`` (:func:`claim_labels`), the claims ``ragpulse judge refit``
+fits on.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "TRACE_LEVEL",
     "Label",
     "calibration_rows",
+    "claim_labels",
     "human_record",
 ]
 
@@ -103,6 +106,19 @@ def calibration_rows(
             human = human_record(by_trace[tid], len(record.get("claims") or []))
             if human:
                 row["human"] = human
+            claims = claim_labels(by_trace[tid])
+            if claims:
+                row["claim_labels"] = claims
         row["judge"] = record
         rows.append(row)
     return rows
+
+
+def claim_labels(labels: Iterable[Label]) -> list[dict[str, Any]]:
+    """The ``claim_labels`` of one trace's labels: ``{"index", "text", "label"}`` per labelled
+    claim, in claim order (what ``ragpulse judge refit`` fits the claim head on; ``human``
+    stays the per-trace object ``calibrate`` reads)."""
+    claims = sorted(
+        (lab for lab in labels if lab.claim_index != TRACE_LEVEL), key=lambda lab: lab.claim_index
+    )
+    return [{"index": lab.claim_index, "text": lab.claim_text, "label": lab.label} for lab in claims]

@@ -1,6 +1,6 @@
 """How the local judge reads a claim against a trace's chunks, and what a claim rests on.
 
-The judge (:mod:`.judge`) and the domain refit (:mod:`.refit_data`) both read claims through
+The judge (:mod:`.judge`) and the domain refit (:mod:`.refit.data`) both read claims through
 these functions, so the features and flags a refit is fit on are exactly the ones the judge
 applies its weights to:
 
