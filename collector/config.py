@@ -169,6 +169,7 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
     "feedback": {"judge_on_negative": bool, "reask": dict},
     "alertmanager": {"enabled": bool, "host": str, "port": int, "token": str, "lookback_s": (int, float)},
+    "review_metrics": {"enabled": bool, "agreement_window": int, "refresh_s": (int, float)},
 }
 
 
@@ -222,6 +223,8 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ("evaluations", "max_queue_size"),
         ("receiver", "max_inflight_bytes"),
         ("receiver", "grpc_workers"),
+        ("review_metrics", "agreement_window"),
+        ("review_metrics", "refresh_s"),
     ):
         if cfg[section][key] <= 0:
             raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")

@@ -1,9 +1,11 @@
 """The dashboards' queries against real components, after real demo traffic.
 
 - Every PromQL expression parses (promtool checks a rules file made of them) and names only
-  metrics and labels that the live collector's ``/metrics`` or the review server's exposes (plus
-  the mixin's recorded series and Prometheus's own ``up``): a reviewer labels judged traces
-  through the real review app (``ragpulse review``), which also fills ``rag_reviews``.
+  metrics and labels that the live collector's ``/metrics`` exposes (plus the mixin's recorded
+  series and Prometheus's own ``up``), and so does every alert and recording rule: a reviewer
+  labels judged traces through the real review app (``ragpulse review``), which fills
+  ``rag_reviews``, and the collector serves the review series from the store (no review server
+  is scraped).
 - Every ClickHouse query runs on the real schema in chDB, with the grafana-clickhouse-datasource
   macros and the dashboard variables substituted the way the plugin does, and returns rows.
 """
@@ -120,9 +122,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveDemo, d
         m.judge_budget_paused.labels(judge="local").inc(0)
         m.judge_cost.labels(service=SERVICE, judge="local").inc(0)
         m.generation_unpriced.labels(service=SERVICE, variant="generator-a", reason="unknown_model").inc(0)
+        # A reviewer labels judged traces (rag_reviews); the collector serves the review series
+        # from the store, so its /metrics alone is what the dashboards and alerts may name.
+        _review_labels(demo, tmp_path_factory.mktemp("review"))
         with urllib.request.urlopen(demo.metrics_url + "/metrics", timeout=5) as resp:
             text = resp.read().decode()
-        text += _review_metrics(demo, tmp_path_factory.mktemp("review"))
         labels: dict[str, set[str]] = {}
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -132,9 +136,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveDemo, d
         demo.stop()
 
 
-def _review_metrics(demo: LiveDemo, tmp: Path) -> str:
+def _review_labels(demo: LiveDemo, tmp: Path) -> None:
     """A reviewer labels three judged traces in the review app (the judge-health dashboard's Human
-    review row reads rag_reviews and its /metrics); the app's /metrics text after."""
+    review row reads rag_reviews, and the collector's /metrics serves the review series from it);
+    the app's own /metrics serves its counters and the same gauges."""
     from ragpulse.collector.review.app import ReviewSettings, build_app
     from ragpulse.collector.review.store import ReviewStore
     from starlette.testclient import TestClient
@@ -155,7 +160,8 @@ def _review_metrics(demo: LiveDemo, tmp: Path) -> str:
                 f"/judgments/{tid}", data={**form, "trace": "faithful"}, follow_redirects=False
             )
             assert resp.status_code == 303, resp.text
-        return client.get("/metrics").text
+        own = client.get("/metrics").text
+    assert 'ragpulse_reviews_total{queue="judgments"' in own and "ragpulse_judge_human_agreement{" in own
 
 
 def _recorded() -> dict[str, set[str]]:
@@ -168,6 +174,32 @@ def _recorded() -> dict[str, set[str]]:
                 names |= {x.strip() for x in g.split(",") if x.strip()}
             out.setdefault(r["record"], set()).update(names)
     return out
+
+
+def _rule_metrics() -> dict[str, set[str]]:
+    """Metric -> the rule files of rules/ whose expressions name it (recorded series left out)."""
+    out: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "rules").glob("*.yaml")):
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                for name in _METRIC.findall(rule["expr"]):
+                    out.setdefault(name, set()).add(path.name)
+    return out
+
+
+def test_every_metric_an_alert_or_dashboard_names_is_on_the_collectors_metrics(live) -> None:
+    _, exposed = live
+    recorded = _recorded()
+    named = _rule_metrics()
+    for expr, _ in _prom_queries():
+        for name in _METRIC.findall(expr):
+            named.setdefault(name, set()).add("dashboards")
+    assert {"ragpulse_judge_human_agreement", "ragpulse_judge_human_labels", "ragpulse_review_backlog",
+            "ragpulse_reviews_total"} <= set(named)  # fmt: skip
+    missing = {
+        m: sorted(where) for m, where in named.items() if m not in exposed and m not in recorded and m != "up"
+    }
+    assert not missing, f"named by rules or dashboards, not on the collector's /metrics: {missing}"
 
 
 @pytest.mark.services

@@ -39,6 +39,7 @@ from ..ingest.readable import spans_from_readable
 from ..ingest.sampling import SamplingPolicy
 from ..judge.service.evaluation_events import EvaluationEvents
 from ..judge.service.worker import JudgeWorker, load_judge
+from ..review.store_metrics import register_review_metrics
 from ..serve.server import MetricsServer
 from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
@@ -146,6 +147,7 @@ class EmbeddedCollector:
         for t in self._threads:
             t.start()
         if self._metrics_port is not None:
+            register_review_metrics(self.metrics.registry, self.storage, self.config["review_metrics"])
             self._server = MetricsServer(
                 self.metrics, self._metrics_host, self._metrics_port, ready=self._ready
             ).start()

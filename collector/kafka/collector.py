@@ -44,6 +44,7 @@ from ..ingest.otlp import Limits, MalformedRecord, decode_record, decoder_descri
 from ..ingest.pipeline import Ingestor
 from ..ingest.sampling import SamplingPolicy
 from ..memory import release_free_memory
+from ..review.store_metrics import register_review_metrics
 from ..serve.server import MetricsServer
 from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
@@ -210,6 +211,7 @@ class KafkaCollector:
         if not self._serve_metrics:
             return None
         m = self.config["metrics"]
+        register_review_metrics(self.metrics.registry, self.storage, self.config.get("review_metrics", {}))
         server = MetricsServer(
             self.metrics, m["host"], m["port"], ready=self._ready_check, stall_s=m["stall_s"]
         )

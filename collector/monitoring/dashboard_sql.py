@@ -115,6 +115,18 @@ JUDGE_VERSIONS = f"""SELECT $__timeInterval(judged_at) AS t, judge_id, count() A
 FROM {_J} FINAL WHERE service = '${{service}}' AND $__timeFilter(judged_at)
 GROUP BY t, judge_id ORDER BY t, judge_id"""
 
+# Judges side by side on the same traces, by trace time: a window `ragpulse rejudge` scored again
+# under a new judge id shows both ids' lines over the same traces (docs/review.md).
+_JUDGES = "$__conditionalAll(judge_id IN (${judge:singlequote}), $judge)"
+JUDGES_SIDE_BY_SIDE = f"""SELECT $__timeInterval(time) AS t, judge_id, avg(faithfulness) AS mean_faithfulness
+FROM {_J} FINAL WHERE service = '${{service}}' AND error = '' AND $__timeFilter(time) AND {_JUDGES}
+GROUP BY t, judge_id ORDER BY t, judge_id"""
+
+JUDGES_FLAGGED = f"""SELECT $__timeInterval(time) AS t, judge_id,
+  countIf(JSONExtractString(extra, 'response_verdict') = 'hallucinated') / count() AS hallucinated_answers
+FROM {_J} FINAL WHERE service = '${{service}}' AND error = '' AND $__timeFilter(time) AND {_JUDGES}
+GROUP BY t, judge_id ORDER BY t, judge_id"""
+
 
 def _ch_vars(judge_all: bool = False) -> list[dict[str, Any]]:
     return [
@@ -162,6 +174,14 @@ FROM ${database}.rag_reviews FINAL WHERE service = '${service}' AND $__timeFilte
 GROUP BY reviewer, queue, label ORDER BY reviewer, queue, labels DESC"""
 
 
+# The collector serves the labels stored (source="store", the same series from every replica: max);
+# the review servers count the decisions each saw (summed), used where the store's series are absent.
+REVIEW_DECISIONS = (
+    'max by (queue, verdict) (increase(ragpulse_reviews_total{{source="store", {svc}}}[$__rate_interval]))\n'
+    'or sum by (queue, verdict) (increase(ragpulse_reviews_total{{source!="store", {svc}}}[$__rate_interval]))'
+)
+
+
 def _review_panels(lay: Layout, config: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Agreement with the reviewers of ``ragpulse review`` (its /metrics and rag_reviews) and the backlog."""
     floor = float(config["review_agreement"]["min_agreement"])
@@ -175,9 +195,9 @@ def _review_panels(lay: Layout, config: Mapping[str, Any]) -> list[dict[str, Any
                           f"reviewer; RagpulseJudgeHumanAgreementLow fires below {floor:g}"),
         panel(lay, "Review backlog", [prom_target(f"max by (queue) (ragpulse_review_backlog{{{svc}}})", "{{queue}}")],
               w=8, h=8, description="Eval cases still proposed, judged traces without a trace label"),
-        panel(lay, "Review decisions",
-              [prom_target(f"sum by (queue, verdict) (increase(ragpulse_reviews_total{{{svc}}}[$__rate_interval]))",
-                           "{{queue}} {{verdict}}")], w=8, h=8),
+        panel(lay, "Review decisions", [prom_target(REVIEW_DECISIONS.format(svc=svc), "{{queue}} {{verdict}}")], w=8, h=8,
+              description="Labels stored (the collector, from rag_reviews: once however many replicas serve it); "
+                          "eval-case decisions, and labels where no collector serves them, from the review servers"),
         panel(lay, "Labels by reviewer (rag_reviews)", [sql_target(REVIEW_LABELS)], kind="table", w=24, h=7),
     ]  # fmt: skip
 
@@ -199,6 +219,10 @@ def judge_health(config: Mapping[str, Any]) -> dict[str, Any]:
         lay.row("Judge versions"),
         panel(lay, "Judgments by judge version (ClickHouse)", [sql_target(JUDGE_VERSIONS, "time_series")], w=12, h=8),
         panel(lay, "Judged traces by judge (Prometheus)", [versions_prom], w=12, h=8, unit="reqps"),
+        panel(lay, "Mean faithfulness by judge, by trace time (a re-judged window shows both judges)",
+              [sql_target(JUDGES_SIDE_BY_SIDE, "time_series")], w=12, h=8, unit="percentunit"),
+        panel(lay, "Answers judged hallucinated by judge, by trace time", [sql_target(JUDGES_FLAGGED, "time_series")],
+              w=12, h=8, unit="percentunit"),
         *_review_panels(lay, config),
     ]  # fmt: skip
     variables = [datasource_var("datasource", "prometheus", "Prometheus"), *_ch_vars(judge_all=True)]

@@ -283,6 +283,21 @@ class ReviewStore:
             out[f"today_{q}"] = int(n)
         return out
 
+    def label_counts(self) -> dict[tuple[str, str, str], int]:
+        """(service, queue, label) -> labels stored (the latest row of each key)."""
+        rows = self.storage.query(
+            "SELECT service, queue, label, count() FROM {db}.rag_reviews FINAL GROUP BY service, queue, label"
+        )
+        return {(str(s), str(q), str(lab)): int(n) for s, q, lab, n in rows}
+
+    def unlabelled_traces(self) -> dict[str, int]:
+        """service -> traces judged without error (by any judge) that have no trace label yet."""
+        rows = self.storage.query(
+            "SELECT service, uniqExact(trace_id) FROM {db}.rag_judgments WHERE error = '' AND trace_id NOT IN "
+            f"(SELECT trace_id FROM {{db}}.rag_reviews WHERE claim_index = {TRACE_LEVEL}) GROUP BY service"
+        )
+        return {str(s): int(n) for s, n in rows}
+
     def agreement(self, last_n: int) -> list[tuple[str, str, float, int]]:
         """(service, judge, agreement, n): over the latest ``last_n`` claim labels per service and
         judge (the latest label per claim), the share where the judge's verdict, read as
