@@ -1,7 +1,8 @@
 """The native loops that read a span's documents and citations give what the Python ones give.
 
 ``ragpulse_native.flattened_documents`` and ``citation_events`` against
-``documents._flattened_py`` and ``build._citations_py`` (the reference) on
+``documents._flattened_py`` and ``build._citations_py`` (the reference), both taken from the
+native boundary's entry points (``documents._flattened``, ``build._citations``), on
 random attributes: every field missing, None, or of each type a span can
 carry, gaps between documents, numbered past the key cache, and citation
 events among others with positions inside and outside their range.
@@ -60,20 +61,25 @@ def _chunks(chunks: list[Any]) -> list[tuple[Any, ...]]:
     return [tuple(repr(getattr(c, k)) for k in c.__slots__) for c in chunks]
 
 
+# Each loop alone, as the boundary holds it: the native one without its fallback, the reference.
+flattened_native, flattened_py = documents._flattened.native, documents._flattened.reference
+citations_native, citations_py = build._citations.native, build._citations.reference
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_flattened_documents_match_the_python_loop(seed: int) -> None:
     rng = random.Random(seed)
     for prefix in (RETRIEVAL_DOCUMENTS, RERANKER_OUTPUT_DOCUMENTS):
         attrs = _documents(rng, prefix, rng.randrange(0, 9))
-        assert _chunks(documents._flattened(attrs, prefix)) == _chunks(documents._flattened_py(attrs, prefix))
+        assert _chunks(flattened_native(attrs, prefix)) == _chunks(flattened_py(attrs, prefix))
 
 
 def test_documents_past_the_key_cache_are_read_alike() -> None:
     prefix = RETRIEVAL_DOCUMENTS
     attrs = {document_key(prefix, i, "content"): f"c{i}" for i in range(documents._CACHED_DOCUMENTS + 5)}
-    native = documents._flattened(attrs, prefix)
+    native = flattened_native(attrs, prefix)
     assert len(native) == documents._CACHED_DOCUMENTS + 5
-    assert _chunks(native) == _chunks(documents._flattened_py(attrs, prefix))
+    assert _chunks(native) == _chunks(flattened_py(attrs, prefix))
     assert native[-1].id == str(documents._CACHED_DOCUMENTS + 5)
 
 
@@ -103,7 +109,7 @@ def _citations(cits: list[Any]) -> list[tuple[Any, ...]]:
 def test_citation_events_match_the_python_loop(seed: int) -> None:
     rng = random.Random(seed)
     root = _root([_event(rng) for _ in range(rng.randrange(0, 12))])
-    assert _citations(build._citations(root)) == _citations(build._citations_py(root))
+    assert _citations(citations_native(root)) == _citations(citations_py(root))
 
 
 def test_events_that_are_not_tuples_are_read_by_the_python_loop() -> None:

@@ -46,6 +46,7 @@ from ragpulse.collector.ingest.otlp import (
 )
 
 from tests.native_module import require_native
+from tests.otlp_parity import outcome, span_tuple
 
 ragpulse_native = require_native("pure-Python decoder only")
 
@@ -62,29 +63,6 @@ T0 = 1_700_000_000_000_000_000
 
 
 # ---------------------------------------------------------------- comparison
-
-
-def canon(v: Any) -> Any:
-    """A value with its exact type and, for floats, its bit pattern (so NaN == NaN, -0.0 != 0.0)."""
-    if isinstance(v, float):
-        return ("float", struct.pack("<d", v))
-    if isinstance(v, dict):
-        return ("dict", [(canon(k), canon(x)) for k, x in v.items()])
-    if isinstance(v, (list, tuple)):
-        return (type(v).__name__, [canon(x) for x in v])
-    return (type(v).__name__, v)
-
-
-def span_tuple(s: Any) -> Any:
-    return canon([getattr(s, k) for k in s.__slots__])
-
-
-def outcome(fn: Callable[[bytes, Limits], Any], data: bytes, limits: Limits) -> Any:
-    try:
-        r = fn(data, limits)
-    except MalformedRecord as exc:
-        return ("malformed", str(exc))
-    return ("ok", [span_tuple(s) for s in r.spans], list(r.errors))
 
 
 def same(data: bytes, limits: Limits | None = None) -> Any:

@@ -46,6 +46,8 @@ def _stream(rng: random.Random, n: int, sessions: int) -> list[Call]:
 
 def _run(native_index: bool, batches: list[list[Call]], held: list[Call], section: dict) -> tuple:
     detector = ReaskDetector(None, section, native=native_index)  # type: ignore[arg-type]
+    if native_index:  # the native index alone, as the boundary holds it (no fallback)
+        detector._found = detector._found.native
     detector._loaded = True  # no storage behind it: calls come from the batches and ``held``
     detector.index.add_calls(held)
     rows = [sorted(r.items()) for b in batches for r in detector.detect(b)]

@@ -118,9 +118,8 @@ def _json(traces: list[RagTrace]) -> rows.EncodedRows:
 
 
 def _binary(traces: list[RagTrace]) -> rows.EncodedRows:
-    return rows.EncodedRows(
-        ragpulse_native.encode_rows(traces, rows.BINARY_SPEC, TOPIC, rows.json_bytes), rows.ROW_BINARY
-    )
+    """The native rows alone, as the boundary holds them (no fallback)."""
+    return rows._encoder().native(traces, TOPIC)
 
 
 def test_the_ingest_s_traces_are_encoded_in_row_binary_and_store_what_the_json_rows_store(storage) -> None:
@@ -129,6 +128,7 @@ def test_the_ingest_s_traces_are_encoded_in_row_binary_and_store_what_the_json_r
     assert encoded.fmt == rows.ROW_BINARY
     expected = _stored(storage, _json(traces))
     assert len(expected) == 60 and _stored(storage, encoded) == expected
+    assert encoded == _binary(traces) and rows._encoder().reference(traces, TOPIC) == _json(traces)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -151,7 +151,7 @@ def test_a_batch_with_a_value_without_a_binary_form_falls_back_to_json_rows(
     traces = _synthetic(3)
     setattr(traces[1], field, value)
     with pytest.raises((TypeError, ValueError, OverflowError)):
-        ragpulse_native.encode_rows(traces, rows.BINARY_SPEC, TOPIC, rows.json_bytes)
+        _binary(traces)
     encoded = rows.encode_traces(traces, TOPIC)
     assert encoded.fmt == rows.JSON_ROWS
     assert encoded == _json(traces)

@@ -13,7 +13,10 @@ The earlier calls come from an in-memory index of the calls this process
 assembled: ``ragpulse_native.ReaskIndex`` (native/src/reask.rs) when the native
 module is in use, else :class:`~.sessions.SessionIndex`, the Python reference
 it is tested against (tests/test_reask_native.py: the same re-asks, calls held
-and evictions on random streams). Storage is read only where memory cannot
+and evictions on random streams). When the native index fails (a contained
+panic: collector/core/native.py), it is left empty and the batch is answered
+by a Python index holding the stored calls of its sessions, as after a
+restart; the native index reloads them on the next batch. Storage is read only where memory cannot
 know: once when the index starts (or restarts) holding every call, for the
 calls stored before this process (one query over the window), and on every
 batch while other collectors may store calls of the same sessions (a Kafka
@@ -27,7 +30,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..core.native import native_module
+from ..core.native import native_function, with_fallback
 from ..core.text import normalize_query
 from ..storage.clickhouse import Storage
 from .sessions import SessionIndex
@@ -77,15 +80,17 @@ class ReaskDetector:
         if not 0.0 < self.threshold <= 1.0:
             raise ValueError("feedback.reask.threshold must be within (0, 1]")
         self.max_calls = int(section.get("max_calls", 100_000))
-        module = native_module() if native is not False else None
-        if native and module is None:
+        native_index = native_function("ReaskIndex") if native is not False else None
+        if native and native_index is None:
             raise ValueError("ragpulse_native is not in use: the native re-ask index is not available")
         self.index: Any = (
-            module.ReaskIndex(self.window_ns, _LOOKBACK, self.max_calls, normalize_query)
-            if module is not None
+            native_index(self.window_ns, _LOOKBACK, self.max_calls, normalize_query)
+            if native_index is not None
             else SessionIndex(self.window_ns, _LOOKBACK, self.max_calls)
         )
-        self.native = module is not None
+        self.native = native_index is not None
+        # The re-asks of a batch: from the index, a native failure answered by the stored calls.
+        self._found = with_fallback("ReaskIndex", self._held, self._reloaded) if self.native else self._held
         self.local = True
         self._loaded = False  # the index holds the calls stored before it (set while local)
 
@@ -107,15 +112,28 @@ class ReaskDetector:
         with_session = [t for t in traces if t.session_id and t.query]
         if not self.enabled or not with_session:
             return []
+        ordered = sorted(with_session, key=lambda x: (x.time, x.trace_id))
+        found = self._found(ordered)
+        return [_row(trace_id, service, ordered[k]) for k, trace_id, service in found]
+
+    def _held(self, ordered: list[Call]) -> list[tuple[int, Any, Any]]:
+        """The re-asks among ``ordered`` (in time order) that the index finds, holding them."""
         if not self.local:
-            self.index.add_calls(self._stored(with_session, sorted({t.session_id for t in with_session})))
+            self.index.add_calls(self._stored(ordered, sorted({t.session_id for t in ordered})))
             self._loaded = False  # other collectors' calls: read again when this one owns them all
         elif not self._loaded:
-            self.index.add_calls(self._stored(with_session, None))
+            self.index.add_calls(self._stored(ordered, None))
             self._loaded = True
-        ordered = sorted(with_session, key=lambda x: (x.time, x.trace_id))
-        found = self.index.detect(ordered, self.threshold)
-        return [_row(trace_id, service, ordered[k]) for k, trace_id, service in found]
+        return self.index.detect(ordered, self.threshold)
+
+    def _reloaded(self, ordered: list[Call]) -> list[tuple[int, Any, Any]]:
+        """The re-asks among ``ordered`` that a Python index holding the stored calls of their
+        sessions finds: the reference after the native index failed (a panic leaves it empty),
+        which reloads the stored calls on the next batch."""
+        self._loaded = False
+        index = SessionIndex(self.window_ns, _LOOKBACK, self.max_calls)
+        index.add_calls(self._stored(ordered, sorted({t.session_id for t in ordered})))
+        return index.detect(ordered, self.threshold)
 
 
 def _row(trace_id: str, service: str, later: Call) -> dict[str, Any]:

@@ -60,7 +60,7 @@ from ...agent.conventions import (
     document_key,
 )
 from ..core.model import STATUS_ERROR, Citation, RagTrace, Span
-from ..core.native import native_module
+from ..core.native import native_function, with_fallback
 from .conversation import before_turn, conversation_keys, generation_conversation, root_conversation
 from .evidence import marker_ids, retrieved_chunks, tool_chunks
 from .texts import llm_answer, llm_query, retrieval_query, root_answer, root_query
@@ -310,23 +310,18 @@ def _read_generation(t: RagTrace, llms: list[Span]) -> None:
     t.generation_ms = _total_ms(llms)
 
 
-_native = native_module()
+_native_citations = native_function("citation_events")
 _CITATION_KEYS = (CITATION_DOCUMENT_ID, CITATION_MARKER, CITATION_START, CITATION_END)
 
 
-def _citations(root: Span) -> list[Citation]:
-    """The root span's citation events, in order (``ragpulse_native.citation_events`` when the
-    native module is in use: the same citations, odd values read by :func:`_int` either way;
-    :func:`_citations_py` is the reference)."""
+def _citations_native(root: Span) -> list[Citation]:
+    """``ragpulse_native.citation_events``: the citations :func:`_citations_py` reads, odd values
+    read by :func:`_int` either way (a list of ``(name, time, attrs)`` tuples; the reference
+    reads any other sequence)."""
     events = root.events
-    if _native is not None and type(events) is list:
-        try:
-            return _native.citation_events(
-                events, CITATION_EVENT, _CITATION_KEYS, Citation, (_int, -1, _POSITION_MAX)
-            )
-        except TypeError:
-            pass  # an event that is not a (name, time, dict) tuple: the Python loop reads any sequence
-    return _citations_py(root)
+    if type(events) is not list:
+        return _citations_py(root)
+    return _native_citations(events, CITATION_EVENT, _CITATION_KEYS, Citation, (_int, -1, _POSITION_MAX))
 
 
 def _citations_py(root: Span) -> list[Citation]:
@@ -344,6 +339,13 @@ def _citations_py(root: Span) -> list[Citation]:
                 )
             )
     return out
+
+
+# The root span's citation events, in order: native when the module is in use (a failure
+# answered by the reference, collector/core/native.py), else _citations_py.
+_citations = with_fallback(
+    "citation_events", _citations_native if _native_citations is not None else None, _citations_py
+)
 
 
 def _read_root(t: RagTrace, ra: dict[str, Any], trace_root: Span | None) -> None:

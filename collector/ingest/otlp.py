@@ -12,8 +12,10 @@ native one (the optional ``ragpulse-native`` distribution built from
 ``native/``, a Rust wire parser that builds the spans directly, several times
 faster) and the pure-Python one (:func:`decode_otlp_proto_py`, upb plus one
 pass over the attributes), which is the reference and the fallback.
-:func:`decode_otlp_proto` uses the native decoder when it imports and its ABI
-matches; ``RAGPULSE_NATIVE=0`` in the environment forces the Python path.
+:func:`decode_otlp_proto` uses the native decoder when the module is in use
+(collector/core/native.py: it imports, its ABI matches, ``RAGPULSE_NATIVE=0``
+is not set); a malformed record is rejected with the reference's reason, and
+any other native failure (a panic) is answered by the reference.
 :data:`DECODER` says which one is active.
 """
 
@@ -28,7 +30,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from ...agent.conventions import SERVICE_NAME
 from ..core.json_depth import MAX_VALUE_DEPTH, JsonTooDeep, loads_bounded
 from ..core.model import Span
-from ..core.native import implementation, native_module, native_why
+from ..core.native import implementation, installed_module, native_function, native_why, with_fallback
 
 __all__ = [
     "MalformedRecord",
@@ -46,9 +48,9 @@ __all__ = [
 
 _ZERO_TRACE = b"\x00" * 16
 _ZERO_SPAN = b"\x00" * 8
+_INT64 = -(1 << 63)  # the native decoder takes limits in [_INT64, -_INT64)
 
-_native = native_module()
-_native_decode = _native.decode_traces if _native is not None else None
+_native_decode = native_function("decode_traces")
 DECODER = implementation()
 
 
@@ -168,36 +170,24 @@ def _pb_attrs(kvs: Any, limits: Limits) -> dict[str, Any]:
     return out
 
 
-def decode_otlp_proto(data: bytes, limits: Limits) -> DecodeResult:
-    """Decode an OTLP ``TracesData`` / ``ExportTraceServiceRequest`` protobuf.
-
-    Uses the native decoder when it is active (:data:`DECODER`); its results,
-    errors and failures are those of :func:`decode_otlp_proto_py`.
-    """
+def decode_otlp_proto_native(data: bytes, limits: Limits) -> DecodeResult:
+    """The native decoder alone, active or not, no fallback (ImportError when ``ragpulse_native``
+    is not installed with the expected ABI). Raises :class:`MalformedRecord` as the reference
+    does, and whatever else the native code raises (``NativePanic``)."""
     native = _native_decode
     if native is None:
-        return decode_otlp_proto_py(data, limits)
-    return _call_native(native, data, limits)
-
-
-def decode_otlp_proto_native(data: bytes, limits: Limits) -> DecodeResult:
-    """The native decoder, active or not (ImportError when ``ragpulse_native`` is not installed)."""
-    import ragpulse_native
-
-    return _call_native(ragpulse_native.decode_traces, data, limits)
-
-
-def _call_native(native: Any, data: bytes, limits: Limits) -> DecodeResult:
+        module, why = installed_module()
+        if module is None:
+            raise ImportError(f"no native decoder: {why}")
+        native = module.decode_traces
     cap = limits.max_attribute_chars
     nmax = limits.max_attributes
-    if type(cap) is not int or type(nmax) is not int:  # only the Python path compares other numbers
-        return decode_otlp_proto_py(data, limits)
+    if not (type(cap) is int and type(nmax) is int and _INT64 <= cap < -_INT64 and _INT64 <= nmax < -_INT64):
+        return decode_otlp_proto_py(data, limits)  # only the Python path compares other limits exactly
     try:
         spans, errors = native(data if type(data) is bytes else bytes(data), Span, cap, nmax)
     except ValueError as exc:
         raise MalformedRecord(str(exc)) from None
-    except OverflowError:  # limits beyond 64 bits: only the Python path compares them exactly
-        return decode_otlp_proto_py(data, limits)
     return DecodeResult(spans, errors)
 
 
@@ -267,6 +257,18 @@ def decode_otlp_proto_py(data: bytes, limits: Limits) -> DecodeResult:
         # An exporter never sends an empty batch: this is garbage that happened to parse.
         raise MalformedRecord("no spans in record" if nres else "no OTLP resource_spans in record")
     return DecodeResult(spans, errors)
+
+
+# Decode an OTLP ``TracesData`` / ``ExportTraceServiceRequest`` protobuf: the native decoder
+# when it is active (:data:`DECODER`), its results, errors and failures those of
+# decode_otlp_proto_py; any other native failure (limits beyond 64 bits: OverflowError, a
+# contained panic) is answered by decode_otlp_proto_py (collector/core/native.py).
+decode_otlp_proto = with_fallback(
+    "decode_traces",
+    decode_otlp_proto_native if _native_decode is not None else None,
+    decode_otlp_proto_py,
+    passes=(MalformedRecord,),
+)
 
 
 def split_by_trace(data: bytes) -> list[tuple[str, bytes]]:

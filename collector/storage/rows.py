@@ -112,13 +112,19 @@ BINARY_SPEC = _binary_spec(COLUMNS)
 
 
 @functools.cache
-def _native_encoder() -> Callable[..., bytes] | None:
-    """``ragpulse_native.encode_rows`` when the native module is in use (looked up on first use:
-    storage is imported by commands that never encode a row)."""
-    from ..core.native import native_module
+def _encoder() -> Callable[[Sequence[RagTrace], str], EncodedRows]:
+    """The rows' entry point: ``ragpulse_native.encode_rows`` when the native module is in use,
+    a failure (a value without a binary form storing what the JSON rows store, a panic)
+    answered by the JSON rows (collector/core/native.py); made on first use: storage is
+    imported by commands that never encode a row."""
+    from ..core.native import native_function, with_fallback
 
-    module = native_module()
-    return module.encode_rows if module is not None else None
+    native = native_function("encode_rows")
+
+    def encode_binary(traces: Sequence[RagTrace], src_topic: str) -> EncodedRows:
+        return EncodedRows(native(traces, BINARY_SPEC, src_topic, json_bytes), ROW_BINARY)
+
+    return with_fallback("encode_rows", encode_binary if native is not None else None, _encode_json)
 
 
 def encode_traces(traces: Sequence[RagTrace], src_topic: str = "") -> EncodedRows:
@@ -127,12 +133,11 @@ def encode_traces(traces: Sequence[RagTrace], src_topic: str = "") -> EncodedRow
     Encode on the caller's thread and hand the block to another for the insert
     (:meth:`~.clickhouse.Storage.insert_encoded_traces`).
     """
-    native = _native_encoder()
-    if native is not None:
-        try:
-            return EncodedRows(native(traces, BINARY_SPEC, src_topic, json_bytes), ROW_BINARY)
-        except (TypeError, ValueError, OverflowError):
-            pass  # a value without a binary form storing what the JSON rows store: the reference path
+    return _encoder()(traces, src_topic)
+
+
+def _encode_json(traces: Sequence[RagTrace], src_topic: str) -> EncodedRows:
+    """The JSON rows of ``traces``, joined: the reference encoding."""
     return EncodedRows(b"".join(encode_rows_json(traces, src_topic)), JSON_ROWS)
 
 

@@ -13,6 +13,8 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+use crate::boundary;
+
 /// `value` when it is exactly a str, else `str(value)`.
 fn text<'py>(value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     if value.is_exact_instance_of::<PyString>() {
@@ -57,43 +59,46 @@ pub fn flattened_documents<'py>(
     keys: (Bound<'py, PyList>, Bound<'py, PyAny>),
     readers: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
 ) -> PyResult<Bound<'py, PyList>> {
-    let (cache, doc_keys) = keys;
-    let (chunk_cls, optional_float, meta_text) = readers;
-    let chunks = PyList::empty(py);
-    let mut i = 0usize;
-    loop {
-        let keys = keys_of(&cache, &doc_keys, prefix, i)?;
-        let cid = get(attrs, keys.get_item(0)?)?;
-        let content = get(attrs, keys.get_item(1)?)?;
-        if cid.is_none() && content.is_none() {
-            break;
+    boundary::contained(boundary::FLATTENED_DOCUMENTS, || {
+        let (cache, doc_keys) = keys;
+        let (chunk_cls, optional_float, meta_text) = readers;
+        let chunks = PyList::empty(py);
+        let mut i = 0usize;
+        loop {
+            let keys = keys_of(&cache, &doc_keys, prefix, i)?;
+            let cid = get(attrs, keys.get_item(0)?)?;
+            let content = get(attrs, keys.get_item(1)?)?;
+            if cid.is_none() && content.is_none() {
+                break;
+            }
+            i += 1;
+            let score = match get(attrs, keys.get_item(2)?)? {
+                None => py.None().into_bound(py),
+                Some(s) if s.is_exact_instance_of::<PyFloat>() => s,
+                Some(s) => optional_float.call1((s,))?,
+            };
+            let meta = match get(attrs, keys.get_item(3)?)? {
+                None => PyString::new(py, "").into_any(),
+                Some(m) if m.is_exact_instance_of::<PyString>() => m,
+                Some(m) => meta_text.call1((m,))?,
+            };
+            let source = match get(attrs, keys.get_item(4)?)? {
+                None => py.None().into_bound(py),
+                Some(s) => text(s)?,
+            };
+            let cid = match cid {
+                None => PyString::new(py, &i.to_string()).into_any(),
+                Some(c) => text(c)?,
+            };
+            let content = match content {
+                None => PyString::new(py, "").into_any(),
+                Some(c) => text(c)?,
+            };
+            chunks.append(chunk_cls.call1((cid, content, score, meta, source))?)?;
         }
-        i += 1;
-        let score = match get(attrs, keys.get_item(2)?)? {
-            None => py.None().into_bound(py),
-            Some(s) if s.is_exact_instance_of::<PyFloat>() => s,
-            Some(s) => optional_float.call1((s,))?,
-        };
-        let meta = match get(attrs, keys.get_item(3)?)? {
-            None => PyString::new(py, "").into_any(),
-            Some(m) if m.is_exact_instance_of::<PyString>() => m,
-            Some(m) => meta_text.call1((m,))?,
-        };
-        let source = match get(attrs, keys.get_item(4)?)? {
-            None => py.None().into_bound(py),
-            Some(s) => text(s)?,
-        };
-        let cid = match cid {
-            None => PyString::new(py, &i.to_string()).into_any(),
-            Some(c) => text(c)?,
-        };
-        let content = match content {
-            None => PyString::new(py, "").into_any(),
-            Some(c) => text(c)?,
-        };
-        chunks.append(chunk_cls.call1((cid, content, score, meta, source))?)?;
-    }
-    Ok(chunks)
+        boundary::injected_panic(boundary::FLATTENED_DOCUMENTS);
+        Ok(chunks)
+    })
 }
 
 /// `value` when it is exactly an int in [low, high], else `clamp(value, low, high)`.
@@ -126,28 +131,31 @@ pub fn citation_events<'py>(
     citation_cls: &Bound<'py, PyAny>,
     positions: (Bound<'py, PyAny>, i64, i64),
 ) -> PyResult<Bound<'py, PyList>> {
-    let (clamp, low, high) = positions;
-    let out = PyList::empty(py);
-    let empty = PyString::new(py, "").into_any();
-    let minus_one = (-1i64).into_pyobject(py)?.into_any();
-    for event in events.iter() {
-        let event = event.cast_into::<PyTuple>()?;
-        if !event.get_item(0)?.eq(event_name)? {
-            continue;
+    boundary::contained(boundary::CITATION_EVENTS, || {
+        let (clamp, low, high) = positions;
+        let out = PyList::empty(py);
+        let empty = PyString::new(py, "").into_any();
+        let minus_one = (-1i64).into_pyobject(py)?.into_any();
+        for event in events.iter() {
+            let event = event.cast_into::<PyTuple>()?;
+            if !event.get_item(0)?.eq(event_name)? {
+                continue;
+            }
+            let ea = event.get_item(2)?;
+            let ea = ea.cast::<PyDict>()?;
+            let get = |key: &Bound<'py, PyString>,
+                       default: &Bound<'py, PyAny>|
+             -> PyResult<Bound<'py, PyAny>> {
+                Ok(ea.get_item(key)?.unwrap_or_else(|| default.clone()))
+            };
+            out.append(citation_cls.call1((
+                text(get(&keys[0], &empty)?)?,
+                text(get(&keys[1], &empty)?)?,
+                position(get(&keys[2], &minus_one)?, &clamp, low, high)?,
+                position(get(&keys[3], &minus_one)?, &clamp, low, high)?,
+            ))?)?;
         }
-        let ea = event.get_item(2)?;
-        let ea = ea.cast::<PyDict>()?;
-        let get = |key: &Bound<'py, PyString>,
-                   default: &Bound<'py, PyAny>|
-         -> PyResult<Bound<'py, PyAny>> {
-            Ok(ea.get_item(key)?.unwrap_or_else(|| default.clone()))
-        };
-        out.append(citation_cls.call1((
-            text(get(&keys[0], &empty)?)?,
-            text(get(&keys[1], &empty)?)?,
-            position(get(&keys[2], &minus_one)?, &clamp, low, high)?,
-            position(get(&keys[3], &minus_one)?, &clamp, low, high)?,
-        ))?)?;
-    }
-    Ok(out)
+        boundary::injected_panic(boundary::CITATION_EVENTS);
+        Ok(out)
+    })
 }

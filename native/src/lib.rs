@@ -9,8 +9,14 @@
 //! parser that follows upb's acceptance rules (wire.rs, schema.rs) and a
 //! single pass that builds the Python objects (build.rs). The Python decoder
 //! stays the reference; tests/test_otlp_native.py checks parity
-//! differentially, including on fuzzed input.
+//! differentially, including on fuzzed input (and bench/fuzz_decoder.py with
+//! a coverage-guided fuzzer).
+//!
+//! Every entry point contains its panics (boundary.rs): a panic is raised as
+//! `NativePanic`, an ordinary exception that `collector/core/native.py`
+//! answers with the entry point's Python reference.
 
+mod boundary;
 mod build;
 mod documents;
 mod keys;
@@ -22,16 +28,17 @@ mod wire;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyTuple};
 
-/// Bumped whenever a function's contract changes (or one is added); otlp.py refuses a mismatch.
-const ABI: u32 = 8;
+/// Bumped whenever a function's contract changes (or one is added); collector/core/native.py
+/// refuses a mismatch.
+const ABI: u32 = 9;
 
 /// Decode an OTLP `TracesData` protobuf into `span_cls` objects.
 ///
 /// Returns `(spans, errors)`. Raises `ValueError` with the full dead-letter
 /// reason when nothing in the record can be used (the caller wraps it in
-/// `MalformedRecord`).
+/// `MalformedRecord`), `NativePanic` when the decoder panicked.
 #[pyfunction]
 fn decode_traces<'py>(
     py: Python<'py>,
@@ -44,7 +51,7 @@ fn decode_traces<'py>(
         max_attribute_chars,
         max_attributes,
     };
-    let run = std::panic::AssertUnwindSafe(|| {
+    boundary::contained(boundary::DECODE_TRACES, || {
         let td = schema::parse_traces_data(data).map_err(|e| {
             PyValueError::new_err(format!(
                 "not an OTLP TracesData protobuf: Error parsing message with type \
@@ -52,20 +59,25 @@ fn decode_traces<'py>(
                 e.upb_text()
             ))
         })?;
-        build::build(py, &td, span_cls, caps)
-    });
-    match std::panic::catch_unwind(run) {
-        Ok(r) => r,
-        Err(_) => Err(PyValueError::new_err(
-            "not an OTLP TracesData protobuf: native decoder failure",
-        )),
-    }
+        let decoded = build::build(py, &td, span_cls, caps)?;
+        boundary::injected_panic(boundary::DECODE_TRACES);
+        Ok(decoded)
+    })
 }
 
 #[pymodule]
 fn ragpulse_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ABI", ABI)?;
+    m.add(
+        "ENTRY_POINTS",
+        PyTuple::new(m.py(), boundary::ENTRY_POINTS)?,
+    )?;
+    m.add(
+        "TEST_PANICS",
+        PyTuple::new(m.py(), boundary::read_test_switch())?,
+    )?;
+    m.add("NativePanic", m.py().get_type::<boundary::NativePanic>())?;
     m.add_function(wrap_pyfunction!(decode_traces, m)?)?;
     m.add_function(wrap_pyfunction!(rows::encode_rows, m)?)?;
     m.add_function(wrap_pyfunction!(documents::flattened_documents, m)?)?;

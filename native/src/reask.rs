@@ -11,15 +11,21 @@
 //! function given to the constructor, so Unicode folding has one definition.
 //! The Python code stays the reference; tests/test_reask_native.py checks
 //! parity on random streams.
+//!
+//! A panic in `add_calls` or `detect` is raised as `NativePanic` and empties
+//! the index (what it held may be half updated; the detector reloads the
+//! stored calls, as after a restart); a lock poisoned by it is recovered, so
+//! the index stays usable.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
+use crate::boundary::{self, EntryPoint};
 use crate::queries::{normalize_ascii, signature_of, SIGNATURE_WORDS};
 
 /// One call the index holds (or is about to).
@@ -47,6 +53,7 @@ struct Session {
 }
 
 /// What the index holds; behind a mutex that is never held while Python code runs.
+#[derive(Default)]
 struct State {
     sessions: HashMap<Vec<u8>, Session>,
     order: BTreeMap<u64, Vec<u8>>, // least recently active first
@@ -141,6 +148,33 @@ pub struct ReaskIndex {
 }
 
 impl ReaskIndex {
+    /// The state, locked; a lock poisoned by a panic is recovered with the state emptied.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| {
+            let mut state = poisoned.into_inner();
+            *state = State::default();
+            self.calls.store(0, Ordering::Relaxed);
+            self.state.clear_poison();
+            state
+        })
+    }
+
+    /// Runs a method's `body` with its panics contained: one raises `NativePanic` and leaves
+    /// the index empty (and its lock usable).
+    fn guarded<T>(&self, entry: EntryPoint, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+        let mut finished = false;
+        let result = boundary::contained(entry, || {
+            let out = body();
+            finished = true;
+            out
+        });
+        if !finished {
+            *self.lock() = State::default();
+            self.calls.store(0, Ordering::Relaxed);
+        }
+        result
+    }
+
     /// Reads a `Call` (this runs Python code for a query that is not ASCII: no lock is held).
     fn read(&self, py: Python<'_>, call: &Bound<'_, PyAny>) -> PyResult<Incoming> {
         let call = call.cast::<PyTuple>()?;
@@ -294,12 +328,7 @@ impl ReaskIndex {
             calls: AtomicUsize::new(0),
             evicted: AtomicUsize::new(0),
             normalize,
-            state: Mutex::new(State {
-                sessions: HashMap::new(),
-                order: BTreeMap::new(),
-                next_active: 0,
-                newest: 0,
-            }),
+            state: Mutex::new(State::default()),
         })
     }
 
@@ -321,15 +350,15 @@ impl ReaskIndex {
 
     /// Hold each of `calls` (`Call` tuples), in order, as `SessionIndex.add` does.
     fn add_calls(&self, py: Python<'_>, calls: &Bound<'_, PyList>) -> PyResult<()> {
-        let incoming = self.read_all(py, calls)?;
-        let mut state = self
-            .state
-            .lock()
-            .map_err(|_| PyValueError::new_err("re-ask index poisoned"))?;
-        for one in incoming {
-            self.add(&mut state, one);
-        }
-        Ok(())
+        self.guarded(boundary::REASK_ADD_CALLS, || {
+            let incoming = self.read_all(py, calls)?;
+            let mut state = self.lock();
+            for one in incoming {
+                self.add(&mut state, one);
+            }
+            boundary::injected_panic(boundary::REASK_ADD_CALLS);
+            Ok(())
+        })
     }
 
     /// For each of `calls` (`Call` tuples, in time order): the latest earlier call it re-asks,
@@ -341,19 +370,19 @@ impl ReaskIndex {
         calls: &Bound<'_, PyList>,
         threshold: f64,
     ) -> PyResult<Vec<Found>> {
-        let incoming = self.read_all(py, calls)?;
-        let mut state = self
-            .state
-            .lock()
-            .map_err(|_| PyValueError::new_err("re-ask index poisoned"))?;
-        let mut found = Vec::new();
-        for (k, one) in incoming.into_iter().enumerate() {
-            if let Some(e) = self.matching(&state, &one.session, &one.entry, threshold) {
-                found.push((k, e.trace_id.clone_ref(py), e.service.clone_ref(py)));
+        self.guarded(boundary::REASK_DETECT, || {
+            let incoming = self.read_all(py, calls)?;
+            let mut state = self.lock();
+            let mut found = Vec::new();
+            for (k, one) in incoming.into_iter().enumerate() {
+                if let Some(e) = self.matching(&state, &one.session, &one.entry, threshold) {
+                    found.push((k, e.trace_id.clone_ref(py), e.service.clone_ref(py)));
+                }
+                self.add(&mut state, one);
             }
-            self.add(&mut state, one);
-        }
-        drop(state);
-        Ok(found)
+            boundary::injected_panic(boundary::REASK_DETECT);
+            drop(state);
+            Ok(found)
+        })
     }
 }

@@ -14,6 +14,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
+use crate::boundary;
+
 /// How a column's value is read and written.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -236,7 +238,8 @@ fn put_row(
 /// The RowBinary rows of `traces`, one per trace, the columns as `spec` gives them.
 ///
 /// Raises TypeError, ValueError or OverflowError for a value the binary format
-/// would not write as the JSON rows do (see the module documentation).
+/// would not write as the JSON rows do (see the module documentation), `NativePanic`
+/// when it panicked.
 #[pyfunction]
 pub fn encode_rows<'py>(
     py: Python<'py>,
@@ -245,10 +248,13 @@ pub fn encode_rows<'py>(
     topic: &Bound<'py, PyString>,
     json_text: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let fields = parse_spec(spec)?;
-    let mut out = Vec::with_capacity(traces.len().unwrap_or(0) * 4096);
-    for trace in traces.try_iter()? {
-        put_row(&mut out, &trace?, &fields, topic, json_text)?;
-    }
-    Ok(PyBytes::new(py, &out))
+    boundary::contained(boundary::ENCODE_ROWS, || {
+        let fields = parse_spec(spec)?;
+        let mut out = Vec::with_capacity(traces.len().unwrap_or(0) * 4096);
+        for trace in traces.try_iter()? {
+            put_row(&mut out, &trace?, &fields, topic, json_text)?;
+        }
+        boundary::injected_panic(boundary::ENCODE_ROWS);
+        Ok(PyBytes::new(py, &out))
+    })
 }
