@@ -176,4 +176,4 @@ def test_the_judge_calls_an_antonym_swap_contradicted(judge: LocalJudge) -> None
     claim = out["claims"][0]
     assert claim["verdict"] == "contradicted"
     assert claim["contradicting_chunk_ids"] == ["C1"]
-    assert out["judge_id"].startswith("local-4.9:")
+    assert out["judge_id"].startswith("local-5.0:")

@@ -86,7 +86,7 @@ def test_one_structured_request_per_trace(judges: list[LLMJudge]) -> None:
         assert out["faithfulness"] == 1.0 and out["citation_correctness"] == 1.0
         assert 0.0 < out["context_utilization"] <= 1.0
         assert out["judge_cost_usd"] == pytest.approx(COST)
-        assert out["judge_id"] == j.judge_id and j.judge_id.startswith("llm-v1:openai/fake-judge:")
+        assert out["judge_id"] == j.judge_id and j.judge_id.startswith("llm-v2:openai/fake-judge:")
 
 
 def test_cost_from_litellm_registered_prices(judges: list[LLMJudge]) -> None:

@@ -155,7 +155,7 @@ def test_deterministic_and_json_serialisable(judge: LocalJudge) -> None:
         out.pop("judge_latency_ms")
     assert a == b
     json.dumps(a)
-    assert a["judge_id"].startswith("local-4.9:")
+    assert a["judge_id"].startswith("local-5.0:")
 
 
 def test_judge_id_pins_settings() -> None:

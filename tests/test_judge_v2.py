@@ -43,7 +43,7 @@ def test_every_claim_carries_a_probability_and_the_record_a_response_verdict(jud
     assert probs[0] > probs[1]
     assert [c["verdict"] for c in out["claims"]] == ["supported", "unsupported"]
     assert out["response_verdict"] == "hallucinated"
-    assert out["judge_id"].startswith("local-4.9:")
+    assert out["judge_id"].startswith("local-5.0:")
 
 
 def test_negation_of_the_cited_sentence_is_a_contradiction_not_a_valid_citation(judge: LocalJudge) -> None:

@@ -1,5 +1,5 @@
-"""Content-hash cache for judgments: the same query, chunks, answer and
-citations under the same judge id make no new LLM request."""
+"""Content-hash cache for judgments: the same query, chunks (with where they came from),
+answer, citations and conversation under the same judge id make no new LLM request."""
 
 from __future__ import annotations
 
@@ -19,11 +19,21 @@ def content_key(judge_id: str, record: dict[str, Any]) -> str:
         "query": record.get("query", ""),
         "answer": record.get("answer", ""),
         "chunks": [
-            [c.get("id"), c.get("content"), c.get("metadata") or {}] for c in record.get("chunks", [])
+            [c.get("id"), c.get("content"), c.get("metadata") or {}, *_provenance(c)]
+            for c in record.get("chunks", [])
         ],
         "citations": record.get("citations") or [],
     }
+    if record.get("conversation"):  # absent from the payload when empty: older keys stay as they were
+        payload["conversation"] = record["conversation"]
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _provenance(chunk: dict[str, Any]) -> list[str]:
+    """Where a chunk came from, when it is not a retrieval without a known query ([] then)."""
+    if (chunk.get("source_type") or "retrieval") == "retrieval" and not chunk.get("query"):
+        return []
+    return [chunk.get("source_type") or "retrieval", chunk.get("tool") or "", chunk.get("query") or ""]
 
 
 class JudgmentCache:

@@ -7,7 +7,8 @@ cannot drift apart in their formulas (see docs/judging.md):
 - faithfulness = supported claims / claims
 - citation correctness = citations whose chunk supports their claim / citations
 - citation completeness = claims with at least one supporting citation / claims
-  (null when the answer cites nothing, unless ``require_citations``)
+  that rest on evidence (a claim that only restates the user's words rests on none;
+  null when the answer cites nothing, unless ``require_citations``)
 - answer relevance = claims on the query's topic / claims
 - context precision = usable chunks supporting at least one claim / chunks
 - context utilization = share of the content of the evidence sentences the
@@ -38,6 +39,7 @@ class ClaimJudgment:
     omitted: str | None = None  # a condition of the relied-on evidence the answer leaves out
     confidence: float | None = None
     support_probability: float | None = None  # calibrated P(supported); None when the judge has none
+    restates_user: bool = False  # supported by what the user said, not by any chunk (docs/judging.md)
 
 
 @dataclass(slots=True)
@@ -110,7 +112,8 @@ def _answered_scores(claims: list[ClaimJudgment], facts: TraceFacts) -> dict[str
     supporting_usable = {cid for c in supported for cid in c.supporting if facts.usable.get(cid, True)}
     completeness = None
     if n and (total_cits > 0 or facts.citations_required):
-        completeness = _ratio(sum(1 for c in claims if any(c.citation_ok)), n)
+        verifiable = [c for c in claims if not c.restates_user]
+        completeness = _ratio(sum(1 for c in verifiable if any(c.citation_ok)), len(verifiable))
     return {
         "faithfulness": _ratio(len(supported), n),
         "citation_correctness": _ratio(valid_cits, total_cits),
@@ -138,6 +141,7 @@ def _claim_row(c: ClaimJudgment) -> dict[str, Any]:
         "contradicting_chunk_ids": c.contradicting,
         "confidence": c.confidence,
         "support_probability": c.support_probability,
+        "restates_user": c.restates_user,
     }
 
 

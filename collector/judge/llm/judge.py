@@ -82,7 +82,7 @@ class LLMJudge:
     """Judge traces with an LLM through litellm.
 
     Settings (pinned in :attr:`judge_id` where they change verdicts): ``api_base``,
-    ``api_key``, ``prompt_version`` ("v1"), ``temperature`` (0), ``max_tokens``,
+    ``api_key``, ``prompt_version`` ("v2"), ``temperature`` (0), ``max_tokens``,
     ``timeout`` (s per request), ``max_retries`` (transient failures), ``backoff_base`` /
     ``backoff_max`` (s), ``concurrency``, ``budget_per_minute_usd``, ``budget_per_hour_usd``,
     ``budget_minute_seconds`` / ``budget_hour_seconds`` (window lengths), ``input_cost_per_token`` /
@@ -99,7 +99,7 @@ class LLMJudge:
         *,
         api_base: str | None = None,
         api_key: str | None = None,
-        prompt_version: str = "v1",
+        prompt_version: str = "v2",
         temperature: float = 0.0,
         max_tokens: int = 2048,
         timeout: float = 60.0,
@@ -287,6 +287,7 @@ class LLMJudge:
                 "content": c["content"][: self.max_chunk_chars],
                 "usable": usable[c["id"]],
                 "status": (c["metadata"] or {}).get("status"),
+                **{k: c[k] for k in ("source_type", "tool", "query") if c.get(k)},
             }
             for c in rec["chunks"]
         ]
@@ -302,10 +303,10 @@ class LLMJudge:
             chunks=view,
             answer=rec["answer"],
             claims=claim_view,
+            conversation=rec["conversation"],
         )
-        parsed, cost = await self._valid_reply(
-            messages, response_schema([c["id"] for c in claim_view], chunk_ids)
-        )
+        schema = response_schema([c["id"] for c in claim_view], chunk_ids, self.prompt.reads_conversation)
+        parsed, cost = await self._valid_reply(messages, schema)
         judged = _claim_judgments(claims, parsed)
         relied_on = {cid for j in judged for cid in j.supporting}
         facts = TraceFacts(
@@ -429,9 +430,9 @@ def _claim_judgments(claims: list[Claim], parsed: dict[str, Any]) -> list[ClaimJ
         if v is None:
             raise JudgeResponseError(f"claim {i + 1} missing from the reply")
         verdict = v["verdict"]
-        supporting = (
-            list(dict.fromkeys(v.get("supporting_chunk_ids") or [])) if verdict == "supported" else []
-        )
+        restated = verdict == "supported" and bool(v.get("restates_user"))  # no chunk: the user's words
+        kept = verdict == "supported" and not restated
+        supporting = list(dict.fromkeys(v.get("supporting_chunk_ids") or [])) if kept else []
         judged.append(
             ClaimJudgment(
                 text=claim.text,
@@ -442,6 +443,7 @@ def _claim_judgments(claims: list[Claim], parsed: dict[str, Any]) -> list[ClaimJ
                 on_topic=bool(v.get("on_topic", True)),
                 source=(v.get("source") or "hallucination") if verdict != "supported" else None,
                 omitted=v.get("omitted_condition") or None,
+                restates_user=restated,
             )
         )
     return judged

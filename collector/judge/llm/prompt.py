@@ -1,10 +1,13 @@
 """The versioned LLM judge prompt and the JSON schema of its response.
 
 The prompt text lives in ``prompts/judge-<version>.txt``; its hash goes into
-the judge id. Untrusted text (query, chunks, answer) is placed only between
-delimiters that carry a nonce derived from the content hash, and any
-occurrence of the delimiter syntax inside that text is defused, so retrieved
-text cannot close its block and pose as instructions.
+the judge id. Untrusted text (query, chunks, conversation, answer) is placed
+only between delimiters that carry a nonce derived from the content hash, and
+any occurrence of the delimiter syntax inside that text is defused, so
+retrieved text cannot close its block and pose as instructions. A prompt whose
+template has a ``{conversation}`` place (version 2 on) also gets the turns
+before the query and each chunk's provenance (retrieval and its query, or tool,
+its name and arguments), and its reply may say a claim restates the user.
 """
 
 from __future__ import annotations
@@ -27,6 +30,11 @@ class Prompt:
     user: str
     digest: str
 
+    @property
+    def reads_conversation(self) -> bool:
+        """Whether the prompt shows the conversation and the chunks' provenance (version 2 on)."""
+        return _CONVERSATION in self.user
+
     def render(
         self,
         *,
@@ -35,13 +43,16 @@ class Prompt:
         chunks: list[dict[str, Any]],
         answer: str,
         claims: list[dict[str, Any]],
+        conversation: list[dict[str, str]] | None = None,
     ) -> list[dict[str, str]]:
-        """Chat messages for one trace. ``chunks`` carry id, content, usable, status."""
+        """Chat messages for one trace. ``chunks`` carry id, content, usable, status (and
+        source_type, tool, query); ``conversation`` the turns before the query."""
+        provenance = self.reads_conversation
         blocks = []
         for ch in chunks:
             blocks.append(
                 f'<<<{nonce} CHUNK id="{defuse(ch["id"])}" usable="{str(ch["usable"]).lower()}" '
-                f'status="{defuse(str(ch.get("status") or "unknown"))}">>>\n'
+                f'status="{defuse(str(ch.get("status") or "unknown"))}"{_provenance(ch) if provenance else ""}>>>\n'
                 f"{defuse(ch['content'])}\n<<<{nonce} END CHUNK>>>"
             )
         claim_lines = [
@@ -53,12 +64,41 @@ class Prompt:
             .replace("{answer}", defuse(answer))
             .replace("{chunks}", "\n\n".join(blocks) or "(none)")
             .replace("{claims}", "\n".join(claim_lines))
+            .replace(_CONVERSATION, _turns(conversation or [], nonce))
             .replace("{nonce}", nonce)
         )
         return [
             {"role": "system", "content": self.system.replace("{nonce}", nonce)},
             {"role": "user", "content": user},
         ]
+
+
+_CONVERSATION = "{conversation}"
+
+
+def _attribute(text: str) -> str:
+    """Text as a delimiter attribute value: defused, its quotes and line breaks neutralised."""
+    return defuse(text).replace('"', "'").replace("\n", " ")
+
+
+def _provenance(chunk: dict[str, Any]) -> str:
+    """The chunk header's provenance attributes: ``source``, and ``tool`` or ``query``."""
+    source = chunk.get("source_type") or "retrieval"
+    out = f' source="{_attribute(source)}"'
+    if chunk.get("tool"):
+        out += f' tool="{_attribute(chunk["tool"])}"'
+    if chunk.get("query"):
+        out += f' {"arguments" if source == "tool" else "query"}="{_attribute(chunk["query"])}"'
+    return out
+
+
+def _turns(conversation: list[dict[str, str]], nonce: str) -> str:
+    """The turns before the query, each in its own delimited block ('(none)' without any)."""
+    blocks = [
+        f'<<<{nonce} TURN role="{_attribute(m["role"])}">>>\n{defuse(m["content"])}\n<<<{nonce} END TURN>>>'
+        for m in conversation
+    ]
+    return "\n\n".join(blocks) or "(none)"
 
 
 def defuse(text: str) -> str:
@@ -82,9 +122,12 @@ def load_prompt(version: str = "v1") -> Prompt:
     return Prompt(version, system.strip(), user.strip(), hashlib.sha256(raw.encode()).hexdigest()[:8])
 
 
-def response_schema(claim_ids: list[int], chunk_ids: list[str]) -> dict[str, Any]:
-    """JSON schema the model's reply must satisfy for one trace."""
-    return {
+def response_schema(
+    claim_ids: list[int], chunk_ids: list[str], restates_user: bool = False
+) -> dict[str, Any]:
+    """JSON schema the model's reply must satisfy for one trace (``restates_user``: the prompt
+    asks whether a claim restates the user, version 2 on)."""
+    schema = {
         "type": "object",
         "additionalProperties": False,
         "required": ["abstained", "answerable", "claims"],
@@ -114,3 +157,6 @@ def response_schema(claim_ids: list[int], chunk_ids: list[str]) -> dict[str, Any
             },
         },
     }
+    if restates_user:
+        schema["properties"]["claims"]["items"]["properties"]["restates_user"] = {"type": "boolean"}
+    return schema

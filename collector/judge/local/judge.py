@@ -33,6 +33,7 @@ from .claims import (
     split_head,
     starts_with_verb,
 )
+from .conversation import evidence_records, restates_user, topic_stems, user_evidence
 from .evidence import ChunkEvidence, build_evidence
 from .question_type import misses_question_type
 from .reading import ClaimReading, read_claim, settle
@@ -57,7 +58,7 @@ __all__ = [
     "lexical_utilization",
 ]
 
-LOCAL_VERSION = "4.9"
+LOCAL_VERSION = "5.0"
 
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether current currently tell explain describe "
@@ -69,19 +70,21 @@ _CONJUNCT_RE = re.compile(r",?\s+(?:and|as well as|plus|along with)\s+|,\s+|;\s+
 @dataclass(frozen=True, slots=True)
 class TraceReading:
     """A trace as the judge reads it: its chunks, claims (citations attached) and each claim's
-    reading (:mod:`.reading`), what the verdicts are decided from."""
+    reading (:mod:`.reading`), what the verdicts are decided from; ``topic``: what the query
+    asks, its follow-up resolved by the conversation (:mod:`.conversation`)."""
 
     chunks: list[ChunkEvidence]
     index: ChunkIndex
     qstems: frozenset[str]
     extracted: ExtractedAnswer
     claims: list[ClaimReading]
+    topic: frozenset[str] = frozenset()
 
 
 def read_trace(rec: dict[str, Any], model: SupportModel) -> TraceReading:
     """Read a normalised input record (:func:`..record.normalise_input`) with the pair model
     ``model``: the judge's reading, which a refit (:mod:`.refit_data`) reads its labels with."""
-    chunks = build_evidence(rec["chunks"])
+    chunks = build_evidence(evidence_records(rec["chunks"]))
     ids = [c.id for c in chunks]
     extracted = extract_claims(rec["answer"], ids)
     if rec["citations"]:
@@ -89,7 +92,8 @@ def read_trace(rec: dict[str, Any], model: SupportModel) -> TraceReading:
     qstems = frozenset(s for s in profile(rec["query"]).stem_set if s not in QUESTION_WORDS)
     index = ChunkIndex(chunks)
     readings = [read_claim(c.text, chunks, index, qstems, model) for c in extracted.claims]
-    return TraceReading(chunks, index, qstems, extracted, readings)
+    topic = topic_stems(rec["query"], rec.get("conversation") or [], QUESTION_WORDS)
+    return TraceReading(chunks, index, qstems, extracted, readings, topic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +207,7 @@ class LocalJudge:
             by_id=by_id,
             pos={cid: i for i, cid in enumerate(ids)},
             index=trace.index,
-            qstems=qstems,
+            qstems=trace.topic,
             answer_all=frozenset().union(*(p.stem_set for p in claim_profiles)) if claims else frozenset(),
         )
         views = [r.view for r in trace.claims]
@@ -230,11 +234,12 @@ class LocalJudge:
             judgment, used = self._judge_claim(ctx, claim, reading, round(p, 4), against)
             judged.append(judgment)
             evidence_stems |= used
+        self._restated(judged, rec, qstems)
         continue_topic(judged)
         if judged and misses_question_type(rec["query"], claim_profiles):
             for j in judged:  # asked how long / how many / when, and no claim says
                 j.on_topic = False
-        answerable = self._answerable(chunks, qstems, judged)
+        answerable = self._answerable(chunks, trace.topic, judged)
         utilization = len(evidence_stems & answer_stems) / len(evidence_stems) if evidence_stems else None
         facts = TraceFacts(
             chunk_ids=ids,
@@ -256,6 +261,17 @@ class LocalJudge:
         if self.second_tier is not None:
             extra["tier2_claims"] = escalated
         return assemble(rec["trace_id"], self.judge_id, judged, facts, extra=extra)
+
+    def _restated(self, judged: list[ClaimJudgment], rec: dict[str, Any], qstems: frozenset[str]) -> None:
+        """Unsupported claims the user's own statements support: supported, ``restates_user``."""
+        user = user_evidence(rec["query"], rec.get("conversation") or [])
+        open_ = [j for j in judged if j.verdict == "unsupported"] if user else []
+        flags = restates_user(
+            [j.text for j in open_], user, qstems, self.model, self.claim_model, self.threshold
+        )
+        for j, restated in zip(open_, flags, strict=True):
+            if restated:
+                j.verdict, j.supporting, j.source, j.restates_user = "supported", [], None, True
 
     def _answerable(
         self, chunks: list[ChunkEvidence], qstems: frozenset[str], judged: list[ClaimJudgment]
