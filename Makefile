@@ -78,10 +78,10 @@ train-judge: minilm
 	$(PY) training/export.py --output collector/judge/tiers/models/entailment-v1.onnx \
 		--provenance collector/judge/tiers/models/entailment-v1.json
 
-# The benchmarks `make bench` runs, in order (bench/judge_dev_data.py, judge_metrics.py and
-# judge_responses.py are their modules; bench/soak.py takes 30 minutes and runs alone:
-# .venv/bin/python bench/soak.py). The experiments measured and not shipped are recorded in
-# bench/EXPERIMENTS.md.
+# The benchmarks `make bench` runs, in order (bench/judge_dev_data.py, judge_metrics.py,
+# judge_responses.py, sdk_calls.py and sdk_langfuse.py are their modules; bench/soak.py takes
+# 30 minutes and runs alone: .venv/bin/python bench/soak.py). The experiments measured and not
+# shipped are recorded in bench/EXPERIMENTS.md.
 BENCHES := sdk_overhead decode_speed ingest_throughput e2e_freshness ingest_instructions \
 	judge_throughput judge_instructions judge_quality judge_minilm judge_entailment judge_rag_answers \
 	judge_summaries judge_refit fuzz_decoder

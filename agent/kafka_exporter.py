@@ -59,14 +59,17 @@ class KafkaSpanExporter(SpanExporter):
         compression: str | None = "gzip",
         max_record_bytes: int = 900_000,
         producer_options: Mapping[str, Any] | None = None,
+        producer: Any = None,
     ):
+        """``producer``: one already made, with kafka-python's ``KafkaProducer`` API (``send``,
+        ``flush``, ``close``); by default one is made from the options on the first export."""
         self.bootstrap_servers = bootstrap_servers
         self.topic = topic
         self.stats = stats or Stats()
         self.compression = compression
         self.max_record_bytes = max_record_bytes
         self.producer_options = dict(producer_options or {})
-        self._producer: Any = None
+        self._producer: Any = producer
         self._retry_at = 0.0
         self._lock = threading.Lock()
         self._orphans: list[Any] = []

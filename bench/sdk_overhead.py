@@ -1,30 +1,35 @@
-"""Per-RAG-call cost of tracing: bare OTel floor, hand-written OpenInference OTel, ragpulse, Langfuse.
+"""Per-RAG-call cost of tracing, on the request path and in total: bare OTel, hand-written
+OpenInference OTel, ragpulse, Langfuse.
 
-One RAG call = root + retrieval + generation; the retriever returns 10 chunks
-of 500 characters, the answer carries two citation markers. Variants, measured
-side by side in interleaved rounds of the same run:
+One RAG call = root + retrieval + generation; the retriever returns 10 chunks of 500 characters,
+the answer carries two citation markers (``bench/sdk_calls.py``). Variants, measured side by side
+in interleaved rounds of the same run:
 
-- ``floor``: the bare OTel SDK opening 3 empty nested spans
-  (``start_as_current_span``), TracerProvider + BatchSpanProcessor with a no-op exporter;
+- ``floor``: the bare OTel SDK opening 3 empty nested spans (``start_as_current_span``),
+  TracerProvider + BatchSpanProcessor with an exporter that drops them;
 - ``floor-direct``: the same 3 empty spans with ``start_span`` + ``context.attach``
   (no context managers) — informational, the cheapest way to open 3 spans;
-- ``otel-manual``: hand-written OTel setting the same data as OpenInference attributes
-  and ``rag.citation`` events (parsing the markers on the request path);
-- ``ragpulse``: ``@trace_rag`` / ``@retrieval`` / ``@generation``, own provider, no-op exporter;
+- ``otel-manual``: hand-written OTel setting the same data as OpenInference attributes and
+  ``rag.citation`` events (parsing the markers on the request path), exporter dropping them;
+- ``otel-manual-otlp``: the same, its exporter encoding each batch with the OTel SDK's OTLP
+  protobuf encoder (what ``OTLPSpanExporter`` sends) — the like-for-like peer of ragpulse;
+- ``ragpulse``: ``@trace_rag`` / ``@retrieval`` / ``@generation``, the agent's own provider and
+  its Kafka exporter (OTLP records keyed by trace id) over a producer that writes nowhere;
 - ``ragpulse-app``: the same decorators with ``exporter="none"`` under the application's own
-  TracerProvider (BatchSpanProcessor, no-op exporter), as teams that already run OTel use it:
-  the agent's spans are completed and ended by its thread off the request path;
-- ``langfuse``: Langfuse's ``@observe`` (installed only for this benchmark in
-  ``.cache/bench-langfuse``, a separate venv, run in a subprocess driven round by
-  round from here), with a no-op span exporter so nothing leaves the process.
+  TracerProvider (BatchSpanProcessor, the SDK's OTLP encoder), as teams that already run OTel use
+  it: the agent's spans are completed and ended by its thread off the request path;
+- ``langfuse``: Langfuse's ``@observe`` (``bench/sdk_langfuse.py``: installed only for this
+  benchmark in ``.cache/bench-langfuse``, run in a subprocess), its exporter the SDK's OTLP encoder.
 
-Every processor defers export until the round is timed (long schedule delay,
-queues larger than a round), so "request µs" is what the application thread
-pays per call; "export µs" is the per-call CPU the export thread then spends
-(materialising, redaction off, no network), reported so nothing is hidden.
-The verdicts use the medians of the per-round figures; the best round of each
-variant (least disturbed by other load) is printed beside them. Also prints
-the import time of ``ragpulse.agent``. Timings on a shared machine are noisy: read the ratios.
+Every processor defers export until the round's calls are timed (long schedule delay, queues
+larger than a round). Per call and round: "request µs" is the wall time the application thread
+pays (the floor ratios use it); "request CPU" is that thread's own CPU clock; "total CPU" is the
+process's CPU clock over the calls and the flush that follows, so it holds the request path and
+everything off it (the export thread, the app provider's span thread, a flush run on the caller's
+thread); "export CPU" is total minus request CPU. The export CPU of each thread is printed apart
+(thread CPU clocks). Verdicts use medians of the per-round figures; the best round (least disturbed
+by other load) is printed beside them. Also prints the import time of ``ragpulse.agent``. Timings on
+a shared machine are noisy: read the ratios of one run.
 """
 
 from __future__ import annotations
@@ -32,281 +37,63 @@ from __future__ import annotations
 import gc
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
+
+import sdk_calls as calls
+from sdk_langfuse import LangfusePeer, ensure_venv
 
 ROOT = Path(__file__).resolve().parent.parent
-LANGFUSE_VENV = ROOT / ".cache" / "bench-langfuse"
-LANGFUSE_SPEC = "langfuse==5.0.4"
 CALLS_PER_ROUND = int(os.environ.get("BENCH_CALLS", "2000"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
-
-CHUNKS = [
-    {
-        "id": f"C{i}",
-        "content": (f"Chunk {i}: retention policy text " * 40)[:500],
-        "score": round(0.95 - i * 0.05, 3),
-        "metadata": {"status": "current", "source": f"policy-{i}.md"},
-    }
-    for i in range(1, 11)
-]
-ANSWER = "Transaction logs are kept for five years [1]. Early deletion needs all legal holds released [2]."
-QUERY = "How long are transaction logs kept, and when may they be deleted early?"
+FIGURES = ("request", "request_cpu", "export_cpu", "total_cpu", "bytes")
 
 
-# ---------------------------------------------------------------------------------------------
-# The Langfuse peer: this same file runs as a subprocess inside the Langfuse venv.
-# ---------------------------------------------------------------------------------------------
-def langfuse_worker() -> None:
-    """Serve 'run N' / 'quit' on stdin; reply with request and export µs per call as JSON."""
-    from langfuse import Langfuse, observe
-    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+class Variant(NamedTuple):
+    """One way of tracing the call: the call, the flush after a round, the set-up before one
+    (the agent has one configuration at a time) and where its exporter's bytes are counted."""
 
-    class NoopExporter(SpanExporter):
-        def export(self, spans):
-            return SpanExportResult.SUCCESS
-
-    client = Langfuse(
-        public_key="pk-lf-bench",
-        secret_key="sk-lf-bench",
-        base_url="http://127.0.0.1:9",
-        span_exporter=NoopExporter(),
-        flush_at=10 * CALLS_PER_ROUND * 3,
-        flush_interval=3600,
-    )
-
-    @observe(as_type="retriever")
-    def search(query):
-        return CHUNKS
-
-    @observe(as_type="generation")
-    def complete(prompt):
-        return ANSWER
-
-    @observe()
-    def rag(query):
-        search(query)
-        return complete(query)
-
-    print(json.dumps({"ready": True}), flush=True)
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd or cmd[0] == "quit":
-            break
-        n = int(cmd[1])
-        gc.collect()
-        start = time.perf_counter()
-        for _ in range(n):
-            rag(QUERY)
-        request = (time.perf_counter() - start) / n
-        start = time.perf_counter()
-        client.flush()
-        export = (time.perf_counter() - start) / n
-        print(json.dumps({"request": request, "export": export}), flush=True)
-    client.shutdown()
+    call: Callable[[], Any]
+    flush: Callable[[], Any]
+    setup: Callable[[], Any] | None
+    sink: calls.ByteCount | None
 
 
-def ensure_langfuse_venv() -> tuple[Path | None, str]:
-    """The Langfuse venv's python (created on first use), or None and the reason."""
-    python = LANGFUSE_VENV / "bin" / "python"
-    check = [str(python), "-c", "import langfuse"]
-    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
-        return python, ""
-    print(f"installing {LANGFUSE_SPEC} into {LANGFUSE_VENV} (benchmark only) ...", flush=True)
-    steps = [
-        [sys.executable, "-m", "venv", str(LANGFUSE_VENV)],
-        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", LANGFUSE_SPEC],
-    ]
-    for step in steps:
-        result = subprocess.run(step, capture_output=True, text=True)
-        if result.returncode != 0:
-            lines = (result.stderr or result.stdout or "install failed").strip().splitlines()
-            return None, lines[-1] if lines else "install failed"
-    return python, ""
-
-
-class LangfusePeer:
-    """A persistent subprocess in the Langfuse venv, asked for one round at a time."""
-
-    def __init__(self, python: Path):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LANGFUSE_")}
-        env["OTEL_SDK_DISABLED"] = "false"
-        # Langfuse's BatchSpanProcessor takes its queue size from the standard variable.
-        env["OTEL_BSP_MAX_QUEUE_SIZE"] = str(10 * CALLS_PER_ROUND * 3)
-        self.proc = subprocess.Popen(
-            [str(python), str(Path(__file__).resolve()), "--langfuse-worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=str(ROOT),
-        )
-        ready = self.proc.stdout.readline()
-        if not ready:
-            raise RuntimeError(f"langfuse worker failed: {self.proc.stderr.read()[-2000:]}")
-
-    def round(self, n: int) -> tuple[float, float]:
-        self.proc.stdin.write(f"run {n}\n")
-        self.proc.stdin.flush()
-        reply = json.loads(self.proc.stdout.readline())
-        return reply["request"], reply["export"]
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.write("quit\n")
-            self.proc.stdin.flush()
-            self.proc.wait(timeout=30)
-        except Exception:  # noqa: BLE001
-            self.proc.kill()
-            self.proc.wait()
-
-
-# ---------------------------------------------------------------------------------------------
-# In-process variants
-# ---------------------------------------------------------------------------------------------
-def _otel_manual(tracer):
-    """The same three spans instrumented by hand with the OTel API: what ragpulse's decorators replace."""
-    marker = re.compile(r"\[(\d+)\]")
-
-    def otel_manual():
-        with tracer.start_as_current_span("rag") as root:
-            root.set_attribute("openinference.span.kind", "CHAIN")
-            root.set_attribute("rag.root", True)
-            root.set_attribute("input.value", QUERY)
-            with tracer.start_as_current_span("retrieval") as ret:
-                chunks = CHUNKS
-                ret.set_attribute("openinference.span.kind", "RETRIEVER")
-                ret.set_attribute("gen_ai.operation.name", "retrieval")
-                ret.set_attribute("input.value", QUERY)
-                ret.set_attribute("gen_ai.request.top_k", 10)
-                for i, c in enumerate(chunks):
-                    p = f"retrieval.documents.{i}.document."
-                    ret.set_attribute(p + "id", c["id"])
-                    ret.set_attribute(p + "content", c["content"])
-                    ret.set_attribute(p + "score", c["score"])
-                    ret.set_attribute(p + "metadata", json.dumps(c["metadata"]))
-            with tracer.start_as_current_span("generation") as gen:
-                answer = ANSWER
-                gen.set_attribute("openinference.span.kind", "LLM")
-                gen.set_attribute("gen_ai.operation.name", "chat")
-                gen.set_attribute("gen_ai.request.model", "gpt-bench")
-                gen.set_attribute("gen_ai.provider.name", "openai")
-                gen.set_attribute("gen_ai.usage.input_tokens", 1200)
-                gen.set_attribute("gen_ai.usage.output_tokens", 40)
-                gen.set_attribute("output.value", answer)
-            root.set_attribute("output.value", answer)
-            count = 0
-            for m in marker.finditer(answer):
-                start = answer.rfind(". ", 0, m.start()) + 1
-                root.add_event(
-                    "rag.citation",
-                    {
-                        "rag.citation.document.id": chunks[int(m.group(1)) - 1]["id"],
-                        "rag.citation.marker": m.group(0),
-                        "rag.citation.answer.start": start,
-                        "rag.citation.answer.end": m.start(),
-                    },
-                )
-                count += 1
-            root.set_attribute("rag.citation.count", count)
-
-    return otel_manual
-
-
-def _ragpulse_app():
-    """The benchmark's RAG call instrumented with the agent's decorators (after configure())."""
-    from ragpulse.agent import generation, retrieval, trace_rag
-
-    @retrieval
-    def search(query: str, top_k: int = 10):
-        return CHUNKS
-
-    @generation(model="gpt-bench", provider="openai")
-    def complete(prompt: str):
-        return ANSWER
-
-    @trace_rag
-    def rag(query: str):
-        search(query)
-        return complete(query)
-
-    return rag
-
-
-def _deferred_provider(exporter, deferred: int):
+def _deferred_provider(exporter: Any, deferred: int) -> tuple[Any, Any]:
     """A TracerProvider whose BatchSpanProcessor holds ``deferred`` spans and exports only when flushed."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     provider = TracerProvider()
     bsp = BatchSpanProcessor(
-        exporter,
-        max_queue_size=deferred,
-        max_export_batch_size=deferred,
-        schedule_delay_millis=3_600_000,
+        exporter, max_queue_size=deferred, max_export_batch_size=deferred, schedule_delay_millis=3_600_000
     )
     provider.add_span_processor(bsp)
     return provider, bsp
 
 
-def build_variants():
-    from opentelemetry import context as context_api
-    from opentelemetry import trace as trace_api
-    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-
-    class NoopExporter(SpanExporter):
-        def export(self, spans):
-            return SpanExportResult.SUCCESS
-
+def build_variants() -> dict[str, Variant]:
     deferred = 10 * CALLS_PER_ROUND * 3
-    provider, bsp = _deferred_provider(NoopExporter(), deferred)
+    provider, bsp = _deferred_provider(calls.noop_exporter(), deferred)
     tracer = provider.get_tracer("bench")
-
-    def floor():
-        with tracer.start_as_current_span("rag"):
-            with tracer.start_as_current_span("retrieval"):
-                pass
-            with tracer.start_as_current_span("generation"):
-                pass
-
-    set_span = trace_api.set_span_in_context
-    attach, detach = context_api.attach, context_api.detach
-
-    def floor_direct():
-        root = tracer.start_span("rag")
-        token = attach(set_span(root))
-        for name in ("retrieval", "generation"):
-            child = tracer.start_span(name)
-            inner = attach(set_span(child))
-            detach(inner)
-            child.end()
-        detach(token)
-        root.end()
-
-    otel_manual = _otel_manual(tracer)
-
-    def bsp_flush():
-        bsp.force_flush()
-
-    return {
-        "floor": (floor, bsp_flush, None),
-        "floor-direct": (floor_direct, bsp_flush, None),
-        "otel-manual": (otel_manual, bsp_flush, None),
-        **_ragpulse_variants(NoopExporter, deferred),
-    }
+    sink = calls.ByteCount()
+    otlp_provider, otlp_bsp = _deferred_provider(calls.otlp_exporter(sink), deferred)
+    variants = {name: Variant(fn, bsp.force_flush, None, None) for name, fn in calls.floors(tracer).items()}
+    variants["otel-manual"] = Variant(calls.otel_manual(tracer), bsp.force_flush, None, None)
+    manual_otlp = calls.otel_manual(otlp_provider.get_tracer("bench"))
+    variants["otel-manual-otlp"] = Variant(manual_otlp, otlp_bsp.force_flush, None, sink)
+    return {**variants, **_ragpulse_variants(deferred)}
 
 
-def _ragpulse_variants(noop_exporter: type, deferred: int) -> dict:
-    """The agent's two variants: its own provider, and exporter="none" under an application provider.
-
-    name -> (one call, flush after the round, set-up before the round): the agent has one
-    configuration at a time, so each variant configures it before its rounds.
-    """
+def _ragpulse_variants(deferred: int) -> dict[str, Variant]:
+    """The agent with its own provider and Kafka exporter, and with exporter="none" under an
+    application provider that encodes OTLP."""
     from ragpulse.agent import configure, flush
 
     deferred_agent = {
@@ -314,34 +101,61 @@ def _ragpulse_variants(noop_exporter: type, deferred: int) -> dict:
         "export_batch_spans": deferred,
         "schedule_delay_ms": 3_600_000,
     }
-    app_provider, _ = _deferred_provider(noop_exporter(), deferred)
+    own_sink, app_sink = calls.ByteCount(), calls.ByteCount()
+    app_provider, _ = _deferred_provider(calls.otlp_exporter(app_sink), deferred)
 
-    def own_setup():
-        configure(exporter=noop_exporter(), **deferred_agent)
+    def own_setup() -> None:
+        configure(exporter=calls.kafka_exporter(own_sink), **deferred_agent)
 
-    def app_setup():
+    def app_setup() -> None:
         configure(exporter="none", tracer_provider=app_provider, **deferred_agent)
 
-    rag = _ragpulse_app()
+    call = calls.ragpulse_call()
+    return {
+        "ragpulse": Variant(call, flush, own_setup, own_sink),
+        "ragpulse-app": Variant(call, flush, app_setup, app_sink),
+    }
 
-    def ragpulse_call():
-        rag(QUERY)
 
-    return {"ragpulse": (ragpulse_call, flush, own_setup), "ragpulse-app": (ragpulse_call, flush, app_setup)}
+def thread_cpu() -> dict[int, tuple[str, float]]:
+    """Every live thread's CPU clock: ident -> (name, seconds)."""
+    out = {}
+    for thread in threading.enumerate():
+        try:
+            out[thread.ident] = (thread.name, time.clock_gettime(time.pthread_getcpuclockid(thread.ident)))
+        except (OSError, AttributeError, TypeError):
+            continue
+    return out
 
 
-def run_round(fn, flush_fn, n: int, setup=None) -> tuple[float, float]:
-    if setup is not None:
-        setup()
+def run_round(variant: Variant, n: int, by_thread: dict[str, list[float]] | None = None) -> dict[str, float]:
+    """``n`` calls then the flush; the figures per call (seconds; bytes). ``by_thread`` collects the
+    CPU each thread spent off the request path (the caller's thread during the flush included)."""
+    if variant.setup is not None:
+        variant.setup()
+    if variant.sink is not None:
+        variant.sink.take()
     gc.collect()
-    start = time.perf_counter()
+    before = thread_cpu()
+    cpu0, thread0, wall0 = time.process_time(), time.thread_time(), time.perf_counter()
     for _ in range(n):
-        fn()
-    request = (time.perf_counter() - start) / n
-    start = time.perf_counter()
-    flush_fn()
-    export = (time.perf_counter() - start) / n
-    return request, export
+        variant.call()
+    wall, thread = time.perf_counter() - wall0, time.thread_time() - thread0
+    variant.flush()
+    cpu = time.process_time() - cpu0
+    if by_thread is not None:
+        main = threading.get_ident()
+        for ident, (name, end) in thread_cpu().items():
+            spent = end - before.get(ident, (name, 0.0))[1] - (thread if ident == main else 0.0)
+            by_thread.setdefault("caller (flush)" if ident == main else name, []).append(spent / n)
+    sent = variant.sink.take() if variant.sink is not None else 0
+    return {
+        "request": wall / n,
+        "request_cpu": thread / n,
+        "export_cpu": (cpu - thread) / n,
+        "total_cpu": cpu / n,
+        "bytes": sent / n,
+    }
 
 
 def check_captured() -> None:
@@ -359,15 +173,16 @@ def check_captured() -> None:
         (app, {"exporter": "none", "tracer_provider": app_provider}),
     ):
         configure(**options)
-        rag = _ragpulse_app()
-        rag(QUERY)
+        calls.ragpulse_call()()
         flush()
         spans = {s.name: s for s in mem.get_finished_spans()}
         root, ret = spans["rag"], spans["search"]
-        assert root.attributes["output.value"] == ANSWER and root.attributes["input.value"] == QUERY
+        assert (
+            root.attributes["output.value"] == calls.ANSWER and root.attributes["input.value"] == calls.QUERY
+        )
         assert [e.attributes["rag.citation.document.id"] for e in root.events] == ["C1", "C2"]
         assert all(
-            ret.attributes[f"retrieval.documents.{i}.document.content"] == CHUNKS[i]["content"]
+            ret.attributes[f"retrieval.documents.{i}.document.content"] == calls.CHUNKS[i]["content"]
             for i in range(10)
         )
         shutdown()
@@ -390,80 +205,110 @@ def import_time_ms() -> tuple[float, list[str]]:
     return best, forbidden
 
 
+def measure(variants: dict[str, Variant], peer: LangfusePeer | None) -> tuple[dict, dict]:
+    """Interleaved rounds after one warm-up round each: name -> rounds of figures, and
+    name -> thread -> export CPU per call of each round."""
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in variants}
+    threads: dict[str, dict[str, list[float]]] = {name: {} for name in variants}
+    if peer is not None:
+        results["langfuse"] = []
+    for variant in variants.values():
+        run_round(variant, 200)
+    if peer is not None:
+        peer.round(200)
+    for _ in range(ROUNDS):
+        for name, variant in variants.items():
+            results[name].append(run_round(variant, CALLS_PER_ROUND, threads[name]))
+        if peer is not None:
+            results["langfuse"].append(peer.round(CALLS_PER_ROUND))
+    return results, threads
+
+
+def _median(rounds: list[dict[str, float]], figure: str) -> float:
+    return statistics.median(r[figure] for r in rounds)
+
+
+def report(results: dict[str, list[dict[str, float]]], threads: dict[str, dict[str, list[float]]]) -> None:
+    med = {
+        name: {f: _median(rounds, f) * (1 if f == "bytes" else 1e6) for f in FIGURES}
+        for name, rounds in results.items()
+    }
+    best = {name: min(r["request"] for r in rounds) * 1e6 for name, rounds in results.items()}
+    floor, best_floor = med["floor"]["request"], best["floor"]
+    print("\nper RAG call (root + retrieval + generation; 10 chunks x 500 chars; answer with 2 citations)")
+    print(
+        f"{ROUNDS} interleaved rounds x {CALLS_PER_ROUND} calls; python {sys.version.split()[0]}; medians of rounds\n"
+    )
+    print(
+        f"{'variant':<18}{'request us':>11}{'x floor':>8}{'best':>8}{'x floor':>8}"
+        f"{'request CPU':>12}{'export CPU':>11}{'total CPU':>10}{'bytes':>7}"
+    )
+    for name, m in med.items():
+        print(
+            f"{name:<18}{m['request']:>11.1f}{m['request'] / floor:>8.2f}{best[name]:>8.1f}{best[name] / best_floor:>8.2f}"
+            f"{m['request_cpu']:>12.1f}{m['export_cpu']:>11.1f}{m['total_cpu']:>10.1f}{m['bytes']:>7.0f}"
+        )
+    print(
+        "\nexport CPU us per call by thread (medians of rounds; 'caller (flush)': the flush run on the calling thread)"
+    )
+    for name, by_thread in threads.items():
+        parts = [
+            f"{t} {statistics.median(v) * 1e6:.1f}"
+            for t, v in by_thread.items()
+            if statistics.median(v) * 1e6 >= 0.5
+        ]
+        print(f"  {name:<18}{', '.join(parts) or '-'}")
+    own = med["ragpulse"]
+    ratio = own["request"] / floor
+    print(
+        f"\nragpulse request path / floor (3 empty spans): {ratio:.2f} on medians (target <= 1.0: "
+        f"{'met' if ratio <= 1.0 else 'NOT met'}); {best['ragpulse'] / best_floor:.2f} on best rounds"
+    )
+    ratio = med["ragpulse-app"]["request"] / floor
+    print(
+        f"ragpulse-app (exporter='none', the application's provider) request path / floor: {ratio:.2f} on medians "
+        f"(target <= 1.5: {'met' if ratio <= 1.5 else 'NOT met'}); {best['ragpulse-app'] / best_floor:.2f} on best rounds"
+    )
+    peer = med["otel-manual-otlp"]
+    ratio = own["total_cpu"] / peer["total_cpu"]
+    print(
+        f"ragpulse total CPU / hand-written OpenInference OTel with the SDK's OTLP encoder: {own['total_cpu']:.1f} / "
+        f"{peer['total_cpu']:.1f} us = {ratio:.2f} (target <= 0.5: {'met' if ratio <= 0.5 else 'NOT met'})"
+    )
+    if "langfuse" in med:
+        speedup = med["langfuse"]["request"] / own["request"]
+        print(
+            f"langfuse @observe / ragpulse request path: {speedup:.1f}x on medians (target >= 5: "
+            f"{'met' if speedup >= 5 else 'NOT met'}); {best['langfuse'] / best['ragpulse']:.1f}x on best rounds; "
+            f"total CPU {med['langfuse']['total_cpu'] / own['total_cpu']:.1f}x"
+        )
+
+
 def main() -> int:
     import_ms, forbidden = import_time_ms()  # first, before the rounds load the machine
     check_captured()
     variants = build_variants()
-    python, reason = ensure_langfuse_venv()
+    python, reason = ensure_venv()
     peer = None
     if python is not None:
         try:
-            peer = LangfusePeer(python)
+            peer = LangfusePeer(python, CALLS_PER_ROUND)
         except Exception as exc:  # noqa: BLE001
             reason = str(exc)
-    results: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
-    if peer is not None:
-        results["langfuse"] = []
-    # Warm up every variant once.
-    for fn, flush_fn, setup in variants.values():
-        run_round(fn, flush_fn, 200, setup)
-    if peer is not None:
-        peer.round(200)
     try:
-        for _ in range(ROUNDS):
-            for name, (fn, flush_fn, setup) in variants.items():
-                results[name].append(run_round(fn, flush_fn, CALLS_PER_ROUND, setup))
-            if peer is not None:
-                results["langfuse"].append(peer.round(CALLS_PER_ROUND))
+        results, threads = measure(variants, peer)
     finally:
         if peer is not None:
             peer.close()
-
-    med = {name: statistics.median(r for r, _ in rounds) * 1e6 for name, rounds in results.items()}
-    best = {name: min(r for r, _ in rounds) * 1e6 for name, rounds in results.items()}
-    exp = {name: statistics.median(e for _, e in rounds) * 1e6 for name, rounds in results.items()}
-    floor = med["floor"]
-    print("\nper RAG call (root + retrieval + generation; 10 chunks x 500 chars; answer with 2 citations)")
-    print(f"{ROUNDS} interleaved rounds x {CALLS_PER_ROUND} calls; python {sys.version.split()[0]}\n")
-    head = f"{'variant':<14}{'median us/call':>16}{'x floor':>9}{'best round':>12}{'x floor':>9}{'export us/call':>16}"
-    print(head)
-    for name in results:
-        print(
-            f"{name:<14}{med[name]:>16.1f}{med[name] / floor:>9.2f}"
-            f"{best[name]:>12.1f}{best[name] / best['floor']:>9.2f}{exp[name]:>16.1f}"
-        )
-    if "langfuse" not in results:
-        print(f"{'langfuse':<14}{'NOT MEASURED':>16}  ({reason})")
-    ratio = med["ragpulse"] / floor
-    verdict = "met" if ratio <= 1.25 else "NOT met"
+    report(results, threads)
+    if peer is None:
+        print(f"langfuse: NOT MEASURED ({reason})")
     print(
-        f"\nragpulse / floor (3 empty spans): {ratio:.2f} on medians (target <= 1.25: {verdict}); "
-        f"{best['ragpulse'] / best['floor']:.2f} on best rounds"
-    )
-    ratio = med["ragpulse-app"] / floor
-    verdict = "met" if ratio <= 1.5 else "NOT met"
-    print(
-        f"ragpulse-app (exporter='none', the application's provider) / floor: {ratio:.2f} on medians "
-        f"(target <= 1.5: {verdict}); {best['ragpulse-app'] / best['floor']:.2f} on best rounds; "
-        f"hand-written OpenInference OTel / floor: {med['otel-manual'] / floor:.2f}"
-    )
-    if "langfuse" in results:
-        speedup = med["langfuse"] / med["ragpulse"]
-        verdict = "met" if speedup >= 5 else "NOT met"
-        print(
-            f"langfuse @observe / ragpulse: {speedup:.1f}x on medians (target >= 5: {verdict}); "
-            f"{best['langfuse'] / best['ragpulse']:.1f}x on best rounds"
-        )
-    ms = import_ms
-    print(
-        f"import ragpulse.agent: {ms:.1f} ms cumulative (target < 150: {'met' if ms < 150 else 'NOT met'}); "
+        f"import ragpulse.agent: {import_ms:.1f} ms cumulative (target < 150: {'met' if import_ms < 150 else 'NOT met'}); "
         f"collector modules imported: {forbidden or 'none'}"
     )
     return 0
 
 
 if __name__ == "__main__":
-    if "--langfuse-worker" in sys.argv:
-        langfuse_worker()
-    else:
-        sys.exit(main())
+    sys.exit(main())
