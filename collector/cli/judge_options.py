@@ -2,7 +2,8 @@
 
 ``--judge`` picks the judge (``local``, ``tiered``, ``tiered:<model>`` or a litellm model
 name); ``--api-base`` points an LLM judge at an OpenAI-compatible server; ``--claim-weights``
-loads a claim-head weights file (``ragpulse judge refit``). Each of the local judge's second
+loads a claim-head weights file, or the decision ``ragpulse judge refit`` writes (the claim
+head and, in its ``response`` object, the response rule). Each of the local judge's second
 tiers (:data:`SECOND_TIERS`; one at most, for any judge that runs the local judge) has a flag
 that turns it on and ``--<tier>-band LO HI``, the tier-1 probability band it re-scores:
 ``--entailment`` (:mod:`..judge.tiers.entailment`, its model ships with the package) and
@@ -42,7 +43,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--claim-weights",
         default=None,
-        help="local judge: a claim-head weights file (e.g. from `ragpulse judge refit`; a new judge id)",
+        help="local judge: a claim-head weights file, or the decision `ragpulse judge refit` writes (a new judge id)",
     )
     lo, hi = DEFAULT_BAND
     for name, (tier, installed) in SECOND_TIERS.items():
