@@ -16,7 +16,8 @@ __all__ = ["Limits", "Settings", "settings_from_env", "ENV_PREFIX"]
 
 ENV_PREFIX = "RAGPULSE_"
 
-EXPORTERS = ("kafka", "embedded", "none")
+EXPORTERS = ("kafka", "embedded", "otlp", "none")
+OTLP_COMPRESSIONS = ("gzip", "deflate")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ class Limits:
     max_answer_chars: int = 32000
     max_attribute_chars: int = 16000
     max_stream_parts: int = 100_000
+    # The conversation before the current turn (root span): the most recent messages are kept,
+    # each message's text under max_query_chars, all of them under max_conversation_chars.
+    max_messages: int = 50
+    max_conversation_chars: int = 32000
     # Uncompressed size of one Kafka record value; Kafka's default message limit is 1 MB.
     max_record_bytes: int = 900_000
 
@@ -39,11 +44,16 @@ class Settings:
     """Everything ``configure()`` accepts; see docs/agent.md for each field."""
 
     service_name: str = "ragpulse-app"
-    exporter: Any = "embedded"  # "kafka" | "embedded" | "none" | an OTel SpanExporter instance
+    exporter: Any = "embedded"  # "kafka" | "embedded" | "otlp" | "none" | an OTel SpanExporter instance
     kafka_bootstrap_servers: str = "localhost:9092"
     kafka_topic: str = "ragpulse.spans"
     kafka_compression: str | None = "gzip"
     kafka_options: Mapping[str, Any] = field(default_factory=dict)
+    # exporter "otlp": OTLP/HTTP (protobuf) to this base URL (/v1/traces is added) or traces URL.
+    otlp_endpoint: str = "http://localhost:4320"
+    otlp_headers: Mapping[str, str] = field(default_factory=dict)
+    otlp_timeout_s: float = 10.0
+    otlp_compression: str | None = "gzip"
     sample_rate: float = 1.0
     limits: Limits = field(default_factory=Limits)
     redact: bool = False
@@ -68,6 +78,8 @@ class Settings:
             )
         if not isinstance(self.exporter, str) and not hasattr(self.exporter, "export"):
             raise ValueError("exporter object needs an export(spans) method (an OTel SpanExporter)")
+        if self.exporter == "otlp":
+            self._validate_otlp()
         if not 0.0 <= float(self.sample_rate) <= 1.0:
             raise ValueError(f"sample_rate must be within [0, 1], got {self.sample_rate}")
         if self.max_queue_spans < 1 or self.export_batch_spans < 1:
@@ -87,9 +99,33 @@ class Settings:
             raise ValueError("max_record_bytes must stay under Kafka's 1 MB default message limit")
         return self
 
+    def _validate_otlp(self) -> None:
+        if not str(self.otlp_endpoint).startswith(("http://", "https://")):
+            raise ValueError(f"otlp_endpoint must be an http:// or https:// URL, got {self.otlp_endpoint!r}")
+        if self.otlp_compression is not None and self.otlp_compression not in OTLP_COMPRESSIONS:
+            raise ValueError(
+                f"otlp_compression must be one of {', '.join(OTLP_COMPRESSIONS)} or none, "
+                f"got {self.otlp_compression!r}"
+            )
+        if not float(self.otlp_timeout_s) > 0:
+            raise ValueError(f"otlp_timeout_s must be positive, got {self.otlp_timeout_s}")
+        if not isinstance(self.otlp_headers, Mapping):
+            raise ValueError("otlp_headers must be a mapping of header names to values")
+
 
 def _bool(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _headers(value: str) -> dict[str, str]:
+    """``key=value,key2=value2`` (values URL-encoded), the OTEL_EXPORTER_OTLP_HEADERS format."""
+    from opentelemetry.util.re import parse_env_headers  # configuration time only
+
+    return parse_env_headers(value, liberal=True)
+
+
+def _optional(value: str) -> str | None:
+    return None if value.strip().lower() in ("", "none") else value.strip().lower()
 
 
 # env var suffix -> (settings field, parser)
@@ -98,7 +134,11 @@ _ENV_FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "EXPORTER": ("exporter", lambda v: v.strip().lower()),
     "KAFKA_BOOTSTRAP_SERVERS": ("kafka_bootstrap_servers", str),
     "KAFKA_TOPIC": ("kafka_topic", str),
-    "KAFKA_COMPRESSION": ("kafka_compression", lambda v: None if v.lower() in ("", "none") else v.lower()),
+    "KAFKA_COMPRESSION": ("kafka_compression", _optional),
+    "OTLP_ENDPOINT": ("otlp_endpoint", str.strip),
+    "OTLP_HEADERS": ("otlp_headers", _headers),
+    "OTLP_TIMEOUT_S": ("otlp_timeout_s", float),
+    "OTLP_COMPRESSION": ("otlp_compression", _optional),
     "SAMPLE_RATE": ("sample_rate", float),
     "REDACT": ("redact", _bool),
     "CAPTURE_CONTENT": ("capture_content", _bool),

@@ -1,4 +1,5 @@
-"""``trace_rag``, ``retrieval``, ``generation`` and ``cite``: the request-path half of the agent.
+"""``trace_rag``, ``retrieval``, ``generation``, ``tool``, ``agent_step`` and ``cite``: the request-path half
+of the agent.
 
 Each traced call opens an OTel span, makes it current (so spans of other
 instrumentation nest under it), keeps references to the raw objects in a side
@@ -13,7 +14,7 @@ and docstring; ragpulse errors are caught and counted, never raised into the
 application. Works for sync and async functions, methods, and sync/async
 generators (the span then ends when the stream ends or is closed). The span
 lifecycle is in :mod:`.spans`, the adapters per kind of callable in
-:mod:`.wrappers`, the span kinds in :mod:`.specs`, the handles in :mod:`.handles`.
+:mod:`.wrappers`, the span kinds in :mod:`.specs` and :mod:`.tools`, the handles in :mod:`.handles`.
 """
 
 from __future__ import annotations
@@ -25,21 +26,27 @@ from opentelemetry.context import get_current
 from opentelemetry.trace import get_current_span
 
 from .conventions import RAG_CORPUS_VERSION, RAG_QUERY_TYPE, RAG_RISK_LEVEL, RAG_VARIANT, config_key
-from .handles import GenerationHandle, RagHandle, RetrievalHandle, add_citation
+from .handles import AgentHandle, GenerationHandle, RagHandle, RetrievalHandle, ToolHandle, add_citation
 from .records import RagRecord
 from .spans import RAG_KEY, internal_error
 from .specs import GenerationSpec, RagSpec, RetrievalSpec
+from .tools import AgentStepSpec, ToolSpec
 
 __all__ = [
     "trace_rag",
     "retrieval",
     "generation",
+    "tool",
+    "agent_step",
     "cite",
+    "set_conversation",
     "current_rag",
     "current_trace_id",
     "RagHandle",
     "RetrievalHandle",
     "GenerationHandle",
+    "ToolHandle",
+    "AgentHandle",
 ]
 
 _NO_QUERY = object()
@@ -80,6 +87,8 @@ def trace_rag(
     variant: str | None = None,
     config: Mapping[str, Any] | None = None,
     attributes: Mapping[str, Any] | None = None,
+    conversation: Any = None,
+    conversation_arg: str | None = None,
 ) -> Any:
     """Mark a RAG call: the root span (query from the arguments, answer from the return value).
 
@@ -91,13 +100,19 @@ def trace_rag(
     ``variant`` (``rag.variant``) names the configuration that serves the call, for
     ``ragpulse compare``; ``config`` maps parts (``reranker``, ``prompt``, ...) to their
     versions (``rag.config.<part>``). Both override ``configure(variant=, config=)``.
+    The conversation before this turn is the argument named ``conversation_arg``, else the
+    first of history/messages/chat_history/conversation (OpenAI-style message dicts, LangChain
+    messages), or ``conversation=[...]`` given here (the with-statement form), or
+    :func:`set_conversation` inside the call. A function whose query argument is the message
+    list itself (``def chat(messages)``) has its last user message as the query.
     """
     attrs = _rag_attrs(attributes, corpus_version, risk_level, query_type, variant, config)
     if callable(fn_or_name) and not isinstance(fn_or_name, str):
-        return RagSpec(name, attrs, None, query_arg, False)(fn_or_name)
+        return RagSpec(name, attrs, None, query_arg, False, conversation, conversation_arg)(fn_or_name)
     spec_name = fn_or_name if isinstance(fn_or_name, str) else name
     has_query = query is not _NO_QUERY
-    return RagSpec(spec_name, attrs, query if has_query else None, query_arg, has_query)
+    query_value = query if has_query else None
+    return RagSpec(spec_name, attrs, query_value, query_arg, has_query, conversation, conversation_arg)
 
 
 def retrieval(
@@ -131,18 +146,72 @@ def generation(
     model: str | None = None,
     provider: str | None = None,
     prompt_arg: str | None = None,
+    chunks_arg: str | None = None,
     attributes: Mapping[str, Any] | None = None,
 ) -> Any:
     """Mark an LLM call: model, tokens (from a returned usage object) and output.
 
     ``@generation(model="gpt-4o", provider="openai")``; a ``model=`` keyword
-    argument of the call is used when ``model`` is not given here.
+    argument of the call is used when ``model`` is not given here. The chunks the call is
+    given (a list argument named ``chunks_arg``, else the first of chunks/documents/docs/
+    context/contexts/passages/sources/nodes/evidence) are what the answer's ``[n]`` refer to.
     ``with generation(model=...) as g: g.set_output(...)`` for undecoratable code.
     """
     if callable(fn_or_name) and not isinstance(fn_or_name, str):
-        return GenerationSpec(name, attributes, model, provider, prompt_arg)(fn_or_name)
+        return GenerationSpec(name, attributes, model, provider, prompt_arg, chunks_arg)(fn_or_name)
     spec_name = fn_or_name if isinstance(fn_or_name, str) else name
-    return GenerationSpec(spec_name, attributes, model, provider, prompt_arg)
+    return GenerationSpec(spec_name, attributes, model, provider, prompt_arg, chunks_arg)
+
+
+def tool(
+    fn_or_name: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    call_id: str | None = None,
+    arguments: Any = None,
+    call_id_arg: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> Any:
+    """Mark a tool the application (or its agent) calls: an ``execute_tool <name>`` span.
+
+    The tool's name is ``name`` or the function's; its description ``description`` or the first
+    paragraph of the docstring. The call's arguments (by parameter name) and its return value
+    are recorded; the model's tool call id comes from an argument named ``call_id_arg``, else
+    ``tool_call_id``/``call_id`` (left out of the arguments). The result is evidence the
+    collector's judge may check the answer against.
+    ``with tool("lookup", arguments={...}, call_id="call_1") as t: t.set_result(...)`` for
+    undecoratable code.
+    """
+    if callable(fn_or_name) and not isinstance(fn_or_name, str):
+        return ToolSpec(name, attributes, description, call_id, arguments, call_id_arg)(fn_or_name)
+    spec_name = fn_or_name if isinstance(fn_or_name, str) else name
+    return ToolSpec(spec_name, attributes, description, call_id, arguments, call_id_arg)
+
+
+def agent_step(
+    fn_or_name: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    agent_id: str | None = None,
+    description: str | None = None,
+    task: Any = None,
+    input_arg: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> Any:
+    """Mark one step of an agent: an ``invoke_agent <name>`` span around the retrievals,
+    generations and tool calls it makes.
+
+    The agent's name is ``name`` or the function's; its input the argument named ``input_arg``,
+    else the first of query/question/.../task/messages, else the first positional argument; its
+    output the return value. ``with agent_step("planner", task=q) as a: a.set_output(...)``.
+    """
+    if callable(fn_or_name) and not isinstance(fn_or_name, str):
+        return AgentStepSpec(name, attributes, agent_id, description, task, input_arg)(fn_or_name)
+    spec_name = fn_or_name if isinstance(fn_or_name, str) else name
+    return AgentStepSpec(spec_name, attributes, agent_id, description, task, input_arg)
 
 
 def current_rag() -> RagHandle:
@@ -160,6 +229,17 @@ def current_rag() -> RagHandle:
 def current_trace_id() -> str | None:
     """The 32-hex trace id of the RAG call running in this context (keep it for later feedback)."""
     return current_rag().trace_id
+
+
+def set_conversation(messages: Any) -> None:
+    """The conversation before the current turn of the RAG call running in this context (oldest
+    first; OpenAI-style message dicts, LangChain messages, ``(role, text)`` pairs). No-op outside one."""
+    try:
+        record = get_current().get(RAG_KEY)
+        if isinstance(record, RagRecord):
+            RagHandle(record, None).set_conversation(messages)
+    except Exception:  # noqa: BLE001
+        internal_error("set_conversation")
 
 
 def cite(doc_id: Any, start: int | None = None, end: int | None = None, *, marker: str | None = None) -> None:

@@ -12,10 +12,10 @@ from typing import Any
 from opentelemetry.trace import format_trace_id
 
 from .conventions import RAG_REQUEST_ID, RAG_VARIANT, config_key
-from .records import GenerationRecord, RagRecord, Record, RetrievalRecord
+from .records import AgentRecord, GenerationRecord, RagRecord, Record, RetrievalRecord, ToolRecord, listed
 from .spans import emit
 
-__all__ = ["RagHandle", "RetrievalHandle", "GenerationHandle", "add_citation"]
+__all__ = ["RagHandle", "RetrievalHandle", "GenerationHandle", "ToolHandle", "AgentHandle", "add_citation"]
 
 
 def add_citation(
@@ -86,6 +86,12 @@ class RagHandle(_Handle):
         primary's id, and ``ragpulse compare`` pairs the two answers."""
         self.set_attribute(RAG_REQUEST_ID, str(request_id))
 
+    def set_conversation(self, messages: Any) -> None:
+        """The messages before the current turn (oldest first): OpenAI-style dicts, LangChain
+        messages, ``(role, text)`` pairs. A list is copied now; the current turn is the query."""
+        if isinstance(self._record, RagRecord):
+            self._record.conversation = listed(messages)
+
     def set_answer(self, answer: Any) -> None:
         """The answer: a string, or a structured object/dict with ``answer`` and ``citations``."""
         if self._record is not None:
@@ -147,3 +153,42 @@ class GenerationHandle(_Handle):
     def set_prompt(self, prompt: Any) -> None:
         if self._record is not None:
             self._record.input = prompt
+
+    def set_chunks(self, chunks: Any) -> None:
+        """The chunks this generation is given, in its order: the answer's ``[n]`` markers refer to them."""
+        if isinstance(self._record, GenerationRecord):
+            self._record.set_documents(chunks)
+
+
+class ToolHandle(_Handle):
+    """A tool call span opened with ``with tool("name") as t``."""
+
+    __slots__ = ()
+
+    def set_arguments(self, arguments: Any) -> None:
+        """The call's arguments (a mapping by parameter name, or the JSON text the model sent)."""
+        if isinstance(self._record, ToolRecord):
+            self._record.input = arguments
+
+    def set_result(self, result: Any) -> None:
+        if isinstance(self._record, ToolRecord):
+            self._record.result = result
+
+    def set_call_id(self, call_id: str) -> None:
+        """The model's id of this tool call (``gen_ai.tool.call.id``)."""
+        if isinstance(self._record, ToolRecord):
+            self._record.call_id = call_id
+
+
+class AgentHandle(_Handle):
+    """An agent step span opened with ``with agent_step("name") as a``."""
+
+    __slots__ = ()
+
+    def set_input(self, task: Any) -> None:
+        if isinstance(self._record, AgentRecord):
+            self._record.input = task
+
+    def set_output(self, output: Any) -> None:
+        if isinstance(self._record, AgentRecord):
+            self._record.output = output

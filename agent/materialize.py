@@ -11,12 +11,14 @@ attribute of every span that passes through, not only ragpulse's own.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
 
-from .chunks import Chunk, normalize_chunks
+from .answer_sources import answer_chunk_ids, given_ids, retrieved_chunks
+from .chunks import Chunk
 from .citations import Citation, answer_text, citations_from_structured, parse_citations
 from .config import Limits, Settings
 from .conventions import (
@@ -25,7 +27,9 @@ from .conventions import (
     CITATION_EVENT,
     CITATION_MARKER,
     CITATION_START,
+    DOCUMENT_FIELDS,
     DOCUMENT_SOURCE,
+    GEN_AI_INPUT_MESSAGES,
     GEN_AI_INPUT_TOKENS,
     GEN_AI_OPERATION,
     GEN_AI_OUTPUT_TOKENS,
@@ -35,6 +39,7 @@ from .conventions import (
     GEN_AI_RESPONSE_MODEL,
     GEN_AI_RETRIEVAL_DOCUMENTS,
     GEN_AI_RETRIEVAL_QUERY,
+    GENERATION_DOCUMENTS,
     INPUT_VALUE,
     KIND_CHAIN,
     KIND_LLM,
@@ -62,81 +67,42 @@ from .conventions import (
     config_key,
     document_key,
 )
-from .records import GenerationRecord, RagRecord, Record, RetrievalRecord
+from .conversation import split_turns
+from .conversation_attrs import conversation_attributes
+from .once import Once
+from .outputs import get as _get
+from .outputs import joined_text, output_text, to_json, usage_tokens
+from .records import AgentRecord, GenerationRecord, RagRecord, Record, RetrievalRecord, ToolRecord
 from .redaction import Redactor
+from .steps import agent_attributes, tool_attributes
 
 __all__ = ["Materializer", "copy_span", "output_text", "usage_tokens"]
 
-
-def _get(obj: Any, name: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
-def output_text(value: Any) -> str | None:
-    """Text of an LLM return value: str, OpenAI/litellm/Anthropic-style responses, or dicts."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    choices = _get(value, "choices")
-    if isinstance(choices, (list, tuple)) and choices:
-        first = choices[0]
-        message = _get(first, "message") or _get(first, "delta")
-        if message is not None:
-            content = _get(message, "content")
-            if isinstance(content, str):
-                return content
-        text = _get(first, "text")
-        if isinstance(text, str):
-            return text
-    content = _get(value, "content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, (list, tuple)):  # Anthropic: [TextBlock(text=...)]
-        texts = [t for t in (_get(block, "text") for block in content) if isinstance(t, str)]
-        if texts:
-            return "".join(texts)
-    for name in ("text", "output_text", "answer", "delta"):
-        text = _get(value, name)
-        if isinstance(text, str):
-            return text
-    return None
+_log = logging.getLogger("ragpulse.agent")
+_first = Once()
+_DOCUMENT_ID = DOCUMENT_FIELDS[0]
+_ROOT_ATTRIBUTES = 16  # the most a root span writes besides its conversation and the application's
 
 
-def usage_tokens(value: Any) -> tuple[int | None, int | None]:
-    """(input tokens, output tokens) from a response's usage object, or a usage object itself."""
-    if value is None or isinstance(value, str):
-        return None, None
-    usage = _get(value, "usage")
-    usage = usage if usage is not None else value
-    inp = _get(usage, "input_tokens")
-    if inp is None:
-        inp = _get(usage, "prompt_tokens")
-    out = _get(usage, "output_tokens")
-    if out is None:
-        out = _get(usage, "completion_tokens")
-    return (
-        inp if isinstance(inp, int) and not isinstance(inp, bool) else None,
-        out if isinstance(out, int) and not isinstance(out, bool) else None,
-    )
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True)
-
-
-def _json(value: Any) -> str:
-    try:
-        return _ENCODER.encode(value)
-    except (TypeError, ValueError):
-        return json.dumps(str(value))
+def _conversation_failed() -> None:
+    if _first("conversation"):
+        _log.exception(
+            "ragpulse: the conversation of a RAG call could not be read; its root span goes without it"
+        )
 
 
 _GEN_AI_DOC_KEYS = ("id", "score")  # the GenAI retrieval document beside the flattened form
 # Under an application's provider these are written last: a provider that drops its oldest
 # attributes when over its limit drops them last (the last one here is the most protected).
-_PROTECTED = (GEN_AI_RETRIEVAL_DOCUMENTS, OUTPUT_VALUE, INPUT_VALUE, RAG_ROOT, GEN_AI_OPERATION, SPAN_KIND)
+_PROTECTED = (
+    GEN_AI_INPUT_MESSAGES,
+    GEN_AI_RETRIEVAL_DOCUMENTS,
+    OUTPUT_VALUE,
+    INPUT_VALUE,
+    RAG_ROOT,
+    GEN_AI_OPERATION,
+    SPAN_KIND,
+)
 
 
 def _decoded_metadata(doc: dict[str, Any]) -> dict[str, Any]:
@@ -196,21 +162,17 @@ class Materializer:
     def _input(self, ctx: _Ctx, value: Any) -> None:
         if value is None or not self.capture:
             return
-        text = value if isinstance(value, str) else _json(value)
+        text = value if isinstance(value, str) else to_json(value)
         ctx.attrs[INPUT_VALUE] = self._text(ctx, text, self.limits.max_query_chars, "query")
 
-    def _chunks(self, record: RetrievalRecord | RagRecord) -> list[Chunk]:
-        raw = record.chunks
-        if raw is None and record.parts is not None:
-            raw = record.parts
-        return normalize_chunks(raw)
+    def _scrubber(self, ctx: _Ctx) -> Callable[[str, int, str], str]:
+        """:meth:`_text` for one span, as the modules that write conversations and steps take it."""
+        return lambda value, limit, flag: self._text(ctx, value, limit, flag)
 
     # -- per kind --------------------------------------------------------------------------------
     def _retrieval(self, ctx: _Ctx, rec: RetrievalRecord) -> None:
         attrs = ctx.attrs
-        chunks = self._chunks(rec)
-        if rec.root is not None and rec.root.chunks is rec.chunks and rec.chunks is not None:
-            rec.root.chunk_ids_cache = [c.id for c in chunks]  # the chunks the answer's markers refer to
+        chunks = retrieved_chunks(rec)
         count = len(chunks)
         if count > self.limits.max_chunks:
             chunks = chunks[: self.limits.max_chunks]
@@ -225,7 +187,7 @@ class Materializer:
         else:
             self._flattened(ctx, docs, RERANKER_OUTPUT_DOCUMENTS if rec.reranker else RETRIEVAL_DOCUMENTS)
             if not rec.reranker:
-                attrs[GEN_AI_RETRIEVAL_DOCUMENTS] = _json(
+                attrs[GEN_AI_RETRIEVAL_DOCUMENTS] = to_json(
                     [{k: d[k] for k in _GEN_AI_DOC_KEYS if k in d} for d in docs]
                 )
         attrs[RAG_DOCUMENTS_COUNT] = count
@@ -248,7 +210,7 @@ class Materializer:
             doc["score"] = chunk.score
         if chunk.metadata:
             doc["metadata"] = self._text(
-                ctx, _json(chunk.metadata), limits.max_metadata_chars, "chunk.metadata"
+                ctx, to_json(chunk.metadata), limits.max_metadata_chars, "chunk.metadata"
             )
         if chunk.source is not None:
             doc[DOCUMENT_SOURCE] = chunk.source
@@ -266,13 +228,13 @@ class Materializer:
     def _fitted_json(self, ctx: _Ctx, docs: list[dict[str, Any]]) -> str:
         """The documents as one JSON array, cut to whole documents that fit the provider's value
         length limit (a cut JSON text would not parse)."""
-        text = _json([_decoded_metadata(d) for d in docs])
+        text = to_json([_decoded_metadata(d) for d in docs])
         if ctx.max_len is None or len(text) <= ctx.max_len:
             return text
         kept = len(docs)
         while kept > 0 and len(text) > ctx.max_len:
             kept -= 1
-            text = _json([_decoded_metadata(d) for d in docs[:kept]])
+            text = to_json([_decoded_metadata(d) for d in docs[:kept]])
         ctx.truncated.append("chunks")
         return text
 
@@ -280,13 +242,10 @@ class Materializer:
         attrs = ctx.attrs
         attrs[SPAN_KIND] = KIND_CHAIN
         attrs[RAG_ROOT] = True
-        self._input(ctx, rec.input)
-        chunk_ids = rec.chunk_ids_cache
-        if chunk_ids is None and rec.chunks is not None:
-            chunk_ids = [c.id for c in normalize_chunks(rec.chunks)]
+        self._conversation(ctx, rec)
         result = rec.answer
         if rec.parts is not None:
-            result = "".join(t for t in (output_text(p) for p in rec.parts) if t)
+            result = joined_text(rec.parts)
             attrs[RAG_STREAM] = True
         text = answer_text(result)
         if text is None and result is not None:
@@ -298,6 +257,7 @@ class Materializer:
             final = self._text(ctx, text, self.limits.max_answer_chars, "answer")
             if self.capture:
                 attrs[OUTPUT_VALUE] = final
+        chunk_ids = answer_chunk_ids(rec, text)
         citations: list[Citation] = []
         structured = citations_from_structured(rec.answer, chunk_ids) if rec.parts is None else None
         if structured:
@@ -315,6 +275,29 @@ class Materializer:
                 ev[CITATION_START] = cit.start
                 ev[CITATION_END] = cit.end
             events.append(Event(CITATION_EVENT, ev, timestamp=end_time))
+
+    def _conversation(self, ctx: _Ctx, rec: RagRecord) -> None:
+        """The current turn as ``input.value``, the turns before it as the conversation attributes."""
+        query, messages, count = rec.input, [], 0
+        try:
+            query, messages, count = split_turns(rec.input, rec.conversation, self.limits.max_messages)
+            # Under the application's provider the root's own attributes need room beside the messages.
+            room = None if ctx.room is None else ctx.room - _ROOT_ATTRIBUTES - len(rec.attrs or ())
+            ctx.attrs.update(
+                conversation_attributes(
+                    messages,
+                    count,
+                    self._scrubber(ctx),
+                    self.limits,
+                    ctx.truncated,
+                    self.capture,
+                    room,
+                    ctx.max_len,
+                )
+            )
+        except Exception:  # noqa: BLE001 - an unreadable history must not cost the answer its span
+            _conversation_failed()
+        self._input(ctx, query)
 
     def _explicit(
         self,
@@ -356,8 +339,10 @@ class Materializer:
             attrs[GEN_AI_PROVIDER] = rec.provider
             attrs[LLM_PROVIDER] = rec.provider
         self._input(ctx, rec.input)
+        if rec.documents:
+            self._given(ctx, rec)
         if rec.parts is not None:
-            text = "".join(t for t in (output_text(p) for p in rec.parts) if t)
+            text = joined_text(rec.parts)
             attrs[RAG_STREAM] = True
             usage_src = rec.usage
             if usage_src is None:
@@ -377,6 +362,21 @@ class Materializer:
             attrs[LLM_TOKEN_COUNT_COMPLETION] = out
         if text is not None and self.capture:
             attrs[OUTPUT_VALUE] = self._text(ctx, text, self.limits.max_answer_chars, "output")
+
+    def _given(self, ctx: _Ctx, rec: GenerationRecord) -> None:
+        """``rag.generation.documents.<i>.document.id``: the chunks the generation was given."""
+        ids = given_ids(rec)
+        keep = min(len(ids), self.limits.max_chunks)
+        if ctx.room is not None:
+            keep = min(keep, max(ctx.room - 16 - (len(rec.attrs) if rec.attrs else 0), 0))
+        if keep < len(ids):
+            ctx.truncated.append("generation.documents")
+        for i in range(keep):
+            ctx.attrs[document_key(GENERATION_DOCUMENTS, i, _DOCUMENT_ID)] = ids[i]
+
+    def _step(self, ctx: _Ctx, rec: ToolRecord | AgentRecord) -> None:
+        write = tool_attributes if isinstance(rec, ToolRecord) else agent_attributes
+        ctx.attrs.update(write(rec, self._scrubber(ctx), self.limits, self.capture))  # type: ignore[arg-type]
 
     # -- entry points ----------------------------------------------------------------------------
     def expand(
@@ -406,10 +406,12 @@ class Materializer:
             self._retrieval(ctx, record)
         elif isinstance(record, GenerationRecord):
             self._generation(ctx, record)
+        elif isinstance(record, (ToolRecord, AgentRecord)):
+            self._step(ctx, record)
         if record.attrs:
             for key, value in record.attrs.items():
                 if not isinstance(value, (str, bool, int, float)):
-                    value = _json(value)
+                    value = to_json(value)
                 attrs[key] = self._scrub_value(ctx, value)
         if record.stream_closed:
             attrs[RAG_STREAM_CLOSED_EARLY] = True

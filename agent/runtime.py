@@ -107,6 +107,17 @@ def _make_exporter(settings: Settings, stats_: Stats) -> Any:
             max_record_bytes=settings.limits.max_record_bytes,
             producer_options=dict(settings.kafka_options),
         )
+    if settings.exporter == "otlp":
+        from .otlp_http import OtlpHttpSpanExporter
+
+        return OtlpHttpSpanExporter(
+            settings.otlp_endpoint,
+            settings.otlp_headers,
+            settings.otlp_timeout_s,
+            settings.otlp_compression,
+            settings.limits.max_record_bytes,
+            stats_,
+        )
     if settings.exporter == "embedded":
         from .embedded import EmbeddedSpanExporter
 

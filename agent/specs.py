@@ -16,20 +16,33 @@ from opentelemetry.context import get_current, set_value
 
 from .conventions import SESSION_ID, USER_ID
 from .handles import GenerationHandle, RagHandle, RetrievalHandle
-from .records import GenerationRecord, RagRecord, Record, RetrievalRecord
+from .records import GenerationRecord, RagRecord, Record, RetrievalRecord, listed
 from .spans import BLOCK_KEY, RAG_KEY, Call, open_call
 from .wrappers import wrap
 
-__all__ = ["Spec", "RagSpec", "RetrievalSpec", "GenerationSpec"]
+__all__ = ["Spec", "RagSpec", "RetrievalSpec", "GenerationSpec", "QUERY_NAMES", "locate", "arg_value"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-_QUERY_NAMES = ("query", "question", "q", "user_query", "prompt", "input", "text", "message")
+QUERY_NAMES = ("query", "question", "q", "user_query", "prompt", "input", "text", "message")
 _TOPK_NAMES = ("top_k", "k", "n_results", "limit", "similarity_top_k")
 _PROMPT_NAMES = ("messages", "prompt", "input", "query", "question")
+_CONVERSATION_NAMES = ("history", "messages", "chat_history", "conversation")
+# A generation's argument holding the chunks it is given (a list; a formatted context string is not).
+_CHUNK_NAMES = (
+    "chunks",
+    "documents",
+    "docs",
+    "context",
+    "contexts",
+    "passages",
+    "sources",
+    "nodes",
+    "evidence",
+)
 _Loc = tuple[int | None, str] | None
 
 
-def _locate(
+def locate(
     fn: Callable[..., Any] | None, names: Iterable[str], explicit: str | None, fallback_first: bool
 ) -> _Loc:
     """(positional index or None, keyword name) of the argument to capture, or None."""
@@ -60,7 +73,7 @@ def _locate(
     return (offset, positional[0].name if positional[0].kind != positional[0].POSITIONAL_ONLY else "")
 
 
-def _arg(loc: _Loc, args: tuple, kwargs: dict) -> Any:
+def arg_value(loc: _Loc, args: tuple, kwargs: dict) -> Any:
     if loc is None:
         return None
     idx, name = loc
@@ -151,33 +164,56 @@ class RagSpec(Spec):
     root = True
     handle_cls = RagHandle
 
-    def __init__(self, name: str | None, attrs: Any, query: Any, query_arg: str | None, has_query: bool):
+    def __init__(
+        self,
+        name: str | None,
+        attrs: Any,
+        query: Any,
+        query_arg: str | None,
+        has_query: bool,
+        conversation: Any = None,
+        conversation_arg: str | None = None,
+    ):
         super().__init__(name, attrs)
         self.query = query
         self.has_query = has_query
         self.query_arg = query_arg
-        self.q_loc = self.session_loc = self.user_loc = None
+        self.conversation = conversation
+        self.conversation_arg = conversation_arg
+        self.q_loc = self.session_loc = self.user_loc = self.history_loc = None
 
     def bind(self, fn: Callable[..., Any]) -> None:
-        self.q_loc = _locate(fn, _QUERY_NAMES, self.query_arg, True)
-        self.session_loc = _locate(fn, ("session_id",), None, False)
-        self.user_loc = _locate(fn, ("user_id",), None, False)
+        self.q_loc = locate(fn, QUERY_NAMES, self.query_arg, True)
+        self.session_loc = locate(fn, ("session_id",), None, False)
+        self.user_loc = locate(fn, ("user_id",), None, False)
+        if self.conversation is None:
+            self.history_loc = locate(fn, _CONVERSATION_NAMES, self.conversation_arg, False)
+            if self.history_loc == self.q_loc:  # def chat(messages): the query is the last user message
+                self.history_loc = None
 
     def make_record(self, args: tuple, kwargs: dict, root: Any) -> Record:
-        record = RagRecord(self.query if self.has_query else _arg(self.q_loc, args, kwargs))
+        query = self.query if self.has_query else arg_value(self.q_loc, args, kwargs)
+        record = RagRecord(listed(query) if isinstance(query, list) else query)
+        if self.conversation is not None:
+            record.conversation = listed(self.conversation)
+        elif self.history_loc is not None:
+            record.conversation = listed(arg_value(self.history_loc, args, kwargs))
         self._static(record)
         if self.session_loc is not None:
-            session = _arg(self.session_loc, args, kwargs)
+            session = arg_value(self.session_loc, args, kwargs)
             if session is not None:
                 record.set_attr(SESSION_ID, str(session))
         if self.user_loc is not None:
-            user = _arg(self.user_loc, args, kwargs)
+            user = arg_value(self.user_loc, args, kwargs)
             if user is not None:
                 record.set_attr(USER_ID, str(user))
         return record
 
     def initial_record(self) -> Record | None:
-        return self._static(RagRecord(self.query))
+        record = RagRecord(self.query)
+        if self.conversation is not None:
+            record.conversation = listed(self.conversation)
+        return self._static(record)
 
     def set_result(self, record: Record, result: Any) -> None:
         record.answer = result  # type: ignore[attr-defined]
@@ -202,13 +238,13 @@ class RetrievalSpec(Spec):
             self.default_name = "rerank"
 
     def bind(self, fn: Callable[..., Any]) -> None:
-        self.q_loc = _locate(fn, _QUERY_NAMES, self.query_arg, True)
+        self.q_loc = locate(fn, QUERY_NAMES, self.query_arg, True)
         if self.top_k is None:
-            self.k_loc = _locate(fn, _TOPK_NAMES, None, False)
+            self.k_loc = locate(fn, _TOPK_NAMES, None, False)
 
     def make_record(self, args: tuple, kwargs: dict, root: Any) -> Record:
-        query = self.query if self.query is not None else _arg(self.q_loc, args, kwargs)
-        top_k = self.top_k if self.top_k is not None else _arg(self.k_loc, args, kwargs)
+        query = self.query if self.query is not None else arg_value(self.q_loc, args, kwargs)
+        top_k = self.top_k if self.top_k is not None else arg_value(self.k_loc, args, kwargs)
         record = RetrievalRecord(query, top_k, root if isinstance(root, RagRecord) else None)
         record.reranker = self.reranker
         return self._static(record)
@@ -226,24 +262,38 @@ class GenerationSpec(Spec):
     default_name = "generation"
     handle_cls = GenerationHandle
 
-    def __init__(self, name: str | None, attrs: Any, model: Any, provider: Any, prompt_arg: str | None):
+    def __init__(
+        self,
+        name: str | None,
+        attrs: Any,
+        model: Any,
+        provider: Any,
+        prompt_arg: str | None,
+        chunks_arg: str | None = None,
+    ):
         super().__init__(name, attrs)
         self.model = model
         self.provider = provider
         self.prompt_arg = prompt_arg
-        self.p_loc = None
+        self.chunks_arg = chunks_arg
+        self.p_loc = self.c_loc = None
 
     def bind(self, fn: Callable[..., Any]) -> None:
-        self.p_loc = _locate(fn, _PROMPT_NAMES, self.prompt_arg, False)
+        self.p_loc = locate(fn, _PROMPT_NAMES, self.prompt_arg, False)
+        self.c_loc = locate(fn, _CHUNK_NAMES, self.chunks_arg, False)
 
     def make_record(self, args: tuple, kwargs: dict, root: Any) -> Record:
         model = self.model
         if model is None and "model" in kwargs and isinstance(kwargs["model"], str):
             model = kwargs["model"]
-        return self._static(GenerationRecord(model, self.provider, _arg(self.p_loc, args, kwargs)))
+        prompt = arg_value(self.p_loc, args, kwargs)
+        record = GenerationRecord(model, self.provider, prompt, root if isinstance(root, RagRecord) else None)
+        if self.c_loc is not None:
+            record.set_documents(arg_value(self.c_loc, args, kwargs))
+        return self._static(record)
 
     def initial_record(self) -> Record | None:
-        return self.make_record((), {}, None)
+        return self.make_record((), {}, get_current().get(RAG_KEY))
 
     def set_result(self, record: Record, result: Any) -> None:
         record.output = result  # type: ignore[attr-defined]

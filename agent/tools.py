@@ -1,0 +1,143 @@
+"""Span kinds of agentic code: a tool call (``execute_tool``) and an agent step (``invoke_agent``).
+
+Like the other specs (:mod:`.specs`), a spec here is a decorator and a with-statement form.
+On the request path a tool call keeps references to its arguments tuple, its keywords and
+its return value; an agent step its input argument and return value. Where the arguments
+sit (parameter names, the call id parameter, the input parameter) is read once, at
+decoration time. Everything else happens in the export thread (:mod:`.steps`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .conventions import OP_EXECUTE_TOOL, OP_INVOKE_AGENT
+from .handles import AgentHandle, ToolHandle
+from .records import AgentRecord, Record, ToolRecord
+from .specs import QUERY_NAMES, Spec, arg_value, locate
+from .steps import Params
+
+__all__ = ["ToolSpec", "AgentStepSpec"]
+
+_CALL_ID_NAMES = ("tool_call_id", "call_id")
+_TASK_NAMES = (*QUERY_NAMES, "task", "messages")
+
+
+def _description(fn: Callable[..., Any]) -> str | None:
+    """The first paragraph of ``fn``'s docstring (what a model is told the tool does)."""
+    doc = getattr(fn, "__doc__", None)
+    if not isinstance(doc, str) or not doc.strip():
+        return None
+    return " ".join(doc.strip().split("\n\n", 1)[0].split())
+
+
+def _params(fn: Callable[..., Any], call_id: str | None) -> Params | None:
+    import inspect  # decoration time only: keeps `import ragpulse.agent` light
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    offset = 1 if params and params[0].name in ("self", "cls") else 0
+    positional = tuple(
+        p.name for p in params[offset:] if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    )
+    var = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+    return Params(positional, var, offset, call_id)
+
+
+def _span_name(operation: str, name: str) -> str:
+    return f"{operation} {name}"
+
+
+class ToolSpec(Spec):
+    """A tool call: arguments in, result out; ``gen_ai.tool.call.id`` from a ``tool_call_id``/``call_id``
+    argument (or ``call_id=``)."""
+
+    handle_cls = ToolHandle
+    default_name = _span_name(OP_EXECUTE_TOOL, "tool")
+
+    def __init__(
+        self,
+        name: str | None,
+        attrs: Any,
+        description: str | None,
+        call_id: Any,
+        arguments: Any,
+        call_id_arg: str | None,
+    ):
+        super().__init__(_span_name(OP_EXECUTE_TOOL, name) if name else None, attrs)
+        self.tool_name = name or ""
+        self.description = description
+        self.call_id = call_id
+        self.arguments = arguments
+        self.call_id_arg = call_id_arg
+        self.id_loc: Any = None
+        self.params: Params | None = None
+
+    def bind(self, fn: Callable[..., Any]) -> None:
+        self.tool_name = self.tool_name or getattr(fn, "__name__", None) or "tool"
+        self.name = _span_name(OP_EXECUTE_TOOL, self.tool_name)
+        if self.description is None:
+            self.description = _description(fn)
+        self.id_loc = locate(fn, _CALL_ID_NAMES, self.call_id_arg, False)
+        self.params = _params(fn, self.id_loc[1] if self.id_loc else None)
+
+    def make_record(self, args: tuple, kwargs: dict, root: Any) -> Record:
+        call_id = arg_value(self.id_loc, args, kwargs) if self.id_loc is not None else self.call_id
+        record = ToolRecord(self.tool_name or "tool", self.description, call_id)
+        record.args = args
+        record.kwargs = kwargs
+        record.params = self.params
+        return self._static(record)
+
+    def initial_record(self) -> Record | None:
+        record = ToolRecord(self.tool_name or "tool", self.description, self.call_id)
+        record.input = self.arguments
+        return self._static(record)
+
+    def set_result(self, record: Record, result: Any) -> None:
+        record.result = result  # type: ignore[attr-defined]
+
+
+class AgentStepSpec(Spec):
+    """An agent step: its input (the task) in, its output out; a parent of the steps it takes."""
+
+    handle_cls = AgentHandle
+    default_name = _span_name(OP_INVOKE_AGENT, "agent")
+
+    def __init__(
+        self,
+        name: str | None,
+        attrs: Any,
+        agent_id: Any,
+        description: str | None,
+        task: Any,
+        input_arg: str | None,
+    ):
+        super().__init__(_span_name(OP_INVOKE_AGENT, name) if name else None, attrs)
+        self.agent_name = name or ""
+        self.agent_id = agent_id
+        self.description = description
+        self.task = task
+        self.input_arg = input_arg
+        self.t_loc: Any = None
+
+    def bind(self, fn: Callable[..., Any]) -> None:
+        self.agent_name = self.agent_name or getattr(fn, "__name__", None) or "agent"
+        self.name = _span_name(OP_INVOKE_AGENT, self.agent_name)
+        if self.task is None:
+            self.t_loc = locate(fn, _TASK_NAMES, self.input_arg, True)
+
+    def make_record(self, args: tuple, kwargs: dict, root: Any) -> Record:
+        task = self.task if self.task is not None else arg_value(self.t_loc, args, kwargs)
+        return self._static(AgentRecord(self.agent_name or "agent", self.agent_id, self.description, task))
+
+    def initial_record(self) -> Record | None:
+        return self._static(
+            AgentRecord(self.agent_name or "agent", self.agent_id, self.description, self.task)
+        )
+
+    def set_result(self, record: Record, result: Any) -> None:
+        record.output = result  # type: ignore[attr-defined]

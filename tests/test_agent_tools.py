@@ -1,0 +1,296 @@
+"""``@tool`` and ``@agent_step``: OTel GenAI ``execute_tool`` / ``invoke_agent`` spans that are also
+OpenInference ``TOOL`` / ``AGENT`` spans, with the same contract as the other decorators (issue 43).
+
+Every callable kind (function, method, coroutine, generator, async generator) and the
+with-statement forms; exceptions recorded and re-raised unchanged; arguments and results
+under the limits and redaction; nothing odd in them reaches the application.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from ragpulse.agent import (
+    agent_step,
+    configure,
+    flush,
+    generation,
+    retrieval,
+    shutdown,
+    stats,
+    tool,
+    trace_rag,
+)
+from ragpulse.agent.conventions import (
+    AGENT_NAME,
+    GEN_AI_AGENT_ID,
+    GEN_AI_AGENT_NAME,
+    GEN_AI_OPERATION,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_ID,
+    GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_DESCRIPTION,
+    GEN_AI_TOOL_NAME,
+    INPUT_MIME_TYPE,
+    INPUT_VALUE,
+    OUTPUT_MIME_TYPE,
+    OUTPUT_VALUE,
+    RAG_TRUNCATED_FIELDS,
+    SPAN_KIND,
+    TOOL_NAME,
+)
+
+
+@pytest.fixture()
+def mem():
+    exporter = InMemorySpanExporter()
+    configure(exporter=exporter, service_name="test-svc", schedule_delay_ms=50)
+    yield exporter
+    shutdown()
+
+
+def by_name(exporter: InMemorySpanExporter) -> dict[str, list]:
+    flush()
+    out: dict[str, list] = {}
+    for span in exporter.get_finished_spans():
+        out.setdefault(span.name, []).append(span)
+    return out
+
+
+@tool
+def balance(account: str, currency: str = "USD", tool_call_id: str | None = None) -> dict:
+    """Look up an account's balance.
+
+    The second paragraph is not part of the description.
+    """
+    return {"account": account, "balance": 1234.5, "currency": currency}
+
+
+def check_tool(span, name: str) -> dict:
+    a = span.attributes
+    assert span.name == f"execute_tool {name}"
+    assert a[GEN_AI_OPERATION] == "execute_tool" and a[SPAN_KIND] == "TOOL"
+    assert a[GEN_AI_TOOL_NAME] == a[TOOL_NAME] == name
+    assert a[INPUT_VALUE] == a[GEN_AI_TOOL_CALL_ARGUMENTS] and a[INPUT_MIME_TYPE] == "application/json"
+    return a
+
+
+def test_a_tool_call_span_in_both_conventions(mem):
+    assert balance("A-1", tool_call_id="call_7") == {"account": "A-1", "balance": 1234.5, "currency": "USD"}
+    assert inspect.signature(balance).parameters["currency"].default == "USD"
+    assert balance.__doc__.startswith("Look up") and balance.__name__ == "balance"
+    (span,) = by_name(mem)["execute_tool balance"]
+    a = check_tool(span, "balance")
+    assert a[GEN_AI_TOOL_CALL_ID] == "call_7"
+    assert json.loads(a[GEN_AI_TOOL_CALL_ARGUMENTS]) == {"account": "A-1"}  # the call id is not an argument
+    assert json.loads(a[GEN_AI_TOOL_CALL_RESULT]) == {"account": "A-1", "balance": 1234.5, "currency": "USD"}
+    assert a[OUTPUT_VALUE] == a[GEN_AI_TOOL_CALL_RESULT] and a[OUTPUT_MIME_TYPE] == "application/json"
+    assert a[GEN_AI_TOOL_DESCRIPTION] == "Look up an account's balance."
+
+
+def test_every_callable_kind_and_the_with_form(mem):
+    class Bank:
+        @tool(name="rate", description="FX rate", call_id_arg="cid")
+        def rate(self, base: str, *others: str, cid: str = "", **options: object) -> str:
+            return "0.92"
+
+    @tool
+    async def weather(city: str) -> str:
+        await asyncio.sleep(0)
+        return "rainy"
+
+    @tool
+    def pages(url: str):
+        yield "<html>"
+        yield "</html>"
+
+    @tool
+    async def rows(sql: str):
+        yield {"id": 1}
+        yield {"id": 2}
+
+    async def consume() -> list:
+        return [row async for row in rows("SELECT 1")]
+
+    assert Bank().rate("USD", "EUR", "GBP", cid="c-9", precision=4) == "0.92"
+    assert asyncio.run(weather("Paris")) == "rainy"
+    assert list(pages("https://example.org")) == ["<html>", "</html>"]
+    assert asyncio.run(consume()) == [{"id": 1}, {"id": 2}]
+    with tool("lookup", arguments={"key": "k"}, call_id="c-1") as t:
+        t.set_result("found")
+    with tool("late") as t:
+        t.set_arguments('{"q": 1}')
+        t.set_call_id("c-2")
+        t.set_result(["a", "b"])
+    spans = by_name(mem)
+    rate = check_tool(spans["execute_tool rate"][0], "rate")
+    assert json.loads(rate[INPUT_VALUE]) == {"base": "USD", "others": ["EUR", "GBP"], "precision": 4}
+    assert (
+        rate[GEN_AI_TOOL_CALL_ID] == "c-9" and rate[OUTPUT_VALUE] == "0.92" and OUTPUT_MIME_TYPE not in rate
+    )
+    assert rate[GEN_AI_TOOL_DESCRIPTION] == "FX rate"
+    assert check_tool(spans["execute_tool weather"][0], "weather")[OUTPUT_VALUE] == "rainy"
+    assert check_tool(spans["execute_tool pages"][0], "pages")[OUTPUT_VALUE] == "<html></html>"
+    assert json.loads(check_tool(spans["execute_tool rows"][0], "rows")[OUTPUT_VALUE]) == [
+        {"id": 1},
+        {"id": 2},
+    ]
+    lookup = check_tool(spans["execute_tool lookup"][0], "lookup")
+    assert json.loads(lookup[INPUT_VALUE]) == {"key": "k"} and lookup[GEN_AI_TOOL_CALL_ID] == "c-1"
+    late = check_tool(spans["execute_tool late"][0], "late")
+    assert late[INPUT_VALUE] == '{"q": 1}' and late[GEN_AI_TOOL_CALL_ID] == "c-2"
+    assert json.loads(late[OUTPUT_VALUE]) == ["a", "b"]
+
+
+def test_a_failing_tool_records_the_error_and_raises_it_unchanged(mem):
+    error = LookupError("no such account")
+
+    @tool
+    def broken(account: str) -> str:
+        raise error
+
+    @tool
+    async def abroken(account: str) -> str:
+        raise error
+
+    for call in (lambda: broken("A-0"), lambda: asyncio.run(abroken("A-0"))):
+        with pytest.raises(LookupError) as caught:
+            call()
+        assert caught.value is error
+    spans = by_name(mem)
+    for name in ("broken", "abroken"):
+        (span,) = spans[f"execute_tool {name}"]
+        assert span.status.status_code == StatusCode.ERROR and span.status.description == "LookupError"
+        assert GEN_AI_TOOL_CALL_RESULT not in span.attributes
+        assert json.loads(span.attributes[INPUT_VALUE]) == {"account": "A-0"}
+
+
+class Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+    __repr__ = __str__
+
+
+def test_odd_arguments_and_results_never_reach_the_application(mem):
+    cyclic: dict = {}
+    cyclic["self"] = cyclic
+
+    @tool
+    def odd(a, b=None):
+        return b
+
+    before = stats()
+    for args in (
+        (Unprintable(), Unprintable()),
+        (cyclic, cyclic),
+        ({1: "x", "k": 2}, object()),
+        (b"\x00", 10**40),
+    ):
+        assert odd(*args) is args[1]
+    assert odd.__wrapped__(1, 2) == 2
+    spans = by_name(mem)["execute_tool odd"]
+    after = stats()
+    assert len(spans) == 4 and after["internal_errors"] == before["internal_errors"]
+    assert after["dropped"]["internal_error"] == before["dropped"]["internal_error"]
+    first = spans[0].attributes
+    assert json.loads(first[INPUT_VALUE]) == {"a": "<Unprintable>", "b": "<Unprintable>"}
+    assert first[OUTPUT_VALUE] == '"<Unprintable>"'
+
+
+def test_tool_texts_are_redacted_and_cut():
+    exporter = InMemorySpanExporter()
+    configure(exporter=exporter, schedule_delay_ms=50, redact=True, max_query_chars=200, max_answer_chars=300)
+    try:
+
+        @tool
+        def send_mail(to: str, body: str) -> str:
+            return "sent to " + to + " " + "x" * 1000
+
+        send_mail("alice@example.com", "key sk-abcdefghijklmnopqrstuvwx " + "y" * 1000)
+        flush()
+        (span,) = exporter.get_finished_spans()
+        a = span.attributes
+        text = json.dumps(dict(a))
+        assert "alice@example.com" not in text and "sk-abcdefghij" not in text
+        assert len(a[INPUT_VALUE]) == 200 and len(a[OUTPUT_VALUE]) == 300
+        assert a[OUTPUT_VALUE].startswith("sent to [REDACTED:EMAIL] ")
+        assert set(a[RAG_TRUNCATED_FIELDS]) == {"tool.arguments", "tool.result"}
+    finally:
+        shutdown()
+
+
+def test_an_agent_step_is_the_parent_of_the_steps_it_takes(mem):
+    @retrieval
+    def search(query: str) -> list[dict]:
+        return [{"id": "C1", "content": "Balances are shown in USD."}]
+
+    @generation(model="m")
+    def llm(prompt: str, chunks: list) -> str:
+        return "Your balance is 1,234.50 USD [1]."
+
+    @agent_step(agent_id="agent-7", description="answers account questions")
+    def support_agent(task: str) -> str:
+        chunks = search(task)
+        balance("A-1", tool_call_id="call_1")
+        return llm(task, chunks)
+
+    @agent_step(name="planner")
+    async def plan(question: str) -> dict:
+        return {"answer": "look up the balance", "steps": 2}
+
+    @trace_rag
+    def chat(question: str) -> str:
+        asyncio.run(plan(question))
+        return support_agent(question)
+
+    assert chat("What is my balance?") == "Your balance is 1,234.50 USD [1]."
+    with agent_step("manual", task="do it") as a:
+        a.set_output("done")
+    spans = by_name(mem)
+    (root,) = spans["chat"]
+    (agent,) = spans["invoke_agent support_agent"]
+    a = agent.attributes
+    assert a[SPAN_KIND] == "AGENT" and a[GEN_AI_OPERATION] == "invoke_agent"
+    assert a[GEN_AI_AGENT_NAME] == a[AGENT_NAME] == "support_agent" and a[GEN_AI_AGENT_ID] == "agent-7"
+    assert a[INPUT_VALUE] == "What is my balance?" and a[OUTPUT_VALUE] == "Your balance is 1,234.50 USD [1]."
+    assert agent.parent.span_id == root.context.span_id
+    for child in ("search", "execute_tool balance", "llm"):
+        assert spans[child][0].parent.span_id == agent.context.span_id
+    (planner,) = spans["invoke_agent planner"]
+    assert planner.attributes[OUTPUT_VALUE] == "look up the balance"
+    assert planner.parent.span_id == root.context.span_id
+    assert root.events[0].attributes["rag.citation.document.id"] == "C1"
+    (manual,) = spans["invoke_agent manual"]
+    assert manual.attributes[INPUT_VALUE] == "do it" and manual.attributes[OUTPUT_VALUE] == "done"
+
+
+def test_disabled_and_sampled_out_calls_run_the_tools_untraced():
+    exporter = InMemorySpanExporter()
+    configure(exporter=exporter, sample_rate=0.0, schedule_delay_ms=50)
+    try:
+
+        @trace_rag
+        def chat(question: str) -> str:
+            return str(balance("A-2")["balance"])
+
+        assert chat("q") == "1234.5"
+        with tool("lookup") as t:  # outside a RAG call a tool is still traced...
+            t.set_result("x")
+        flush()
+        assert [s.name for s in exporter.get_finished_spans()] == ["execute_tool lookup"]
+    finally:
+        shutdown()
+    configure(enabled=False, exporter=InMemorySpanExporter())
+    try:
+        assert balance("A-3")["account"] == "A-3"
+        with tool("lookup") as t:
+            t.set_result("ignored")
+            assert t.recording is False
+    finally:
+        shutdown()
