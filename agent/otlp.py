@@ -23,9 +23,11 @@ from .conventions import (
     RAG_TRUNCATED_FIELDS,
 )
 from .materialize import copy_span
-from .otlp_wire import encode_traces_data_fast
+from .otlp_wire import EncodedSpan, traces_data
 
-__all__ = ["EncodedRecord", "encode_records", "encode_traces_data"]
+__all__ = ["EncodedRecord", "encode_records", "encode_traces_data", "encoded_span"]
+
+_FAST_FAILS = (TypeError, ValueError, AttributeError, OverflowError)
 
 
 class EncodedRecord(NamedTuple):
@@ -36,16 +38,20 @@ class EncodedRecord(NamedTuple):
     span_count: int
 
 
-def encode_traces_data(spans: Sequence[ReadableSpan]) -> bytes:
-    """Serialise spans as OTLP TracesData (grouped by resource and scope).
-
-    The direct wire writer is used; a value it does not handle makes the OTel
-    reference encoder take over for this group (same message either way).
-    """
+def encoded_span(span: ReadableSpan) -> EncodedSpan:
+    """``span`` encoded by the direct wire writer, or, for a value it does not handle, by the OTel
+    reference encoder (same message either way)."""
     try:
-        return encode_traces_data_fast(spans)
-    except (TypeError, ValueError, AttributeError, OverflowError):
-        return encode_spans(spans).SerializeToString()
+        return EncodedSpan.of(span)
+    except _FAST_FAILS:
+        resource_spans = encode_spans([span]).resource_spans[0]
+        data = resource_spans.scope_spans[0].spans[0].SerializeToString()
+        return EncodedSpan(span.context.trace_id, span.resource, span.instrumentation_scope or None, data)
+
+
+def encode_traces_data(spans: Sequence[ReadableSpan]) -> bytes:
+    """Serialise spans as OTLP TracesData (grouped by resource and scope)."""
+    return traces_data([encoded_span(span) for span in spans])
 
 
 def _shrink(span: ReadableSpan, max_chars: int) -> ReadableSpan:
@@ -73,25 +79,30 @@ def _shrink(span: ReadableSpan, max_chars: int) -> ReadableSpan:
 
 
 def _fit_one(span: ReadableSpan, max_bytes: int) -> bytes | None:
-    value = encode_traces_data([span])
     max_chars = 8192
-    while len(value) > max_bytes and max_chars >= 64:
+    value = b""
+    while max_chars >= 64:
         value = encode_traces_data([_shrink(span, max_chars)])
+        if len(value) <= max_bytes:
+            return value
         max_chars //= 4
-    return value if len(value) <= max_bytes else None
+    return None
+
+
+_Pair = tuple[ReadableSpan, EncodedSpan]
 
 
 def _split(
-    key: str, spans: list[ReadableSpan], max_bytes: int, dropped: list[ReadableSpan]
+    key: str, spans: list[_Pair], max_bytes: int, dropped: list[ReadableSpan]
 ) -> Iterator[EncodedRecord]:
-    value = encode_traces_data(spans)
+    value = traces_data([encoded for _, encoded in spans])
     if len(value) <= max_bytes:
         yield EncodedRecord(key, value, len(spans))
         return
     if len(spans) == 1:
-        fitted = _fit_one(spans[0], max_bytes)
+        fitted = _fit_one(spans[0][0], max_bytes)
         if fitted is None:
-            dropped.append(spans[0])
+            dropped.append(spans[0][0])
         else:
             yield EncodedRecord(key, fitted, 1)
         return
@@ -105,11 +116,12 @@ def encode_records(
 ) -> list[EncodedRecord]:
     """Group ``spans`` by trace and encode each group as one (or, if too big, several) records.
 
-    Spans that cannot fit even alone are appended to ``dropped``.
+    Every span is encoded once; a trace too big for one record is split by regrouping the
+    encoded spans. Spans that cannot fit even alone are appended to ``dropped``.
     """
-    by_trace: dict[int, list[ReadableSpan]] = {}
+    by_trace: dict[int, list[_Pair]] = {}
     for span in spans:
-        by_trace.setdefault(span.context.trace_id, []).append(span)
+        by_trace.setdefault(span.context.trace_id, []).append((span, encoded_span(span)))
     sink = dropped if dropped is not None else []
     out: list[EncodedRecord] = []
     for trace_id, group in by_trace.items():

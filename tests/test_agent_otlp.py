@@ -172,3 +172,74 @@ def test_fast_encoder_on_real_rag_spans_and_fallback():
     # (it logs and skips that attribute) instead of writing a wrong value.
     odd = ReadableSpan(name="odd", context=spans[0].context, attributes={"huge": 2**70, "ok": 1})
     assert encode_traces_data([odd]) == encode_spans([odd]).SerializeToString()
+
+
+def _span(attributes, resource=None, events=(), name="s"):
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.trace import SpanContext
+
+    return ReadableSpan(
+        name=name,
+        context=SpanContext(0x1234, 0x99, False),
+        resource=resource if resource is not None else Resource({"service.name": "svc"}),
+        attributes=attributes,
+        events=events,
+        start_time=5,
+        end_time=9,
+    )
+
+
+def test_cached_attribute_fields_never_mix_equal_values_of_other_types():
+    """1, True and 1.0 are equal (and hash alike) in Python, 0.0 and -0.0 too: each must still
+    be written as its own type, whichever was encoded (and cached) first."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from ragpulse.agent.otlp_wire import encode_traces_data_fast
+
+    class Text(str):
+        pass
+
+    values = [1, True, 1.0, 0, False, 0.0, -0.0, "1", Text("1"), "", 2**63 - 1, -1, 1.5, float("nan")]
+    for order in (values, values[::-1]):
+        for value in order:
+            span = _span({"k": value, "other": value})
+            assert encode_traces_data_fast([span]) == encode_spans([span]).SerializeToString(), value
+
+
+def test_a_full_field_cache_is_emptied_and_refilled(monkeypatch):
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from ragpulse.agent import otlp_wire
+
+    monkeypatch.setattr(otlp_wire, "_KV_CACHE_MAX", 4)
+    for i in range(20):
+        span = _span({f"k{i % 7}": f"v{i}", "n": i, "f": i + 0.5})
+        assert otlp_wire.encode_traces_data_fast([span]) == encode_spans([span]).SerializeToString()
+    assert 0 < len(otlp_wire._FIELD_CACHES[b"\x4a"]) <= 4  # the span attributes' cache
+
+
+def test_lengths_past_the_varint_table_and_equal_resources_grouped_as_the_reference_does():
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import Event
+    from ragpulse.agent.otlp_wire import encode_traces_data_fast
+
+    # Two distinct but equal resources share one ResourceSpans in the reference encoder.
+    first, second = Resource({"service.name": "a"}), Resource({"service.name": "a"})
+    spans = [
+        _span({"long": "x" * 5000, "longer": "é" * 20_000}, first, name="one"),
+        _span({"k": "v"}, Resource({"service.name": "b"}), name="two"),
+        _span({"k": "v"}, second, [Event("e", {"text": "y" * 3000}, 7)], name="three"),
+    ]
+    reference = encode_spans(spans).SerializeToString()
+    assert encode_traces_data_fast(spans) == reference
+    assert len(decode(reference).resource_spans) == 2
+
+
+def test_a_span_the_direct_writer_refuses_is_encoded_by_the_reference_within_its_record():
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    good = _span({"ok": 1}, name="good")
+    odd = _span({"huge": 2**70, "ok": 1}, good.resource, name="odd")
+    records = encode_records([good, odd], 900_000)
+    assert len(records) == 1 and records[0].span_count == 2
+    assert records[0].value == encode_spans([good, odd]).SerializeToString()
