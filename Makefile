@@ -84,7 +84,7 @@ train-judge: minilm
 # shipped are recorded in bench/EXPERIMENTS.md.
 BENCHES := sdk_overhead decode_speed ingest_throughput e2e_freshness ingest_instructions \
 	judge_throughput judge_instructions judge_quality judge_minilm judge_entailment judge_rag_answers \
-	judge_summaries judge_refit fuzz_decoder
+	judge_summaries judge_refit judge_conversation fuzz_decoder
 
 bench: install services
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done

@@ -60,6 +60,8 @@ _BACK_REFERENCES = frozenset(
 )
 _CONTINUATIONS = ("and", "but", "or", "so", "then", "also", "what about", "how about", "what if", "and if")
 _WORD_RE = re.compile(r"[a-z']+")
+# Words of a sentence that asks rather than states ("I wonder if ...", "not sure whether ...").
+_ASKING = frozenset("wonder wondering whether curious unsure".split())
 # Openings of a question without a question mark ("can I ...", "how do ...").
 _QUESTION_OPENINGS = frozenset(
     "who whom whose what which when where why how can could may might should would will shall do does did "
@@ -173,16 +175,17 @@ def topic_stems(
 
 
 def _is_question(sentence: str) -> bool:
+    """A question, or a statement that only wraps one ("I wonder if ...", "not sure whether ...")."""
     s = sentence.strip()
     if s.endswith("?"):
         return True
     words = _words(s)
-    return bool(words) and words[0] in _QUESTION_OPENINGS
+    return bool(words) and (words[0] in _QUESTION_OPENINGS or any(w in _ASKING for w in words))
 
 
 def user_statements(query: str, conversation: list[dict[str, str]]) -> list[str]:
     """The user's own statements: the sentences of the current turn and of the earlier user
-    turns that are not questions."""
+    turns that neither ask nor wrap a question."""
     texts = [m["content"] for m in conversation if m["role"] == "user"] + [query]
     return [s.strip() for text in texts for s in split_sentences(text) if s.strip() and not _is_question(s)]
 
