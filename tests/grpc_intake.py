@@ -82,13 +82,16 @@ def grpc_exporter(c: Collect, token: str = "", gzip: bool = False, timeout: floa
                             compression=Compression.Gzip if gzip else None)  # fmt: skip
 
 
-def grpc_call(c: Collect, body: bytes, token: str = "", gzip: bool = False) -> tuple[Any, bytes | str]:
-    """One raw ``Export`` call: (status code, response bytes or error details)."""
+def grpc_call(
+    c: Collect, body: bytes, token: str = "", gzip: bool = False, scheme: str = "Bearer"
+) -> tuple[Any, bytes | str]:
+    """One raw ``Export`` call: (status code, response bytes or error details); the token, when
+    given, as ``authorization: <scheme> <token>``."""
     import grpc
 
     with grpc.insecure_channel(c.grpc, options=[("grpc.max_send_message_length", -1)]) as channel:
         call = channel.unary_unary(EXPORT)
-        metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        metadata = (("authorization", f"{scheme} {token}"),) if token else ()
         try:
             out = call(body, metadata=metadata, timeout=60,
                        compression=grpc.Compression.Gzip if gzip else None)  # fmt: skip

@@ -1,7 +1,8 @@
 """The OTLP/HTTP intake's answers to empty requests and its bearer-token check, against the
 embedded collector's real receiver and chDB: empty requests get 200 and store nothing (as the
 OTel Collector answers them); with ``receiver.auth_token`` set, a request without the token, or
-with a wrong one, gets 401 and stores nothing, and one with it is stored."""
+with a wrong one, gets 401 and stores nothing, and one with it is stored, the Bearer scheme
+written in any case (RFC 7235)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from ragpulse.collector.config import ConfigError, load_config
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.embedded.collector import EmbeddedCollector
-from ragpulse.collector.serve.bearer import authorized, token_from_config
+from ragpulse.collector.serve.bearer import authorized, bearer_credentials, token_from_config
 
 PB, JS = "application/x-protobuf", "application/json"
 TOKEN = "s3cret-token"
@@ -123,3 +124,25 @@ def test_the_token_comes_from_the_config_the_environment_or_a_file(tmp_path: Pat
         load_config(None, overrides={"receiver": {"auth_token_file": str(tmp_path / "blank")}}, env={})
     checks: list[Any] = [authorized(None, ""), authorized("Bearer x", "x"), not authorized("Bearer y", "x")]
     assert all(checks)
+
+
+def test_the_bearer_scheme_is_matched_in_any_case(intake: EmbeddedCollector) -> None:
+    url = intake.receiver_url + "/v1/traces"
+    before = _stored(intake)
+    for i, header in enumerate((f"bearer {TOKEN}", f"BEARER {TOKEN}", f"bEaReR   {TOKEN} ")):
+        t = make_trace(i, seed="scheme")
+        code, answer = _post(url, traces_data([(t.service, t.spans)]), PB, {"Authorization": header})
+        assert code == 200, (header, answer)
+    for header in (f"Bearer{TOKEN}", "bearer", f"bearer {TOKEN}x", f"Basic {TOKEN}", f"Bearer x {TOKEN}"):
+        assert _post(url, b"", PB, {"Authorization": header})[0] == 401, header
+    assert _stored(intake) == before + 3
+
+
+def test_bearer_credentials_follow_rfc_7235() -> None:
+    assert bearer_credentials("Bearer abc") == "abc"
+    assert bearer_credentials("bearer abc") == bearer_credentials("BEARER\tabc ") == "abc"
+    assert bearer_credentials("Bearer a b") == "a b"  # the rest is the token; it will not match one
+    for header in (None, "", "Bearer", "Bearer ", "Bearerabc", "Basic abc", "Token abc"):
+        assert bearer_credentials(header) is None, header
+    assert authorized("bearer x", "x") and authorized("BEARER x", "x")
+    assert not authorized("bearer", "x") and not authorized(None, "x") and not authorized("x", "x")

@@ -5,7 +5,8 @@ OpenInference-instrumented LangChain chain) export through the real
 ``opentelemetry-exporter-otlp-proto-grpc`` exporter, plaintext and gzip-compressed, and the same
 applications through the OTLP/HTTP exporter beside them: every trace must be stored as the
 application produced it and judged, whichever way it came (the checks of tests/interop.py).
-Without the bearer token the intake answers UNAUTHENTICATED and stores nothing. The
+Without the bearer token the intake answers UNAUTHENTICATED and stores nothing; the scheme
+is matched in any case (``bearer``). The
 applications call only ``provider.shutdown()``, never ``agent.flush()``: the provider's own
 shutdown delivers the agent's deferred spans. The process is started once for the module and
 stopped by PID; the stored traces are read after it stopped (a chDB database has one owner).
@@ -129,6 +130,18 @@ def test_without_the_token_unauthenticated_and_nothing_stored(intake: tuple[Coll
     )
     sent.refused.difference_update(ids)
     sent.plain.update(ids)
+
+
+def test_the_bearer_scheme_is_matched_in_any_case(intake: tuple[Collect, Sent]) -> None:
+    """RFC 7235: the scheme is case-insensitive (``bearer <token>``, as some clients write it)."""
+    c, sent = intake
+    for scheme in ("bearer", "BEARER"):
+        body, ids = _synthetic(f"scheme-{scheme}")
+        assert grpc_call(c, body, token=TOKEN, scheme=scheme)[0] == grpc.StatusCode.OK, scheme
+        sent.plain.update(ids)
+    body, ids = _synthetic("scheme-basic")
+    sent.refused.update(ids)
+    assert grpc_call(c, body, token=TOKEN, scheme="Basic")[0] == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_some_spans_rejected_is_a_partial_success(intake: tuple[Collect, Sent]) -> None:

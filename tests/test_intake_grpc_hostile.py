@@ -6,6 +6,8 @@ gRPC message over a hand-driven HTTP/2 connection, since a gRPC client compresse
 holds), and an attribute value nested 100,000 deep. Each gets a gRPC status saying why, the
 process's peak memory (VmHWM after resetting it to VmRSS) grows by less than ``RSS_BOUND``, and
 a normal request right after it is accepted; at the end every normal trace sent is stored.
+A flood of unauthenticated calls is refused from their metadata, before their messages are
+read, with a tighter bound (``UNAUTHENTICATED_BOUND``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tests.test_intake_hostile import _field, _one_span, _varint
 h2 = pytest.importorskip("h2.connection")
 
 RSS_BOUND = 150 << 20  # bytes a hostile request may add to the process's peak memory
+UNAUTHENTICATED_BOUND = 50_000_000  # bytes 32 refused 8 MiB calls together may add to it
 TOKEN = "hostile-grpc"
 
 
@@ -71,6 +74,29 @@ def test_a_message_over_the_size_limit_is_resource_exhausted(intake: Hostile) ->
     code, details = grpc_call(intake.c, b"\x0a" * (9 << 20), token=TOKEN)  # max_record_bytes is 8 MiB
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details, details
     assert intake.kb("VmHWM") - before < RSS_BOUND
+    intake.assert_serving()
+
+
+def test_unauthenticated_calls_are_refused_before_their_message_is_read(intake: Hostile) -> None:
+    """32 concurrent 8 MiB calls (the most the intake admits at once with its 8 workers), without
+    the token or with a wrong one: each is UNAUTHENTICATED and the collector's peak memory grows by
+    less than 50 MB, where receiving the messages would take 8 MiB each."""
+    message = bytes(range(256)) * ((8 << 20) // 256)  # exactly max_record_bytes
+    assert len(message) == 8 << 20
+    denied = intake.c.metric("ragpulse_intake_requests_total", protocol="grpc", result="unauthenticated")
+    before = intake.reset_peak()
+    options = [("grpc.max_send_message_length", -1)]
+    with grpc.insecure_channel(intake.c.grpc, options=options) as channel:
+        export = channel.unary_unary(EXPORT)
+        metadata = [(), (("authorization", "Bearer wrong"),)]
+        calls = [export.future(message, metadata=metadata[i % 2], timeout=60) for i in range(32)]
+        codes = [call.exception().code() for call in calls]  # type: ignore[union-attr]
+    growth = intake.kb("VmHWM") - before
+    print(f"32 unauthenticated 8 MiB calls: RSS {before >> 20} MiB, peak +{growth / 1e6:.1f} MB")
+    assert codes == [grpc.StatusCode.UNAUTHENTICATED] * 32
+    assert growth < UNAUTHENTICATED_BOUND
+    after = intake.c.metric("ragpulse_intake_requests_total", protocol="grpc", result="unauthenticated")
+    assert after - denied == 32
     intake.assert_serving()
 
 
