@@ -14,7 +14,8 @@ and abstention kind the generator's mode implies.
 
 It labels a seeded random sample of judged traces, claim by claim, until at
 least ``--claims`` claim labels are stored in ``rag_reviews`` (reviewer
-``demo-truth``, through the same store call as the review app), and prints the
+``demo-truth``, through the same store call as the review app; recorded as the
+review queue's ``random`` slice, which they are), and prints the
 truth's mean faithfulness over every judged trace with a faithfulness score:
 the number a prediction-powered interval from ``ragpulse calibrate
 --from-reviews`` should contain.
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from ragpulse.collector.review.labels import TRACE_LEVEL, Label
+    from ragpulse.collector.review.labels import RANDOM, TRACE_LEVEL, Label
     from ragpulse.collector.review.store import ReviewStore
     from ragpulse.collector.storage.clickhouse import Storage
 
@@ -143,13 +144,15 @@ def main(argv: list[str] | None = None) -> int:
                 break
             rec = r["record"]
             labels = [
-                Label(r["trace_id"], c["index"], lab, REVIEWER, judge_id, c["text"], c["verdict"])
+                Label(
+                    r["trace_id"], c["index"], lab, REVIEWER, judge_id, c["text"], c["verdict"], slice=RANDOM
+                )
                 for c, lab in zip(rec["claims"], r["labels"], strict=True)
             ]
             faithful = all(lab == "supported" for lab in r["labels"])
             labels.append(
                 Label(r["trace_id"], TRACE_LEVEL, "faithful" if faithful else "unfaithful", REVIEWER, judge_id,
-                      "", rec.get("response_verdict") or "", r["abstention_kind"], r["failure_mode"])
+                      "", rec.get("response_verdict") or "", r["abstention_kind"], r["failure_mode"], slice=RANDOM)
             )  # fmt: skip
             store.save_labels(labels, "judgments", r["service"])
             labelled += 1

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from ragpulse.collector.contract import SCORE_NAMES
 
+from tests.rag_cases import store_rag_cases
 from tests.review_server import ragpulse
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "collector" / "judge" / "local" / "weights" / "claim-v4.json"
@@ -174,37 +175,6 @@ def _pairs(storage: Any, a: str, b: str) -> list[tuple[dict[str, Any], dict[str,
     return [(side[0][t], side[1][t]) for t in side[0] if t in side[1]]
 
 
-def _rag_cases(storage: Any) -> str:
-    """The hand-written RAG cases (bench/judge_rag_answers.py), each answer faithful and with one
-    part changed, stored as traces and judged by the packaged local judge through the
-    collector's worker; returns the judge id."""
-    from ragpulse.collector.core.metrics import Metrics
-    from ragpulse.collector.core.model import Chunk, RagTrace
-    from ragpulse.collector.judge import get_judge
-    from ragpulse.collector.judge.service.worker import JudgeWorker
-
-    from bench import judge_rag_answers as bench
-
-    traces = []
-    for name, cases in bench.CASES.items():
-        for i, case in enumerate(cases):
-            for kind in ("answer", "hallucinated"):
-                t = RagTrace(f"{len(traces):032x}")
-                t.service, t.time, t.end_time, t.span_count = (
-                    name,
-                    1_790_000_000_000_000_000 + i,
-                    1_790_000_001_000_000_000,
-                    3,
-                )
-                t.query, t.answer = case["query"], case[kind]
-                t.chunks = [Chunk(f"c{k + 1}", text, 0.8, "") for k, text in enumerate(case["chunks"])]
-                traces.append(t)
-    storage.insert_traces(traces)
-    worker = JudgeWorker(get_judge("local"), storage, Metrics())
-    worker.store(worker.judge_messages([t.judge_message() for t in traces]))
-    return worker.judge.judge_id
-
-
 def test_the_diff_counts_each_movement_the_stored_rows_show(chdb_storage: Any, tmp_path: Path) -> None:
     """The packaged judge and one with another claim threshold on the hand-written RAG cases:
     scores, flags and classes move; the diff's figures equal the rows' when counted here."""
@@ -215,7 +185,7 @@ def test_the_diff_counts_each_movement_the_stored_rows_show(chdb_storage: Any, t
     from ragpulse.collector.rejudge.diff import DiffScope, judge_diff
     from ragpulse.collector.rejudge.run import RejudgeScope, rejudge
 
-    base = _rag_cases(chdb_storage)
+    base = store_rag_cases(chdb_storage)
     judge = get_judge("local", claim_weights=str(_weights(tmp_path, 0.7)))
     outcome = rejudge(chdb_storage, judge, RejudgeScope(base, judge.judge_id), limit=10_000)
     diff = judge_diff(chdb_storage, DiffScope(base, judge.judge_id))

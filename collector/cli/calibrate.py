@@ -12,7 +12,11 @@ LABELS.jsonl holds one object per trace: ``human`` (labels such as
 ``abstention_kind``), ``judge`` (the judge's output record) and optionally
 ``judge_b`` (a second judge's record, for the paired bootstrap). Lines without
 ``human`` (and ``--judged`` files of output records) form the large judged set
-for the prediction-powered estimate of mean faithfulness.
+for the prediction-powered estimate of mean faithfulness. Its labelled set must
+be a random sample: when labelled lines record the review queue's ``slice``
+(``--from-reviews`` and ``review export-labels`` do), only the ``random``
+slice's labels count there, the others join the judged set; agreement is over
+every label.
 """
 
 from __future__ import annotations
@@ -92,7 +96,16 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(rep, indent=2))
         return 0
     out = sys.stdout
-    print(f"labelled traces: {rep['labelled']}   judged (unlabelled) traces: {rep['unlabelled']}", file=out)
+    slices = rep["slices"]
+    by_slice = (
+        "  (" + ", ".join(f"{k or 'no slice recorded'} {n}" for k, n in sorted(slices.items())) + ")"
+        if slices
+        else ""
+    )
+    print(
+        f"labelled traces: {rep['labelled']}{by_slice}   judged (unlabelled) traces: {rep['unlabelled']}",
+        file=out,
+    )
     print(f"{'metric':<24}{'n':>6}{'accuracy':>10}{'kappa':>8}{'MAE':>8}{'<=0.1':>8}{'r':>8}", file=out)
     for key, m in rep["metrics"].items():
 
@@ -109,11 +122,12 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"mean faithfulness (PPI): {ppi['estimate']:.4f}  95% CI [{ppi['ci95'][0]:.4f}, {ppi['ci95'][1]:.4f}]"
             f"  (judge alone: {ppi['judge_only_mean']:.4f}; n={ppi['n_labelled']} labelled, "
-            f"N={ppi['n_judged']} judged)",
+            f"N={ppi['n_judged']} judged; labels: {ppi['labels']})",
             file=out,
         )
     else:
-        print("mean faithfulness (PPI): needs labelled rows and judged rows with faithfulness", file=out)
+        need = "labels of the random slice" if slices else "labelled rows"
+        print(f"mean faithfulness (PPI): needs {need} and unlabelled judged rows with faithfulness", file=out)
     diff = rep.get("judge_difference")
     if diff:
         print(

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..review.slices import DEFAULT_POOL
 from .errors import CliError, storage_errors
 from .export import open_storage, parse_time
 
@@ -77,6 +78,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--threshold", type=float, help="serve: the judge's claim verdict threshold")
     p.add_argument(
         "--agreement-window", type=int, default=200, help="serve: claim labels behind the agreement gauge"
+    )
+    p.add_argument(
+        "--random-pool",
+        type=float,
+        default=DEFAULT_POOL,
+        help=f"serve: share of the judged traces in the judgments queue's random slice (default {DEFAULT_POOL})",
     )
     p.add_argument("-o", "--output", help="export-labels: the labels JSONL to write")
     p.add_argument(
@@ -153,6 +160,16 @@ def _checked_evalset(path_text: str | None) -> Path:
     return path
 
 
+def _mean_below(judge_id: str) -> float | None:
+    """The local judge's response rule threshold (the queue's response-boundary class); None
+    for a judge without one."""
+    if not judge_id.startswith("local"):
+        return None
+    from ..judge.local.response import load_response_rule
+
+    return load_response_rule().mean_below
+
+
 def _threshold(args: argparse.Namespace, judge_id: str) -> float:
     if args.threshold is not None:
         if not 0.0 < args.threshold < 1.0:
@@ -200,6 +217,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise CliError(f"binding {args.host} needs a token: --token T or RAGPULSE_REVIEW_TOKEN")
     if args.agreement_window < 1:
         raise CliError("--agreement-window must be at least 1")
+    if not 0.0 < args.random_pool < 1.0:
+        raise CliError("--random-pool must lie strictly between 0 and 1")
     hosts = _allowed_hosts(args)
     storage = open_storage(args)
     try:
@@ -210,6 +229,7 @@ def _serve(args: argparse.Namespace) -> int:
             evalset=evalset, reviewer=args.reviewer or os.environ.get("USER") or "reviewer",
             judge_id=scope.judge_id, threshold=_threshold(args, scope.judge_id), token=token,
             service=scope.service, since_ns=scope.since_ns, last_n=args.agreement_window, allowed_hosts=hosts,
+            random_pool=args.random_pool, mean_below=_mean_below(scope.judge_id),
         )  # fmt: skip
         app = build_app(store, settings)
         try:

@@ -5,7 +5,9 @@
   Pearson r and within-0.1 agreement for numeric scores.
 - Prediction-powered inference (PPI, as used by ARES): the mean faithfulness
   over a large judged set, corrected by the judge's average error on a small
-  human-labelled set, with a normal-approximation 95% interval:
+  human-labelled set that is a random sample of it (labels of the review
+  queue's random slice, when rows record a slice: :func:`ppi_sample`), with a
+  normal-approximation 95% interval:
 
       theta = mean(f(unlabelled)) + mean(y - f(labelled))
       se^2  = var(f(unlabelled)) / N + var(y - f(labelled)) / n
@@ -32,9 +34,13 @@ __all__ = [
     "CATEGORICAL",
     "NUMERIC",
     "calibration_report",
+    "ppi_sample",
+    "RANDOM_SLICE",
 ]
 
 CATEGORICAL: tuple[str, ...] = ("faithful", "failure_mode", "abstained", "abstention_kind")
+#: The review queue's slice whose labels are a random sample (collector/review/slices.py).
+RANDOM_SLICE = "random"
 NUMERIC: tuple[str, ...] = SCORE_NAMES
 _Z95 = 1.959963984540054
 
@@ -177,10 +183,29 @@ def _numeric_metrics(labelled: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def ppi_sample(
+    labelled: list[dict[str, Any]], unlabelled: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """The rows the prediction-powered estimate may use: labelled rows that are a random sample,
+    and the judge records of every other judged trace; and which labels those are.
+
+    The estimate is unbiased only when the labelled traces are a random sample of the judged
+    ones. When labelled rows record the review queue's ``slice``, only the ``random`` slice's
+    count as labelled; the others' judge records join the judged set (they are part of the
+    population). Rows that record no slice (a labels file from another tool) all count."""
+    if not any("slice" in r for r in labelled):
+        return labelled, unlabelled, "all labelled rows (no slice recorded)"
+    random = [r for r in labelled if r.get("slice") == RANDOM_SLICE]
+    rest = [r["judge"] for r in labelled if r.get("slice") != RANDOM_SLICE]
+    return random, unlabelled + rest, "the random slice only"
+
+
 def _ppi_faithfulness(
     labelled: list[dict[str, Any]], unlabelled: list[dict[str, Any]]
 ) -> dict[str, Any] | None:
-    """The prediction-powered estimate of mean faithfulness (None without both sets)."""
+    """The prediction-powered estimate of mean faithfulness over :func:`ppi_sample`'s rows
+    (None without both sets)."""
+    labelled, unlabelled, labels = ppi_sample(labelled, unlabelled)
     lab = [(_faith(r["human"]), _faith(r["judge"])) for r in labelled]
     lab = [(h, j) for h, j in lab if h is not None and j is not None]
     unl = [f for f in (_faith(u) for u in unlabelled) if f is not None]
@@ -194,6 +219,7 @@ def _ppi_faithfulness(
         "judge_only_mean": round(sum(unl) / len(unl), 4),
         "n_labelled": len(lab),
         "n_judged": len(unl),
+        "labels": labels,
     }
 
 
@@ -222,6 +248,18 @@ def _judge_difference(labelled: list[dict[str, Any]], n_boot: int, seed: int) ->
     }
 
 
+def _slices(labelled: list[dict[str, Any]]) -> dict[str, int]:
+    """Labelled rows per review-queue slice, of the rows that record one ('': saved before the
+    queue recorded slices); empty when no row records a slice."""
+    out: dict[str, int] = {}
+    for r in labelled:
+        if "slice" not in r:
+            continue
+        key = str(r["slice"] or "")
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
 def calibration_report(
     rows: list[dict[str, Any]],
     judged: list[dict[str, Any]] | None = None,
@@ -243,6 +281,7 @@ def calibration_report(
     report: dict[str, Any] = {
         "labelled": len(labelled),
         "unlabelled": len(unlabelled),
+        "slices": _slices(labelled),
         "metrics": {**_categorical_metrics(labelled), **_numeric_metrics(labelled)},
     }
     ppi = _ppi_faithfulness(labelled, unlabelled)

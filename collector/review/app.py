@@ -17,7 +17,7 @@ import hmac
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +44,18 @@ from .cases import (
     save_case,
 )
 from .guard import LOCAL_HOSTS, NONCE_KEY, SameOrigin, SecurityHeaders, case_url, local_path, request_target
-from .labels import ABSTENTION_KINDS, CLAIM_LABELS, FAILURE_MODES, TRACE_LABELS, TRACE_LEVEL, Label
+from .labels import (
+    ABSTENTION_KINDS,
+    CLAIM_LABELS,
+    FAILURE_MODES,
+    INFORMATIVE,
+    RANDOM,
+    TRACE_LABELS,
+    TRACE_LEVEL,
+    Label,
+)
 from .metrics import ReviewMetrics
+from .slices import DEFAULT_POOL, in_random_slice
 from .store import QueueItem, ReviewStore, Scope
 from .views import chunk_views, claim_spans, evidence_spans
 
@@ -69,6 +79,8 @@ class ReviewSettings:
     since_ns: int | None = None
     last_n: int = 200  # claim labels behind the agreement gauge
     allowed_hosts: tuple[str, ...] = LOCAL_HOSTS  # Host names answered (guard.allowed_hosts)
+    random_pool: float = DEFAULT_POOL  # share of the judged traces in the queue's random slice
+    mean_below: float | None = None  # the judge's response rule (the response-boundary class)
 
 
 class _Token(BaseHTTPMiddleware):
@@ -133,7 +145,10 @@ class _Reviews:
         several times; a save clears it)."""
         with self._lock:
             if self._queue is None or time.monotonic() - self._queue[0] > QUEUE_TTL_S:
-                self._queue = (time.monotonic(), self.store.queue(self.scope, self.s.threshold))
+                queue = self.store.queue(
+                    self.scope, self.s.threshold, pool=self.s.random_pool, mean_below=self.s.mean_below
+                )
+                self._queue = (time.monotonic(), queue)
             return self._queue[1]
 
     def forget_queue(self) -> None:
@@ -310,7 +325,8 @@ def _judgment_post(r: _Reviews, request: Request, form: dict[str, str]) -> Respo
         Label(trace_id, TRACE_LEVEL, verdict, reviewer, jid, "", trace["judgment"].get("response_verdict") or "",
               kind, mode, form.get("comment", "").strip()[:2000])
     )  # fmt: skip
-    r.store.save_labels(labels, "judgments", trace["service"])
+    part = RANDOM if in_random_slice(trace_id, r.s.random_pool) else INFORMATIVE  # the queue slice it is in
+    r.store.save_labels([replace(lab, slice=part) for lab in labels], "judgments", trace["service"])
     r.forget_queue()
     for lab in labels:
         r.metrics.count(trace["service"], "judgments", lab.label)

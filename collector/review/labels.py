@@ -12,8 +12,9 @@ stored records into the labels-file rows of ``ragpulse calibrate``
 "judge": {...}}`` for judged traces nobody labelled, the population of the
 prediction-powered estimate), so ``calibrate --from-reviews`` and
 ``review export-labels`` followed by ``calibrate FILE`` compute the same thing. A labelled
-row also carries ``claim_labels`` (:func:`claim_labels`), the claims ``ragpulse judge refit``
-fits on.
+row also carries ``slice``, the judgments queue's slice its trace was labelled in
+(``calibrate``'s prediction-powered interval takes only the random slice's), and
+``claim_labels`` (:func:`claim_labels`), the claims ``ragpulse judge refit`` fits on.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..judge.calibrate import RANDOM_SLICE
 from ..monitoring.dashboard_sql import FAILURE_MODES
 
 __all__ = [
@@ -29,12 +31,16 @@ __all__ = [
     "CLAIM_LABELS",
     "FAILURE_MODES",
     "QUEUES",
+    "INFORMATIVE",
+    "RANDOM",
+    "SLICES",
     "TRACE_LABELS",
     "TRACE_LEVEL",
     "Label",
     "calibration_rows",
     "claim_labels",
     "human_record",
+    "trace_slice",
 ]
 
 CLAIM_LABELS: tuple[str, ...] = ("supported", "unsupported", "contradicted")
@@ -42,6 +48,13 @@ TRACE_LABELS: tuple[str, ...] = ("faithful", "unfaithful")
 ABSTENTION_KINDS: tuple[str, ...] = ("appropriate", "false_refusal")
 QUEUES: tuple[str, ...] = ("cases", "judgments")
 TRACE_LEVEL = -1
+#: The judgments queue's slices: ``random`` (judged traces in a fixed random order: labels
+#: that estimate the population, what ``calibrate``'s interval needs) and ``informative``
+#: (the traces a label teaches the judge most about). '' is a label saved before slices were
+#: recorded (or by another tool).
+RANDOM = RANDOM_SLICE
+INFORMATIVE = "informative"
+SLICES: tuple[str, ...] = (RANDOM, INFORMATIVE)
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,13 @@ class Label:
     abstention_kind: str = ""
     failure_mode: str = ""
     comment: str = ""
+    slice: str = ""  # the judgments queue's slice it was labelled in (:data:`SLICES`)
+
+
+def trace_slice(labels: Iterable[Label]) -> str:
+    """The slice a trace was labelled in: its trace label's, else its first claim label's."""
+    ordered = sorted(labels, key=lambda lab: lab.claim_index)
+    return ordered[0].slice if ordered else ""
 
 
 def human_record(labels: Iterable[Label], claims_total: int) -> dict[str, Any]:
@@ -109,6 +129,8 @@ def calibration_rows(
             claims = claim_labels(by_trace[tid])
             if claims:
                 row["claim_labels"] = claims
+            if "human" in row:
+                row["slice"] = trace_slice(by_trace[tid])
         row["judge"] = record
         rows.append(row)
     return rows

@@ -1,12 +1,10 @@
 """What the review app and the label commands read from and write to the store.
 
 Every read goes through ``FINAL`` (replays never count twice). The judgments
-queue is ordered by what a human label is worth most (:data:`PRIORITIES`): a
-claim whose support probability lies within ``margin`` of the judge's verdict
-threshold, then a trace on which two judges (or the two tiers of a tiered
-judge) disagree, then a trace inside a firing alert's window (the queued
-windows the Alertmanager receiver wrote to ``rag_exports``), then the rest;
-within a class, closest to the threshold first, newest first.
+queue serves a random slice (for unbiased estimates) and an informative slice
+ordered by what a human label is worth most (:data:`PRIORITIES`), one trace of
+each in turn (:mod:`.slices`); the alert windows are the queued windows the
+Alertmanager receiver wrote to ``rag_exports``.
 """
 
 from __future__ import annotations
@@ -21,16 +19,24 @@ from ..contract import SCORE_NAMES
 from ..export.select import stored_metadata
 from ..storage.clickhouse import Storage
 from .labels import TRACE_LEVEL, Label
+from .slices import (
+    DEFAULT_POOL,
+    PRIORITIES,
+    QueueItem,
+    feedback_disagrees,
+    in_random_slice,
+    interleave,
+    random_item,
+    random_key,
+    response_distance,
+)
 
 __all__ = ["PRIORITIES", "QueueItem", "ReviewStore", "Scope"]
-
-#: Queue classes, most valuable first.
-PRIORITIES: tuple[str, ...] = ("near threshold", "judges disagree", "alert window", "other")
 
 _LABEL_COLS = (
     "trace_id, claim_index, argMax(label, version), argMax(reviewer, version), argMax(judge_id, version), "
     "argMax(claim_text, version), argMax(judge_label, version), argMax(abstention_kind, version), "
-    "argMax(failure_mode, version), argMax(comment, version)"
+    "argMax(failure_mode, version), argMax(comment, version), argMax(slice, version)"
 )
 
 
@@ -56,14 +62,6 @@ class Scope:
         return " AND ".join(cond), params
 
 
-@dataclass(frozen=True)
-class QueueItem:
-    trace_id: str
-    service: str
-    priority: str
-    nearest: float | None  # smallest |support probability - threshold| over the trace's claims
-
-
 class ReviewStore:
     """The review queries over one :class:`Storage`."""
 
@@ -82,36 +80,78 @@ class ReviewStore:
         )
         return [(str(j), int(n)) for j, n in rows]
 
-    def queue(self, scope: Scope, threshold: float, margin: float = 0.15) -> list[QueueItem]:
-        """Every judged trace of ``scope``, in review order (module docstring)."""
+    def queue(
+        self,
+        scope: Scope,
+        threshold: float,
+        margin: float = 0.15,
+        pool: float = DEFAULT_POOL,
+        mean_below: float | None = None,
+    ) -> list[QueueItem]:
+        """Every judged trace of ``scope`` once, the random and the informative slice in turn
+        (:mod:`.slices`): ``threshold`` is the judge's claim verdict threshold, ``mean_below``
+        its response rule's (None: no response-boundary class), ``pool`` the random share."""
         cond, params = scope.where()
         params.update(threshold=float(threshold))
         rows = self.storage.query(
             "SELECT j.trace_id, j.service, toUnixTimestamp64Nano(j.time), c.nearest, "
-            "JSONExtractString(j.extra, 'local_failure_mode') AS local_mode, j.failure_mode "
+            "JSONExtractString(j.extra, 'local_failure_mode') AS local_mode, j.failure_mode, "
+            "JSONExtractString(j.extra, 'response_verdict'), c.claims "
             f"FROM (SELECT * FROM {{db}}.rag_judgments FINAL WHERE {cond}) AS j "
-            "LEFT JOIN (SELECT trace_id, min(abs(support_probability - %(threshold)s)) AS nearest "
-            f"FROM {{db}}.rag_claims FINAL WHERE judge_id = %(judge)s AND support_probability IS NOT NULL "
+            "LEFT JOIN (SELECT trace_id, min(abs(support_probability - %(threshold)s)) AS nearest, "
+            "groupArray(tuple(verdict, support_probability)) AS claims "
+            f"FROM {{db}}.rag_claims FINAL WHERE judge_id = %(judge)s "
             "GROUP BY trace_id) AS c ON c.trace_id = j.trace_id",
             params,
         )
+        random = sorted(
+            (random_item(str(r[0]), str(r[1])) for r in rows if in_random_slice(str(r[0]), pool)),
+            key=lambda q: random_key(q.trace_id),
+        )
+        rest = [r for r in rows if not in_random_slice(str(r[0]), pool)]
+        return interleave(random, self._informative(rest, threshold, margin, mean_below))
+
+    def _informative(
+        self, rows: list[tuple[Any, ...]], threshold: float, margin: float, mean_below: float | None
+    ) -> list[QueueItem]:
+        """The informative slice's traces in the order of :data:`.slices.PRIORITIES`; within a
+        class, closest to its boundary first, then newest first."""
         ids = [str(r[0]) for r in rows]
         disagree = self._disagreeing(ids)
+        feedback = self._feedback(ids)
         alerts = self._alert_windows()
         items: list[tuple[tuple[Any, ...], QueueItem]] = []
-        for tid, service, t_ns, nearest, local_mode, mode in rows:
+        for tid, service, t_ns, nearest, local_mode, mode, verdict, claims in rows:
             near = None if nearest is None else float(nearest)
-            if near is not None and near <= margin:
-                prio = 0
-            elif tid in disagree or (local_mode and local_mode != mode):
+            response = response_distance([(str(v), p) for v, p in claims or []], threshold, mean_below)
+            record = {"failure_mode": mode, "response_verdict": verdict}
+            if response is not None and response <= margin:
+                prio, near = 0, response
+            elif near is not None and near <= margin:
                 prio = 1
-            elif any(s == service and lo <= int(t_ns) <= hi for s, lo, hi in alerts):
+            elif tid in feedback and feedback_disagrees(*feedback[tid], record):
                 prio = 2
-            else:
+            elif tid in disagree or (local_mode and local_mode != mode):
                 prio = 3
+            elif any(s == service and lo <= int(t_ns) <= hi for s, lo, hi in alerts):
+                prio = 4
+            else:
+                prio = 5
             key = (prio, near if near is not None else 2.0, -int(t_ns), str(tid))
             items.append((key, QueueItem(str(tid), str(service), PRIORITIES[prio], near)))
         return [item for _, item in sorted(items, key=lambda kv: kv[0])]
+
+    def _feedback(self, ids: list[str]) -> dict[str, tuple[int, int]]:
+        """trace id -> (negative, positive) feedback events, for the traces that have any."""
+        out: dict[str, tuple[int, int]] = {}
+        for i in range(0, len(ids), 5000):
+            rows = self.storage.query(
+                "SELECT trace_id, countIf(label = 'negative'), countIf(label = 'positive') "
+                "FROM {db}.rag_feedback FINAL WHERE trace_id IN %(ids)s GROUP BY trace_id",
+                {"ids": ids[i : i + 5000]},
+            )
+            out.update({str(t): (int(n), int(p)) for t, n, p in rows})
+        return out
 
     def _disagreeing(self, ids: list[str]) -> set[str]:
         out: set[str] = set()
@@ -224,13 +264,15 @@ class ReviewStore:
     # -- labels
 
     def save_labels(self, labels: list[Label], queue: str, service: str) -> int:
-        """Store labels (a resave of the same trace, claim, reviewer and judge replaces the row)."""
+        """Store labels (a resave of the same trace, claim, reviewer and judge replaces the row),
+        each with the queue slice it carries (:data:`.labels.SLICES`)."""
         now_ns = time.time_ns()
         stamp = datetime.fromtimestamp(now_ns / 1e9, tz=timezone.utc)
         rows = [
             {
                 "trace_id": lab.trace_id, "claim_index": lab.claim_index, "reviewer": lab.reviewer,
-                "judge_id": lab.judge_id, "queue": queue, "service": service, "claim_text": lab.claim_text,
+                "judge_id": lab.judge_id, "queue": queue, "slice": lab.slice, "service": service,
+                "claim_text": lab.claim_text,
                 "label": lab.label, "judge_label": lab.judge_label, "abstention_kind": lab.abstention_kind,
                 "failure_mode": lab.failure_mode, "comment": lab.comment,
                 "time": stamp, "version": now_ns,

@@ -55,7 +55,7 @@ CLAIM_COLUMNS = (
 
 #: ``rag_reviews``: human labels from ``ragpulse review`` (claim_index -1 = the trace-level label).
 REVIEW_COLUMNS = (
-    "trace_id", "claim_index", "reviewer", "judge_id", "queue", "service", "claim_text", "label",
+    "trace_id", "claim_index", "reviewer", "judge_id", "queue", "slice", "service", "claim_text", "label",
     "judge_label", "abstention_kind", "failure_mode", "comment", "time", "version",
 )  # fmt: skip
 

@@ -197,6 +197,7 @@ CREATE TABLE IF NOT EXISTS {db}.rag_reviews
     reviewer         String,
     judge_id         LowCardinality(String),
     queue            LowCardinality(String),
+    slice            LowCardinality(String),
     service          LowCardinality(String),
     claim_text       String,
     label            LowCardinality(String),
@@ -209,3 +210,6 @@ CREATE TABLE IF NOT EXISTS {db}.rag_reviews
 )
 ENGINE = ReplacingMergeTree(version)
 ORDER BY (trace_id, claim_index, reviewer, judge_id);
+
+-- A label table created before the judgments queue recorded its slice gains the column ('' for its rows).
+ALTER TABLE {db}.rag_reviews ADD COLUMN IF NOT EXISTS slice LowCardinality(String) AFTER queue;
