@@ -77,11 +77,12 @@ def run(args: argparse.Namespace) -> int:
         scope = RejudgeScope(base, judge.judge_id, args.service, start, args.retry_errors)
         todo = min(pending_count(storage, scope), args.limit)
         print(f"ragpulse rejudge: {todo} traces of {base} to judge as {judge.judge_id}", file=sys.stderr)
-        bar = _progress_bar(todo)
+        bar = _progress_bar(todo) if todo else None
         try:
-            outcome = rejudge(storage, judge, scope, args.limit, progress=bar.update)
+            outcome = rejudge(storage, judge, scope, args.limit, progress=bar.update if bar else None)
         finally:
-            bar.close()
+            if bar is not None:
+                bar.close()
             close = getattr(judge, "close", None)
             if close is not None:
                 close()
