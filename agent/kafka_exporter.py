@@ -16,13 +16,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .otlp import encode_records
+from .otlp import EncodedRecord, Finished, encode_finished, encode_records
 from .stats import Stats
 
 __all__ = ["KafkaSpanExporter", "PRODUCER_DEFAULTS"]
@@ -116,16 +116,22 @@ class KafkaSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         with self._lock:
-            return self._export(spans)
+            return self._export(spans, encode_records)
 
-    def _export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+    def export_finished(self, items: Sequence[Finished]) -> SpanExportResult:
+        """Export spans with the attributes and events they leave the process with (the agent's
+        export thread hands them so, encoded straight from its materialised attributes)."""
+        with self._lock:
+            return self._export(items, encode_finished)
+
+    def _export(self, spans: Sequence[Any], encode: Callable[..., list[EncodedRecord]]) -> SpanExportResult:
         producer = self._get_producer()
         if producer is None:
             self.stats.drop("export_failed", len(spans))
             return SpanExportResult.FAILURE
         too_big: list[ReadableSpan] = []
         try:
-            records = encode_records(spans, self.max_record_bytes, too_big)
+            records = encode(spans, self.max_record_bytes, too_big)
         except Exception:  # noqa: BLE001
             _log.exception("ragpulse: encoding spans failed")
             self.stats.drop("internal_error", len(spans))

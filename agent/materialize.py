@@ -3,9 +3,11 @@
 Given a finished span with a record attached, build the final attributes and
 ``rag.citation`` events (DESIGN.md "Span conventions"), apply the limits
 (truncation is flagged with ``rag.truncated`` and ``rag.truncated.fields``)
-and redaction, and return a plain ``ReadableSpan`` that any OTel exporter
-understands. Redaction is applied to every string attribute and event
-attribute of every span that passes through, not only ragpulse's own.
+and redaction. The span leaves with these attributes and events: on a copy
+(:func:`copy_span`, the plain ``ReadableSpan`` any OTel exporter understands),
+or written straight into OTLP by the agent's own exporters. Redaction is
+applied to every string attribute and event attribute of every span that
+passes through, not only ragpulse's own.
 """
 
 from __future__ import annotations
@@ -439,8 +441,9 @@ class Materializer:
     def _scrub(self, ctx: _Ctx, attrs: Mapping[str, Any] | None) -> dict[str, Any]:
         return {k: self._scrub_value(ctx, v) for k, v in (attrs or {}).items()}
 
-    def finalize(self, span: ReadableSpan, record: Record | None) -> ReadableSpan:
-        """The span as it leaves the process: record expanded, limits and redaction applied."""
+    def finalize(self, span: ReadableSpan, record: Record | None) -> tuple[dict[str, Any], list[Event]]:
+        """The attributes and events ``span`` leaves the process with: record expanded, limits and
+        redaction applied (:func:`copy_span` puts them on a copy; an encoder needs no copy)."""
         events = list(span.events)
         # Attributes already on the span (set by the application or other instrumentation) are
         # limited and redacted too; ours come out of expand() already limited and redacted.
@@ -457,7 +460,7 @@ class Materializer:
         if ctx.truncated:
             ctx.attrs = merged
             self._flag(ctx)
-        return copy_span(span, merged, events)
+        return merged, events
 
 
 def copy_span(span: ReadableSpan, attributes: Mapping[str, Any], events: Sequence[Event]) -> ReadableSpan:

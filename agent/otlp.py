@@ -11,8 +11,8 @@ and counted by the caller.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -25,9 +25,12 @@ from .conventions import (
 from .materialize import copy_span
 from .otlp_wire import EncodedSpan, traces_data
 
-__all__ = ["EncodedRecord", "encode_records", "encode_traces_data", "encoded_span"]
+__all__ = ["EncodedRecord", "Finished", "encode_finished", "encode_records", "encode_traces_data"]
 
 _FAST_FAILS = (TypeError, ValueError, AttributeError, OverflowError)
+# A span as it leaves the process: the finished span, and the attributes and events it is exported
+# with (the export thread's materialised ones), so that no copy of the span is made to be encoded.
+Finished = tuple[ReadableSpan, Mapping[str, Any], Sequence[Event]]
 
 
 class EncodedRecord(NamedTuple):
@@ -38,20 +41,25 @@ class EncodedRecord(NamedTuple):
     span_count: int
 
 
-def encoded_span(span: ReadableSpan) -> EncodedSpan:
-    """``span`` encoded by the direct wire writer, or, for a value it does not handle, by the OTel
+def _encoded(item: Finished) -> EncodedSpan:
+    """``item`` encoded by the direct wire writer, or, for a value it does not handle, by the OTel
     reference encoder (same message either way)."""
     try:
-        return EncodedSpan.of(span)
+        return EncodedSpan.of(*item)
     except _FAST_FAILS:
+        span = copy_span(*item)
         resource_spans = encode_spans([span]).resource_spans[0]
         data = resource_spans.scope_spans[0].spans[0].SerializeToString()
         return EncodedSpan(span.context.trace_id, span.resource, span.instrumentation_scope or None, data)
 
 
+def _own(span: ReadableSpan) -> Finished:
+    return span, span.attributes, span.events
+
+
 def encode_traces_data(spans: Sequence[ReadableSpan]) -> bytes:
     """Serialise spans as OTLP TracesData (grouped by resource and scope)."""
-    return traces_data([encoded_span(span) for span in spans])
+    return traces_data([_encoded(_own(span)) for span in spans])
 
 
 def _shrink(span: ReadableSpan, max_chars: int) -> ReadableSpan:
@@ -89,7 +97,7 @@ def _fit_one(span: ReadableSpan, max_bytes: int) -> bytes | None:
     return None
 
 
-_Pair = tuple[ReadableSpan, EncodedSpan]
+_Pair = tuple[Finished, EncodedSpan]
 
 
 def _split(
@@ -100,9 +108,10 @@ def _split(
         yield EncodedRecord(key, value, len(spans))
         return
     if len(spans) == 1:
-        fitted = _fit_one(spans[0][0], max_bytes)
+        item = spans[0][0]
+        fitted = _fit_one(copy_span(*item), max_bytes)
         if fitted is None:
-            dropped.append(spans[0][0])
+            dropped.append(item[0])
         else:
             yield EncodedRecord(key, fitted, 1)
         return
@@ -111,19 +120,26 @@ def _split(
     yield from _split(key, spans[half:], max_bytes, dropped)
 
 
-def encode_records(
-    spans: Sequence[ReadableSpan], max_bytes: int, dropped: list[ReadableSpan] | None = None
+def encode_finished(
+    items: Sequence[Finished], max_bytes: int, dropped: list[ReadableSpan] | None = None
 ) -> list[EncodedRecord]:
-    """Group ``spans`` by trace and encode each group as one (or, if too big, several) records.
+    """Group finished spans by trace and encode each group as one (or, if too big, several) records.
 
     Every span is encoded once; a trace too big for one record is split by regrouping the
     encoded spans. Spans that cannot fit even alone are appended to ``dropped``.
     """
     by_trace: dict[int, list[_Pair]] = {}
-    for span in spans:
-        by_trace.setdefault(span.context.trace_id, []).append((span, encoded_span(span)))
+    for item in items:
+        by_trace.setdefault(item[0].context.trace_id, []).append((item, _encoded(item)))
     sink = dropped if dropped is not None else []
     out: list[EncodedRecord] = []
     for trace_id, group in by_trace.items():
         out.extend(_split(format_trace_id(trace_id), group, max_bytes, sink))
     return out
+
+
+def encode_records(
+    spans: Sequence[ReadableSpan], max_bytes: int, dropped: list[ReadableSpan] | None = None
+) -> list[EncodedRecord]:
+    """:func:`encode_finished` of spans exported with their own attributes and events."""
+    return encode_finished([_own(span) for span in spans], max_bytes, dropped)

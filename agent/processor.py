@@ -3,7 +3,9 @@
 ``on_end`` (request path) only appends the finished span to the bounded queue of
 :class:`~ragpulse.agent.batching.BatchThread`, or counts a drop when it is full; it never blocks
 and never raises. The export thread expands each span's side record
-(:class:`~ragpulse.agent.materialize.Materializer`) and hands the final spans to the exporter.
+(:class:`~ragpulse.agent.materialize.Materializer`) into the attributes and events the span
+leaves with, and hands them to the exporter: the agent's own exporters (``export_finished``)
+encode them as they are, any other ``SpanExporter`` gets copies of the spans carrying them.
 Anything the exporter does (network, blocking on a broker that is down) happens on that thread
 only. After ``fork()`` the exporter also drops its connections (``after_fork``) and the parent's
 side records are forgotten.
@@ -20,7 +22,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from .batching import BatchThread
 from .config import Settings
 from .conventions import RAG_TRUNCATED
-from .materialize import Materializer
+from .materialize import Materializer, copy_span
 from .stats import Stats
 
 __all__ = ["RagpulseSpanProcessor"]
@@ -58,34 +60,45 @@ class RagpulseSpanProcessor(BatchThread, SpanProcessor):
 
     # -- export thread -----------------------------------------------------------------------
     def _process(self, batch: list[ReadableSpan]) -> None:
-        final: list[ReadableSpan] = []
+        finished: list[tuple[ReadableSpan, dict[str, Any], list[Any]]] = []
         records = self.records
+        finalize = self._materializer.finalize
         for span in batch:
             try:
-                out = self._materializer.finalize(span, records.pop(span.context.span_id, None))
-                final.append(out)
-                if RAG_TRUNCATED in out.attributes:
-                    self._stats.add("truncated_spans")
+                attributes, events = finalize(span, records.pop(span.context.span_id, None))
             except Exception:  # noqa: BLE001 - never let one odd value stop the pipeline
                 self._stats.drop("internal_error")
                 self._log_once("materialising a span failed")
-        if not final:
-            return
+                continue
+            finished.append((span, attributes, events))
+            if RAG_TRUNCATED in attributes:
+                self._stats.add("truncated_spans")
+        if finished:
+            self._export(finished)
+
+    def _export(self, finished: list[tuple[ReadableSpan, dict[str, Any], list[Any]]]) -> None:
+        """Hand the batch to the exporter: the agent's own take the attributes and events as they
+        are (``export_finished``), any other ``SpanExporter`` gets copies of the spans carrying them."""
+        exporter = self._exporter
+        export_finished = getattr(exporter, "export_finished", None)
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            result = self._exporter.export(final)
+            if export_finished is not None:
+                result = export_finished(finished)
+            else:
+                result = exporter.export([copy_span(*item) for item in finished])
         except Exception:  # noqa: BLE001
             self._log_once("exporter raised")
-            self._stats.drop("export_failed", len(final))
+            self._stats.drop("export_failed", len(finished))
             return
         finally:
             detach(token)
-        if getattr(self._exporter, "counts_own_drops", False):
+        if getattr(exporter, "counts_own_drops", False):
             return  # the exporter counts exported and dropped spans itself (it may partly succeed)
         if result is SpanExportResult.SUCCESS:
-            self._stats.add("spans_exported", len(final))
+            self._stats.add("spans_exported", len(finished))
         else:
-            self._stats.drop("export_failed", len(final))
+            self._stats.drop("export_failed", len(finished))
 
     # -- lifecycle ---------------------------------------------------------------------------
     def force_flush(self, timeout_millis: int = 30000) -> bool:

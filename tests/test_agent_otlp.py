@@ -243,3 +243,28 @@ def test_a_span_the_direct_writer_refuses_is_encoded_by_the_reference_within_its
     records = encode_records([good, odd], 900_000)
     assert len(records) == 1 and records[0].span_count == 2
     assert records[0].value == encode_spans([good, odd]).SerializeToString()
+
+
+def test_finished_spans_are_encoded_with_their_final_attributes_and_events():
+    """The export thread hands the exporter (span, attributes, events) without copying the span:
+    the records are those of the copy, split and shrunk the same way."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import Event
+    from ragpulse.agent.materialize import copy_span
+    from ragpulse.agent.otlp import encode_finished
+
+    ended = _span({"set.on.span": "before"}, name="ended")
+    items = [
+        (ended, {"input.value": "q", "n": 3}, [Event("rag.citation", {"rag.citation.document.id": "C1"}, 8)]),
+        (_span({}, ended.resource, name="big"), {"content": "z" * 50_000}, []),
+    ]
+    copies = [copy_span(*item) for item in items]
+    records = encode_finished(items, 900_000)
+    assert [r.value for r in records] == [encode_spans(copies).SerializeToString()]
+    dropped = []
+    small = encode_finished(items, 20_000, dropped)
+    assert dropped == [] and [r.span_count for r in small] == [1, 1]
+    assert small[0].value == encode_spans(copies[:1]).SerializeToString()
+    shrunk = decode(small[1].value).resource_spans[0].scope_spans[0].spans[0]
+    attrs = {kv.key: kv.value for kv in shrunk.attributes}
+    assert len(attrs["content"].string_value) < 20_000 and attrs["rag.truncated"].bool_value
