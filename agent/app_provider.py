@@ -10,7 +10,8 @@ attributes and events and ends the span with the recorded end time, handing it
 to the application's span processors. The provider's own ``force_flush()`` and
 ``shutdown()`` end everything queued first (:mod:`.flush_hook`), and so does
 ``agent.flush()``, which then flushes the provider; spans reach that provider's
-processors within ``schedule_delay_ms`` otherwise.
+processors within ``schedule_delay_ms`` otherwise. Under a provider whose flush and
+shutdown cannot be hooked the spans are ended on the request path (the hook warns).
 
 The provider keeps a bounded number of attributes per span
 (``OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT``, default 128) and drops the oldest beyond
@@ -65,34 +66,48 @@ class AppSpanEnder(BatchThread):
         super().__init__("ragpulse-app-spans", settings, stats)
         stop = weakref.WeakMethod(self.shutdown)
         atexit.register(lambda: (method := stop()) is not None and method())
-        self._hooked = False
+        self._deferring = False  # True once the provider's flush and shutdown end the queued spans
+        self._inline: bool | None = None  # True: end spans on the request path; None: not hooked yet
         self._hook()
 
     def _hook(self) -> None:
         """Have the provider's flush and shutdown end the queued spans (once it is an SDK provider:
-        the global one may still be the API's proxy until the application sets it)."""
-        try:
-            from .flush_hook import hook_provider
-        except ImportError:  # no SDK: nothing to hook into
-            self._hooked = True
-            return
+        the global one may still be the API's proxy until the application sets it); where they
+        cannot, end spans on the request path from now on."""
         provider = self._provider
         if provider is None:
             from opentelemetry import trace as trace_api
 
             provider = trace_api.get_tracer_provider()
         try:
-            self._hooked = hook_provider(provider, self)
+            from .flush_hook import hook_provider
+
+            hooked = hook_provider(provider, self)
         except Exception:  # noqa: BLE001 - never raise into the application
-            self._hooked = True
-            _log.exception("ragpulse: hooking into the application's provider failed")
+            _log.exception("ragpulse: hooking into the application's provider failed; ending spans inline")
+            hooked = False
+        if hooked is not None:
+            self._inline = not hooked
+            self._deferring = hooked
 
     # -- request path ------------------------------------------------------------------------
     def end(self, span: Any, record: Record) -> None:
         """Queue ``span`` to be completed from ``record`` and ended at this moment's time."""
-        if not self._hooked:
-            self._hook()
+        if not self._deferring:
+            self._end_unhooked(span, record)
+            return
         self.put((span, record, time.time_ns()))
+
+    def _end_unhooked(self, span: Any, record: Record) -> None:
+        """Before the provider is hooked, try again (and queue while it is no SDK provider);
+        under a provider that could not be hooked, end the span here."""
+        end_time = time.time_ns()
+        if self._inline is None:
+            self._hook()
+        if self._inline:
+            self._finish(span, record, end_time)
+        else:
+            self.put((span, record, end_time))
 
     def _rejected(self, item: tuple[Any, Record, int]) -> None:
         self._finish(*item)  # the queue is full: end it here, never drop it
@@ -173,12 +188,10 @@ class AppSpanEnder(BatchThread):
         flush = getattr(provider, "force_flush", None)
         return self._flush(timeout_s, flush, "the application's provider force_flush raised")
 
-    def end_queued(self) -> bool:
+    def end_queued(self) -> None:
         """End, in the caller's thread, every span queued so far, after any batch the thread is
-        ending now; whether there was anything to end (the provider's flush hook asks)."""
-        pending = bool(self._queue) or self._lock.locked()
+        ending now (the provider's flush hook calls this before the provider flushes)."""
         self._drain(limit=len(self._queue))
-        return pending
 
     def shutdown(self) -> None:
         """End everything queued and stop the thread (the application's provider stays up)."""

@@ -4,115 +4,153 @@ Under the application's provider (``exporter="none"``) the request path queues a
 span and :class:`~ragpulse.agent.app_provider.AppSpanEnder` ends it later, on its
 thread. Code that flushes the provider itself (a serverless layer at the end of
 each invocation, a framework's shutdown hook, a test with an in-memory exporter)
-would otherwise find none of those spans at its processors. So the agent
-registers a :class:`ProviderFlushHook` span processor on that provider: its
-``force_flush`` and ``shutdown`` end everything queued, in the caller's thread,
-before the provider's other processors flush or shut down.
+would otherwise find none of those spans at its processors.
 
-Order matters: the SDK's ``SynchronousMultiSpanProcessor`` calls processors in
-the order they were added, and the application added its exporters before
-configuring ragpulse. The hook is therefore put first in that list (the SDK has
-no public way to do so, so this reads its ``_span_processors`` tuple, under its
-own lock, and falls back to ``add_span_processor`` for any other provider). When
-the hook is not first, its ``force_flush`` flushes the provider once more after
-ending the queued spans, so the processors before it see them too.
+So the agent wraps that provider's public ``force_flush`` and ``shutdown`` on the
+instance: the wrapper ends everything queued, in the caller's thread, and then
+calls the provider's own method. Every span is therefore at the provider's
+processors before any of them flushes or shuts down, whatever their layout: one
+or several processors, simple or batching, run in turn
+(``SynchronousMultiSpanProcessor``) or at once (``ConcurrentMultiSpanProcessor``),
+or a provider of another class that takes span processors. Nothing of the SDK's
+private state is read or changed, and no processor is added (the request path
+pays nothing for the hook).
 
-One hook per provider, re-pointed at the current configuration's ender (a
-weak reference: a replaced configuration is not kept alive). Its ``on_start`` /
-``on_end`` are the SDK's no-ops; it costs the request path nothing else.
+At interpreter exit the provider shuts itself down through the bound method it
+registered with :mod:`atexit` when it was made, which the wrapper does not see;
+the hook registers its own exit handler when it is made, after the provider, so
+it runs first (``atexit`` runs handlers in reverse order) and ends the queued
+spans before the provider's processors stop.
+
+Where the methods cannot be wrapped (a provider class that refuses instance
+attributes or defines them as read-only properties), deferring would leave the
+provider's flush and shutdown blind to queued spans, so the agent falls back to
+ending its spans on the request path under that provider, which costs each call
+the writing of its attributes, and logs once at WARNING that it did.
+
+One hook per provider, re-pointed at the current configuration's ender (a weak
+reference: a replaced configuration is not kept alive).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
 import weakref
 from typing import Any
 
-from opentelemetry.sdk.trace import SpanProcessor
-
 __all__ = ["hook_provider"]
 
 _log = logging.getLogger("ragpulse.agent")
-_HOOKS: weakref.WeakKeyDictionary[Any, ProviderFlushHook] = weakref.WeakKeyDictionary()
+_HOOKS: weakref.WeakKeyDictionary[Any, ProviderHook] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-class ProviderFlushHook(SpanProcessor):
-    """Ends the agent's queued spans when the application's provider flushes or shuts down."""
+class ProviderHook:
+    """Ends the agent's queued spans before the application's provider flushes or shuts down."""
 
     def __init__(self, provider: Any) -> None:
-        self._provider = weakref.ref(provider)
         self._ender: Any = None
-        self.first = False
-        self._reflushing = False
+        self.wrapped = _wrap(provider, self)
+        ref = weakref.ref(self)
+        atexit.register(lambda: (hook := ref()) is not None and hook.end_queued())
 
     def point_at(self, ender: Any) -> None:
         self._ender = weakref.ref(ender)
 
-    def _end_queued(self) -> int:
-        """End every span queued so far (waiting for a batch the ender's thread is ending); how many."""
+    def end_queued(self) -> None:
+        """End every span queued so far (after a batch the ender's thread is ending now)."""
         ender = self._ender() if self._ender is not None else None
         if ender is None:
-            return 0
+            return
         try:
-            return ender.end_queued()
-        except Exception:  # noqa: BLE001 - processors never raise
+            ender.end_queued()
+        except Exception:  # noqa: BLE001 - the application's flush must go on
             _log.exception("ragpulse: ending queued spans at the provider's flush failed")
-            return 0
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        if self._reflushing:
-            return True
-        start = time.monotonic()
-        ended = self._end_queued()
-        provider = self._provider()
-        if not ended or self.first or provider is None:
-            return True
-        # Processors before this one flushed already: flush them again for what was just ended.
-        left = max(0, int(timeout_millis - (time.monotonic() - start) * 1000))
-        self._reflushing = True
-        try:
-            return bool(provider.force_flush(left))
-        except Exception:  # noqa: BLE001
-            _log.exception("ragpulse: flushing the application's provider again failed")
-            return False
-        finally:
-            self._reflushing = False
 
-    def shutdown(self) -> None:
+class _Shutdown:
+    """A provider's ``shutdown``, run after the hook ended the queued spans."""
+
+    def __init__(self, original: Any, hook: ProviderHook) -> None:
+        self.__wrapped__ = original
+        self._hook = weakref.ref(hook)
+
+    def _end_queued(self) -> None:
+        hook = self._hook()
+        if hook is not None:
+            hook.end_queued()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._end_queued()
+        return self.__wrapped__(*args, **kwargs)
 
 
-def hook_provider(provider: Any, ender: Any) -> bool:
-    """Make ``provider``'s flush and shutdown end ``ender``'s queued spans first; False when
-    ``provider`` takes no span processors (an API-only or proxy provider: try again later)."""
+class _ForceFlush(_Shutdown):
+    """A provider's ``force_flush``: the queued spans ended first, within the same timeout."""
+
+    def __call__(self, timeout_millis: int = 30000, *args: Any, **kwargs: Any) -> Any:
+        start = time.monotonic()
+        self._end_queued()
+        left = max(0, int(timeout_millis - (time.monotonic() - start) * 1000))
+        return self.__wrapped__(left, *args, **kwargs)
+
+
+def _wrap(provider: Any, hook: ProviderHook) -> bool:
+    """Wrap ``provider``'s ``force_flush`` and ``shutdown`` on the instance; False (and a
+    WARNING) when it cannot be done, leaving the provider as it was."""
+    originals = {name: getattr(provider, name, None) for name in ("force_flush", "shutdown")}
+    missing = [name for name, method in originals.items() if not callable(method)]
+    if missing:
+        return _cannot_wrap(provider, f"it has no {' or '.join(missing)}() method")
+    wrappers = {"force_flush": _ForceFlush(originals["force_flush"], hook),
+                "shutdown": _Shutdown(originals["shutdown"], hook)}  # fmt: skip
+    try:
+        for name, wrapper in wrappers.items():
+            setattr(provider, name, wrapper)
+        if all(getattr(provider, name) is wrapper for name, wrapper in wrappers.items()):
+            return True
+        reason = "its methods do not take instance attributes"
+    except (AttributeError, TypeError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+    for name in wrappers:  # leave the provider as it was
+        try:
+            if vars(provider).get(name) is wrappers[name]:
+                delattr(provider, name)
+        except (AttributeError, TypeError):
+            pass
+    return _cannot_wrap(provider, reason)
+
+
+def _cannot_wrap(provider: Any, reason: str) -> bool:
+    _log.warning(
+        "ragpulse: cannot wrap force_flush() and shutdown() of the application's tracer provider "
+        "(%s.%s: %s), so they could not end the spans ragpulse defers off the request path; under "
+        "this provider ragpulse ends its spans on the request path instead (each call pays for "
+        "writing their attributes), so its flush and shutdown find every span",
+        type(provider).__module__,
+        type(provider).__qualname__,
+        reason,
+    )
+    return False
+
+
+def hook_provider(provider: Any, ender: Any) -> bool | None:
+    """Make ``provider``'s flush and shutdown end ``ender``'s queued spans first: True when
+    they do, False when they cannot (the ender must end its spans on the request path; logged
+    once per provider), None when ``provider`` takes no span processors (an API-only or proxy
+    provider: try again later)."""
     if not callable(getattr(provider, "add_span_processor", None)):
-        return False
+        return None
     with _LOCK:
-        hook = _HOOKS.get(provider)
+        try:
+            hook = _HOOKS.get(provider)
+        except TypeError:  # not weakly referenceable: one hook per provider cannot be kept
+            return _cannot_wrap(provider, "it cannot be weakly referenced")
         if hook is None:
-            hook = ProviderFlushHook(provider)
-            hook.first = _put_first(provider, hook)
-            if not hook.first:
-                provider.add_span_processor(hook)
+            hook = ProviderHook(provider)
             _HOOKS[provider] = hook
         hook.point_at(ender)
-    return True
-
-
-def _put_first(provider: Any, hook: ProviderFlushHook) -> bool:
-    """Insert ``hook`` before the processors already on an SDK provider; False if its layout differs."""
-    from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor
-
-    multi = getattr(provider, "_active_span_processor", None)
-    if type(multi) is not SynchronousMultiSpanProcessor:
-        return False
-    lock = getattr(multi, "_lock", None)
-    current = getattr(multi, "_span_processors", None)
-    if lock is None or not isinstance(current, tuple):
-        return False
-    with lock:
-        multi._span_processors = (hook, *multi._span_processors)
-    return True
+    return hook.wrapped
