@@ -204,3 +204,81 @@ def ragpulse_call() -> Any:
         return complete(query)
 
     return lambda: rag(QUERY)
+
+
+# The agentic call (issue 43): a follow-up turn with a 6-message history; the query is rewritten
+# by one generation, three retrievals fetch 5 chunks each, two tools are called, and a second
+# generation answers from the chunks it is given.
+HISTORY = [
+    {"role": "user", "content": "How long do we keep transaction logs?"},
+    {"role": "assistant", "content": "Transaction logs are kept for five years under the retention policy."},
+    {"role": "user", "content": "Does that include the audit trail of account changes?"},
+    {"role": "assistant", "content": "Yes, the audit trail follows the same five-year retention."},
+    {"role": "user", "content": "Who approves an exception to the retention period?"},
+    {"role": "assistant", "content": "The records officer approves exceptions, after legal review."},
+]
+FOLLOW_UP = "And can we delete them sooner?"
+REWRITTEN = "Can transaction logs be deleted before the five-year retention period ends?"
+ACCOUNT = {"account": "A-1", "balance": 1234.56, "currency": "EUR", "status": "active"}
+HOLDS = [{"id": "H-7", "status": "released", "released_on": "2024-03-01"}]
+AGENTIC_SPANS = 8  # root, 2 generations, 3 retrievals, 2 tool calls
+AGENTIC_QUERIES = (REWRITTEN, FOLLOW_UP, "retention exceptions legal hold")
+AGENTIC_CHUNKS = [
+    {
+        "id": f"A{i}",
+        "content": (f"Passage {i}: retention and deletion rules " * 30)[:500],
+        "score": round(0.9 - i * 0.02, 3),
+        "metadata": {"source": f"handbook-{i}.md"},
+    }
+    for i in range(1, 16)
+]
+
+
+def agentic_floor(tracer: Any) -> Any:
+    """The bare OTel SDK opening the agentic call's eight spans empty, nested as ragpulse nests them."""
+
+    def call() -> None:
+        with tracer.start_as_current_span("agent"):
+            for name in ("rewrite", "search", "search", "search", "lookup_account", "legal_holds", "answer"):
+                with tracer.start_as_current_span(name):
+                    pass
+
+    return call
+
+
+def ragpulse_agentic() -> Any:
+    """The agentic call instrumented with the agent's decorators (after configure())."""
+    from ragpulse.agent import generation, retrieval, tool, trace_rag
+
+    @generation(model="gpt-bench", provider="openai")
+    def rewrite(prompt: str) -> str:
+        return REWRITTEN
+
+    @retrieval
+    def search(query: str, top_k: int = 5) -> list[dict]:
+        start = AGENTIC_QUERIES.index(query) * top_k
+        return AGENTIC_CHUNKS[start : start + top_k]
+
+    @tool
+    def lookup_account(account_id: str) -> dict:
+        """The account's balance and status."""
+        return ACCOUNT
+
+    @tool
+    def legal_holds(account_id: str) -> list[dict]:
+        """Legal holds on the account."""
+        return HOLDS
+
+    @generation(model="gpt-bench", provider="openai")
+    def answer(prompt: str, chunks: list[dict]) -> str:
+        return ANSWER
+
+    @trace_rag
+    def agent(query: str, history: list[dict]) -> str:
+        rewritten = rewrite(query)
+        chunks = search(rewritten) + search(query) + search(AGENTIC_QUERIES[2])
+        lookup_account("A-1")
+        legal_holds("A-1")
+        return answer(rewritten, chunks=chunks)
+
+    return lambda: agent(FOLLOW_UP, HISTORY)
