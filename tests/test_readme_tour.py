@@ -41,6 +41,12 @@ EXERCISED = {
     "make interop": "test_make_interop_builds_the_otel_collector_and_runs_its_tests",
     'make demo DEMO_ARGS="--serve"': "test_make_demo_serve",
     ".venv/bin/ragpulse demo --help": "test_demo_help",
+    "RAGPULSE_STORAGE__DSN=chdb://$PWD/ragpulse-data/mine .venv/bin/ragpulse collect --no-kafka": (
+        "test_instrument_over_otlp_without_kafka"
+    ),
+    "RAGPULSE_EXPORTER=otlp RAGPULSE_OTLP_ENDPOINT=http://localhost:4320 .venv/bin/python my_rag.py": (
+        "test_instrument_over_otlp_without_kafka"
+    ),
     "RAGPULSE_EXPORTER=kafka RAGPULSE_KAFKA_BOOTSTRAP_SERVERS=localhost:9092 .venv/bin/python my_rag.py": (
         "test_instrument_collect_and_read_metrics"
     ),
@@ -239,6 +245,53 @@ def _chdb_query(db: Path, sql: str) -> list[list]:
     )
     assert res.returncode == 0, res.stderr[-2000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_instrument_over_otlp_without_kafka(tmp_path: Path) -> None:
+    """Tour step 2 without Kafka: ``ragpulse collect --no-kafka`` and the copy-paste app over OTLP/HTTP.
+    Substitutions: free ports for the receiver (4320) and the metrics (9466); ``$PWD`` (the shell
+    expands it) is a temporary folder."""
+    collect_cmd, app_cmd = readme_command("test_instrument_over_otlp_without_kafka")
+    (example,) = _blocks("python")
+    (tmp_path / "my_rag.py").write_text(example)
+    env, argv = _env_of(collect_cmd)
+    assert env["RAGPULSE_STORAGE__DSN"] == "chdb://$PWD/ragpulse-data/mine"
+    env["RAGPULSE_STORAGE__DSN"] = env["RAGPULSE_STORAGE__DSN"].replace("$PWD", str(tmp_path))
+    port = free_port()
+    env.update(RAGPULSE_RECEIVER__PORT=str(port), RAGPULSE_METRICS__PORT="0", RAGPULSE_SAMPLING__RATE="1.0")
+    argv[0] = str(ROOT / argv[0])
+    log = tmp_path / "collect.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True,
+                                env={**ENV, **env}, start_new_session=True)  # fmt: skip
+    with reaped(proc):
+        deadline = time.monotonic() + 90
+        while "collecting on" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert f"collecting on http://127.0.0.1:{port}/v1/traces" in log.read_text(), log.read_text()[-3000:]
+        app_env, app_argv = _env_of(app_cmd)
+        assert app_env == {"RAGPULSE_EXPORTER": "otlp", "RAGPULSE_OTLP_ENDPOINT": "http://localhost:4320"}
+        app_env["RAGPULSE_OTLP_ENDPOINT"] = f"http://localhost:{port}"
+        app_argv[0] = str(ROOT / app_argv[0])
+        res = subprocess.run(app_argv, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                             env={**ENV, **app_env})  # fmt: skip
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert "Failed to export" not in res.stderr, res.stderr[-2000:]  # what the OTel exporter logs
+        assert res.stdout.strip().endswith("five years from transaction completion [1].")
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the collector writes what it holds and exits
+        assert proc.wait(60) == 0, log.read_text()[-3000:]
+    db = tmp_path / "ragpulse-data" / "mine"
+    (trace,) = _chdb_query(
+        db, "SELECT service, query, chunk_ids, citation_doc_ids FROM ragpulse.rag_traces FINAL"
+    )
+    assert trace == [
+        "my-rag",
+        "How long do covered institutions retain transaction logs?",
+        ["C1", "C2"],
+        ["C1"],
+    ]
+    (judgment,) = _chdb_query(db, "SELECT failure_mode, faithfulness FROM ragpulse.rag_judgments FINAL")
+    assert judgment == ["healthy", 1.0]
 
 
 @pytest.mark.services
