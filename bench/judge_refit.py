@@ -16,8 +16,12 @@ to promote, with the CLI's default minimums and folds), and judge the rest:
 
 Printed per set and size: labelled answers, promotions of six, answer-level balanced accuracy
 (``response_verdict`` hallucinated against the answer labels) of the three, the median over
-seeds of deployed minus packaged (the acceptance: never below -0.01), claim balanced accuracy
-where the set has claim labels, and why the CLI refused. Then, per set, one refit written as
+seeds of deployed minus packaged (the acceptance: never below -0.01) and its worst seed, the
+refit's verdict
+threshold and ``mean_below``, and where the set has claim labels claim balanced accuracy and
+the answer-level recall of the packaged judge, the refit and the refit claim head under the
+packaged response rule (``head only``: issue 44's failure, a refit of part of the decision),
+and why the CLI refused. Then, per set, one refit written as
 a weights file and the rest judged end to end by ``LocalJudge(claim_weights=file)``: its
 response verdicts against the bench's arrays (they must agree on every trace), and a
 learning curve from the CLI's printout for one seed.
@@ -65,12 +69,14 @@ def split(ls: LabelSet, n: int, seed: int) -> np.ndarray:
 
 
 def scores(ls: LabelSet, decision: Decision) -> dict[str, float]:
-    """Answer-level and claim balanced accuracy of ``decision`` on ``ls``."""
+    """Answer-level balanced accuracy and recall (of hallucinated answers) and claim balanced
+    accuracy of ``decision`` on ``ls``."""
     has = ls.gold >= 0
     flags = decision.answers(ls.judged, len(ls.trace_ids))
     supported, _ = decision.claims(ls.labelled)
     claim = balanced_accuracy(supported, ls.labelled.y) if len(ls.labelled) else float("nan")
-    return {"answer": balanced_accuracy(flags[has], ls.gold[has]), "claim": claim}
+    recall = float(flags[ls.gold == 1].mean())
+    return {"answer": balanced_accuracy(flags[has], ls.gold[has]), "recall": recall, "claim": claim}
 
 
 def one(ls: LabelSet, base: Base, n: int, seed: int, minimums: Minimums) -> dict[str, Any]:
@@ -82,16 +88,19 @@ def one(ls: LabelSet, base: Base, n: int, seed: int, minimums: Minimums) -> dict
     packaged = scores(rest, base.decision)
     refit = scores(rest, forced.decision)
     deployed = refit if outcome.comparison.promote else packaged
+    head_only = scores(rest, Decision(forced.decision.head, base.decision.mean_below))
     return {
         "answers": int((labelled.gold >= 0).sum()), "promoted": outcome.comparison.promote,
         "reason": outcome.comparison.reason, "packaged": packaged, "refit": refit, "deployed": deployed,
+        "head only": head_only, "head_refit": forced.head_refit,
         "threshold": forced.decision.head.threshold, "mean_below": forced.decision.mean_below,
         "train": train, "fit": forced, "comparison": outcome.comparison, "labelled": labelled,
     }  # fmt: skip
 
 
 def _med(cells: list[dict[str, Any]], who: str, key: str) -> float:
-    return float(np.nanmedian([c[who][key] for c in cells]))
+    values = np.array([c[who][key] for c in cells], dtype=float)
+    return float(np.nanmedian(values)) if (~np.isnan(values)).any() else float("nan")
 
 
 def _print_row(name: str, n: int, cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -101,17 +110,21 @@ def _print_row(name: str, n: int, cells: list[dict[str, Any]]) -> dict[str, Any]
         "promoted": sum(c["promoted"] for c in cells), "seeds": len(cells),
         **{f"answer_{w}": _med(cells, w, "answer") for w in ("packaged", "deployed", "refit")},
         **{f"claim_{w}": _med(cells, w, "claim") for w in ("packaged", "deployed", "refit")},
+        **{f"recall_{w}": _med(cells, w, "recall") for w in ("packaged", "refit", "head only")},
         "median_delta": float(np.median(delta)), "min_delta": float(np.min(delta)),
         "threshold": float(np.median([c["threshold"] for c in cells])),
         "mean_below": float(np.median([c["mean_below"] for c in cells])),
         "refused": dict(Counter(c["reason"] for c in cells if not c["promoted"])),
     }  # fmt: skip
     claim = "" if np.isnan(row["claim_packaged"]) else (
-        f"{row['claim_packaged']:>7.3f}{row['claim_deployed']:>7.3f}{row['claim_refit']:>7.3f}")  # fmt: skip
+        f"{row['claim_packaged']:>7.3f}{row['claim_deployed']:>7.3f}{row['claim_refit']:>7.3f}   recall "
+        f"{row['recall_packaged']:.3f} / {row['recall_refit']:.3f} / head only {row['recall_head only']:.3f}")  # fmt: skip
+    row["promoted_deltas"] = [round(d, 3) for d, c in zip(delta, cells, strict=True) if c["promoted"]]
     ok = "ok" if row["median_delta"] >= -0.01 else "FAIL"
     print(f"{name:<14}{n:>5}{row['answers']:>6}{row['promoted']:>4}/{len(cells)}"
           f"{row['answer_packaged']:>8.3f}{row['answer_deployed']:>8.3f}{row['answer_refit']:>8.3f}"
-          f"{row['median_delta']:>+8.3f} {ok:<5}{row['threshold']:>5.2f}{row['mean_below']:>6.2f}  {claim}")  # fmt: skip
+          f"{row['median_delta']:>+8.3f}{row['min_delta']:>+7.3f} {ok:<5}{row['threshold']:>5.2f}"
+          f"{row['mean_below']:>6.2f}  {claim}")  # fmt: skip
     return row
 
 
@@ -149,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     base, minimums = read_base(None), Minimums()
     print(f"base: {base.name}; CLI defaults: {FOLDS} folds, minimums {minimums}")
     print("answer-level balanced accuracy on the rest (median over seeds); delta = deployed - packaged")
-    print(f"{'set':<14}{'size':>5}{'ans':>6}{'prom':>6}{'packgd':>8}{'deployd':>8}{'refit':>8}{'delta':>8} "
-          f"{'':<5}{'thr':>5}{'mean<':>6}  claim bal.acc packaged/deployed/refit")  # fmt: skip
+    print(f"{'set':<14}{'size':>5}{'ans':>6}{'prom':>6}{'packgd':>8}{'deployd':>8}{'refit':>8}{'delta':>8}{'worst':>7} "
+          f"{'':<5}{'thr':>5}{'mean<':>6}  claim bal.acc packaged/deployed/refit, answer recall")  # fmt: skip
     rows = []
     for name in args.sets:
         ls, team = sets[name]
@@ -163,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
             done[effective] = cells
             rows.append(_print_row(name, n, cells))
         for row in rows:
+            if row["set"] == name and row["promoted_deltas"]:
+                print(
+                    f"  {name} {row['size']}: promoted refits, deployed - packaged on the rest: {row['promoted_deltas']}"
+                )
             if row["set"] == name and row["refused"]:
                 print(
                     f"  {name} {row['size']}: refused: "
