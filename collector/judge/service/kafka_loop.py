@@ -105,6 +105,10 @@ class KafkaJudgeService:
             auto_offset_reset="earliest",
             max_poll_records=self.config["judge"]["batch_size"],
             max_poll_interval_ms=max_poll_interval_ms,
+            # A crashed worker's partitions move after kafka.session_timeout_ms, as the ingest loop's do
+            # (kafka-python's default is 45 s).
+            session_timeout_ms=k["session_timeout_ms"],
+            heartbeat_interval_ms=max(1000, k["session_timeout_ms"] // 3),
         )
         producer = KafkaProducer(**common, acks="all", linger_ms=5)
         stall_s = float(self.config["metrics"]["stall_s"])
