@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .values import optional_float
+from .values import optional_float, safe_str
 
 __all__ = ["Chunk", "normalize_chunk", "normalize_chunks", "unique_ids"]
 
@@ -100,8 +100,8 @@ def normalize_chunk(item: Any, position: int) -> Chunk:
     if ident is None:
         ident = next((meta[k] for k in _META_ID_KEYS if meta.get(k) is not None), None)
     return Chunk(
-        id=str(ident) if ident is not None else str(position),
-        content="" if content is None else (content if isinstance(content, str) else str(content)),
+        id=safe_str(ident) if ident is not None else str(position),
+        content="" if content is None else (content if isinstance(content, str) else safe_str(content)),
         score=optional_float(score),
         metadata=meta,
     )

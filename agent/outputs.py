@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .values import safe_str
+
 __all__ = ["get", "output_text", "usage_tokens", "joined_text", "to_json", "safe_str"]
 
 
@@ -74,14 +76,6 @@ def usage_tokens(value: Any) -> tuple[int | None, int | None]:
         inp if isinstance(inp, int) and not isinstance(inp, bool) else None,
         out if isinstance(out, int) and not isinstance(out, bool) else None,
     )
-
-
-def safe_str(value: Any) -> str:
-    """``str(value)``, or ``<TypeName>`` when its ``__str__`` raises."""
-    try:
-        return str(value)
-    except Exception:  # noqa: BLE001 - an application object's __str__ may do anything
-        return f"<{type(value).__name__}>"
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=safe_str, sort_keys=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["optional_float"]
+__all__ = ["optional_float", "safe_str"]
 
 
 def optional_float(value: Any) -> float | None:
@@ -17,3 +17,12 @@ def optional_float(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+def safe_str(value: Any) -> str:
+    """``str(value)``, or ``<TypeName>`` when its ``__str__`` raises: an application object (a chunk
+    id, a message's content) may do anything, and a bad one must not cost the span."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001
+        return f"<{type(value).__name__}>"

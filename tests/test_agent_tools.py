@@ -294,3 +294,50 @@ def test_disabled_and_sampled_out_calls_run_the_tools_untraced():
             assert t.recording is False
     finally:
         shutdown()
+
+
+def test_streamed_agent_steps_and_odd_chunk_lists_given_to_a_generation(mem):
+    @agent_step
+    def narrator(task: str):
+        yield "first part, "
+        yield "second part"
+
+    @agent_step(input_arg="plan")
+    async def astream(plan: dict, other: str = ""):
+        yield {"step": 1}
+        yield "done"
+
+    @generation(model="m")
+    def odd_llm(prompt: str, chunks: list) -> str:
+        return "Odd [1][2][3][4][5]."
+
+    @trace_rag
+    def odd_call(question: str) -> str:
+        cyclic: list = []
+        cyclic.append(cyclic)
+        return odd_llm(question, [Unprintable(), None, 5, cyclic, {"id": Unprintable()}])
+
+    async def consume() -> list:
+        return [part async for part in astream({"goal": "x"})]
+
+    before = stats()
+    assert "".join(narrator("tell")) == "first part, second part"
+    assert asyncio.run(consume()) == [{"step": 1}, "done"]
+    assert odd_call("q") == "Odd [1][2][3][4][5]."
+    spans = by_name(mem)
+    after = stats()
+    assert after["internal_errors"] == before["internal_errors"]
+    assert after["dropped"]["internal_error"] == before["dropped"]["internal_error"]
+    (narrated,) = spans["invoke_agent narrator"]
+    assert narrated.attributes[OUTPUT_VALUE] == "first part, second part"
+    (streamed,) = spans["invoke_agent astream"]
+    assert json.loads(streamed.attributes[INPUT_VALUE]) == {"goal": "x"}
+    assert streamed.attributes[OUTPUT_VALUE] == "done"  # the text parts of the stream
+    (root,) = spans["odd_call"]
+    assert [e.attributes["rag.citation.document.id"] for e in root.events] == [
+        "1",
+        "2",
+        "3",
+        "4",
+        "<Unprintable>",
+    ]
