@@ -17,6 +17,11 @@
         chunks = search(query)
         return complete(build_prompt(query, chunks))   # "... [1] ... [2]"
 
+Conversational and agentic calls: a ``history``/``messages`` argument of the ``@trace_rag``
+function is the conversation before the current turn (or ``set_conversation(...)``), ``@tool``
+marks a tool call, ``@agent_step`` an agent step, and the chunks a ``@generation`` is given (its
+``chunks`` argument) are what the answer's ``[n]`` markers refer to.
+
 Importing this package is cheap (the OTel SDK loads on first use) and never
 pulls in the collector's dependencies. See docs/agent.md.
 """
