@@ -170,6 +170,7 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "feedback": {"judge_on_negative": bool, "reask": dict},
     "alertmanager": {"enabled": bool, "host": str, "port": int, "token": str, "lookback_s": (int, float)},
     "review_metrics": {"enabled": bool, "agreement_window": int, "refresh_s": (int, float)},
+    "session_metrics": {"enabled": bool, "refresh_s": (int, float), "settle_s": (int, float)},
 }
 
 
@@ -225,9 +226,12 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ("receiver", "grpc_workers"),
         ("review_metrics", "agreement_window"),
         ("review_metrics", "refresh_s"),
+        ("session_metrics", "refresh_s"),
     ):
         if cfg[section][key] <= 0:
             raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")
+    if cfg["session_metrics"]["settle_s"] < 0:
+        raise ConfigError("session_metrics.settle_s must be >= 0")
     if cfg["storage"]["ttl_days"] < 0:
         raise ConfigError("storage.ttl_days must be >= 0 (0 = no TTL)")
     if not cfg["storage"]["dsn"].startswith(

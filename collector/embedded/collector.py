@@ -41,6 +41,7 @@ from ..judge.service.evaluation_events import EvaluationEvents
 from ..judge.service.worker import JudgeWorker, load_judge
 from ..review.store_metrics import register_review_metrics
 from ..serve.server import MetricsServer
+from ..sessions.metrics import register_session_metrics
 from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
 
@@ -148,6 +149,10 @@ class EmbeddedCollector:
             t.start()
         if self._metrics_port is not None:
             register_review_metrics(self.metrics.registry, self.storage, self.config["review_metrics"])
+            register_session_metrics(
+                self.metrics.registry, self.storage, self.config["session_metrics"],
+                self.config["feedback"].get("reask"),
+            )  # fmt: skip
             self._server = MetricsServer(
                 self.metrics, self._metrics_host, self._metrics_port, ready=self._ready
             ).start()

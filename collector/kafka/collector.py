@@ -46,6 +46,7 @@ from ..ingest.sampling import SamplingPolicy
 from ..memory import release_free_memory
 from ..review.store_metrics import register_review_metrics
 from ..serve.server import MetricsServer
+from ..sessions.metrics import register_session_metrics
 from ..storage.clickhouse import Storage
 from ..storage.retry import StorageRetry
 from ..storage.rows import encode_traces, json_bytes
@@ -212,6 +213,10 @@ class KafkaCollector:
             return None
         m = self.config["metrics"]
         register_review_metrics(self.metrics.registry, self.storage, self.config.get("review_metrics", {}))
+        register_session_metrics(
+            self.metrics.registry, self.storage, self.config.get("session_metrics", {}),
+            self.config.get("feedback", {}).get("reask"),
+        )  # fmt: skip
         server = MetricsServer(
             self.metrics, m["host"], m["port"], ready=self._ready_check, stall_s=m["stall_s"]
         )

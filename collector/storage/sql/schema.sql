@@ -213,3 +213,38 @@ ORDER BY (trace_id, claim_index, reviewer, judge_id);
 
 -- A label table created before the judgments queue recorded its slice gains the column ('' for its rows).
 ALTER TABLE {db}.rag_reviews ADD COLUMN IF NOT EXISTS slice LowCardinality(String) AFTER queue;
+
+-- Sessions (docs/schema.md "Sessions"): the turns of each conversation, read through views so
+-- they always agree with the tables (a late judgment or re-ask shows at once). One row per stored
+-- trace with a session id: its latest successful judgment (by judged_at, any judge) and whether a
+-- re-ask (rag_feedback kind 'reask', written on the earlier trace) followed it. A turn is flagged
+-- when that judgment failed it the way the export's default criteria do: failure mode retrieval,
+-- generation or both, or a false refusal. This view is that definition's one place.
+CREATE OR REPLACE VIEW {db}.rag_session_turns AS
+SELECT t.service AS service, t.session_id AS session_id, t.trace_id AS trace_id, t.time AS time,
+       t.query AS query, t.answer AS answer, j.judged AS judged, j.failure_mode AS failure_mode,
+       j.abstention_kind AS abstention_kind,
+       j.judged = 1 AND (j.failure_mode IN ('retrieval', 'generation', 'both')
+                         OR j.abstention_kind = 'false_refusal') AS flagged,
+       f.reasked AS reasked
+FROM (SELECT trace_id, service, session_id, time, query, answer FROM {db}.rag_traces FINAL
+      WHERE session_id != '') AS t
+LEFT JOIN (SELECT trace_id, toUInt8(1) AS judged, argMax(failure_mode, judged_at) AS failure_mode,
+                  argMax(abstention_kind, judged_at) AS abstention_kind
+           FROM {db}.rag_judgments FINAL WHERE error = '' GROUP BY trace_id) AS j
+       ON j.trace_id = t.trace_id
+LEFT JOIN (SELECT DISTINCT trace_id, toUInt8(1) AS reasked FROM {db}.rag_feedback FINAL
+           WHERE kind = 'reask') AS f
+       ON f.trace_id = t.trace_id;
+
+-- One row per (service, session id): its turns, how many were judged and flagged, the flagged
+-- turns a re-ask followed, and whether its last turn is flagged (abandoned once no turn followed
+-- within the re-ask window: readers apply the window, collector/sessions/).
+CREATE OR REPLACE VIEW {db}.rag_sessions AS
+SELECT service, session_id, min(time) AS first_time, max(time) AS last_time, count() AS turns,
+       countIf(judged) AS judged_turns, countIf(flagged) AS flagged_turns,
+       countIf(flagged AND reasked) AS flagged_reasked,
+       argMax(flagged, (time, trace_id)) AS last_turn_flagged,
+       argMax(reasked, (time, trace_id)) AS last_turn_reasked
+FROM {db}.rag_session_turns
+GROUP BY service, session_id;
