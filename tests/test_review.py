@@ -332,45 +332,110 @@ def _refit(db: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]
     return ragpulse("judge", "refit", "--from-reviews", "--db", str(db), "-o", str(out), *extra)
 
 
-def test_refit_against_the_shipped_head_says_which_and_why(refit_db: Path, tmp_path: Path) -> None:
+def test_refit_against_the_shipped_judge_says_which_and_why(refit_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "w.json"
     res = _refit(refit_db, out)
-    assert re.search(r"shipped head v\S+\s+\d\.\d{3}\s+\d\.\d{3}", res.stdout), res.stdout
-    assert re.search(r"refit on these labels\s+\d\.\d{3}\s+\d\.\d{3}", res.stdout), res.stdout
-    assert res.stdout.count("    fold ") == 5
+    figures = r"\s+\d\.\d{3}\s+\d\.\d{3}\s+\d\.\d{3}"  # answer-level, claim balanced accuracy, ECE
+    assert re.search(r"shipped judge: claim head v\S+ \+ response rule v\S+" + figures, res.stdout), (
+        res.stdout
+    )
+    assert re.search(r"refit on these labels" + figures, res.stdout), res.stdout
+    assert (
+        res.stdout.count("    fold ") == 5 and "refit: the claim head and the response rule\n" in res.stdout
+    )
+    assert re.search(r"answer-level balanced accuracy: gain [+-]\d\.\d{3}, 95% interval \[", res.stdout)
     if res.returncode == 0:
-        assert out.exists() and "refit: better than the shipped head on " in res.stdout
+        assert out.exists() and "refit: better than the shipped judge on " in res.stdout
     else:
         assert res.returncode == 1 and not out.exists(), res.stderr
-        assert "refused: the refit is " in res.stdout and "nothing written" in res.stdout
+        assert re.search(r"^refused: .+; nothing written$", res.stdout, re.M), res.stdout
 
 
-def test_a_refit_that_wins_is_written_and_gives_a_new_judge_id(refit_db: Path, tmp_path: Path) -> None:
-    """From a base head that ranks claims backwards (the shipped file with its coefficients negated):
-    the refit must beat it on held-out folds, and a judge loading the written file has a new id."""
-    from ragpulse.collector.judge.local.judge import LocalJudge
+def _base(tmp_path: Path, name: str, **changes: Any) -> Path:
     from ragpulse.collector.judge.local.refit import read_base
 
-    data, _ = read_base(None)
-    backwards = tmp_path / "backwards.json"
-    backwards.write_text(
-        json.dumps({**data, "coef": [-c for c in data["coef"]], "intercept": -data["intercept"]})
+    path = tmp_path / name
+    path.write_text(json.dumps({**read_base(None).data, **changes}))
+    return path
+
+
+def test_a_refit_that_only_improves_ece_is_not_written(refit_db: Path, tmp_path: Path) -> None:
+    """From the shipped head with its coefficients negated: on the demo every claim's verdict is
+    decided by the judge's rules (one chunk supports it on its own, or its number is missing), so
+    the backwards head moves only the probabilities. The refit recalibrates them, ECE gains far
+    beyond noise, and nothing is written."""
+    from ragpulse.collector.judge.local.refit import read_base
+
+    data = read_base(None).data
+    backwards = _base(
+        tmp_path, "backwards.json", coef=[-c for c in data["coef"]], intercept=-data["intercept"]
     )
     out = tmp_path / "refit.json"
     res = _refit(refit_db, out, "--base", str(backwards))
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert (
-        "ECE: mean gain over 5 folds" in res.stdout
-        and "refit: better than the base backwards.json on ECE" in res.stdout
+    assert res.returncode == 1 and not out.exists(), res.stdout + res.stderr
+    ece = re.search(r"ECE: gain \+(\d\.\d{3}), 95% interval \[\+(\d\.\d{3}), .*: better", res.stdout)
+    assert ece and float(ece.group(2)) > 0.3, res.stdout
+    assert "answer-level balanced accuracy: gain +0.000" in res.stdout
+    assert res.stdout.rstrip().endswith(
+        "refused: neither the answer-level decision nor claim balanced accuracy gains beyond noise "
+        "(ECE does, and ECE alone never promotes); nothing written"
     )
+
+
+@pytest.fixture(scope="module")
+def lenient_refit(refit_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A refit from a base that supports every claim (verdict threshold 0.02, no number caps): the
+    refit must beat it on held-out folds."""
+    base = tmp_path_factory.mktemp("lenient")
+    lenient = _base(base, "lenient.json", threshold=0.02, number_cap=0.9, joint_number_cap=0.9,
+                    ordinal_number_cap=0.9)  # fmt: skip
+    out = base / "refit.json"
+    return {"base": lenient, "out": out, "res": _refit(refit_db, out, "--base", str(lenient)), "dir": base}
+
+
+def test_a_refit_that_wins_is_written_and_gives_a_new_judge_id(lenient_refit: dict[str, Any]) -> None:
+    from ragpulse.collector.judge.local.judge import LocalJudge
+
+    res, out = lenient_refit["res"], lenient_refit["out"]
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "refit: better than the base lenient.json on answer-level balanced accuracy" in res.stdout
     new_id = re.search(r"judge id with it: (\S+) \(shipped: (\S+)\)", res.stdout)
     assert new_id and new_id.group(1) != new_id.group(2) and new_id.group(2) == LocalJudge().judge_id
     assert LocalJudge(claim_weights=str(out)).judge_id == new_id.group(1)
     written = json.loads(out.read_text())
-    assert written["features"] == data["features"] and written["version"].endswith("-refit")
+    base = json.loads(lenient_refit["base"].read_text())
+    assert written["features"] == base["features"] and written["version"].endswith("-refit")
+    assert set(written["response"]) == {"version", "mean_below"}
+    assert written["refit"]["held_out"]["answer-level balanced accuracy"]["verdict"] == "better"
     record = {"trace_id": "t1", "query": "How long are logs kept?", "answer": "Logs are kept for 90 days [1].",
               "chunks": [{"id": "C1", "content": "Audit logs are kept for 90 days."}]}  # fmt: skip
     judged = subprocess.run([*RAGPULSE, "judge", "--claim-weights", str(out)], input=json.dumps(record) + "\n",
                             capture_output=True, text=True, timeout=120, env=ENV)  # fmt: skip
     assert judged.returncode == 0, judged.stderr
     assert json.loads(judged.stdout)["judge_id"] == new_id.group(1)
+
+
+def test_exported_labels_and_traces_refit_to_the_same_file_as_from_reviews(
+    refit_db: Path, lenient_refit: dict[str, Any]
+) -> None:
+    """``review export-labels -o labels --traces traces`` then ``judge refit --labels labels
+    --traces traces`` writes the file ``--from-reviews`` wrote, byte for byte, and prints the same
+    but for where the labels came from and the file's name."""
+    base = lenient_refit["dir"]
+    labels, traces, out = base / "labels.jsonl", base / "traces.jsonl", base / "from-files.json"
+    res = ragpulse(
+        "review", "export-labels", "--db", str(refit_db), "-o", str(labels), "--traces", str(traces)
+    )
+    assert res.returncode == 0, res.stderr
+    n = int(re.search(r"wrote \S+traces.jsonl: (\d+) labelled traces", res.stdout).group(1))
+    rows = [json.loads(line) for line in labels.read_text().splitlines()]
+    assert n >= 100 and sum("claim_labels" in r for r in rows) >= 100
+    from_files = ragpulse("judge", "refit", "--labels", str(labels), "--traces", str(traces), "--base",
+                          str(lenient_refit["base"]), "-o", str(out))  # fmt: skip
+    assert from_files.returncode == 0, from_files.stdout + from_files.stderr
+    assert out.read_bytes() == lenient_refit["out"].read_bytes()
+
+    def same(text: str) -> list[str]:
+        return [re.sub(r"(from|wrote) \S.*$", "", line) for line in text.splitlines()]
+
+    assert same(from_files.stdout) == same(lenient_refit["res"].stdout)
