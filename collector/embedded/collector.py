@@ -311,7 +311,9 @@ class EmbeddedCollector:
                 self.metrics.spans_received.inc(len(spans))
                 self._assembler.add(spans, None, now)
             batcher.add(self._assembler.pop_ready(now) if marker is None else self._assembler.drain())
-            due = batcher.ready and (marker is not None or batcher.due(now, caught_up=item is None))
+            # caught up: nothing waiting behind what was read (steady traffic is not a backlog)
+            caught_up = item is None or self._in.empty()
+            due = batcher.ready and (marker is not None or batcher.due(now, caught_up=caught_up))
             if due or (self._assembler.feedback and not batcher.ready):  # feedback alone: at once
                 self._store(batcher.take(now))
             if marker is not None:

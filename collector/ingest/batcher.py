@@ -20,7 +20,7 @@ class Batcher:
 
     A batch is due when ``max_traces`` are ready, or when ``max_seconds`` have
     passed since the last cut and there is something to store. A loop that has
-    caught up (its last read found nothing new) does not wait for the timer: it
+    caught up (nothing was waiting behind its last read) does not wait for the timer: it
     cuts once a quarter of ``max_traces`` is ready or a quarter of the timer
     has passed.
     """
