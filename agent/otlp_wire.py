@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind, StatusCode
 
 __all__ = ["EncodedSpan", "encode_span", "encode_traces_data_fast", "traces_data"]
 
@@ -44,11 +45,16 @@ _IS_REMOTE = 0x200
 _FLAGS_LOCAL = b"\x85\x01" + _pack_i(_HAS_IS_REMOTE)
 _FLAGS_REMOTE = b"\x85\x01" + _pack_i(_HAS_IS_REMOTE | _IS_REMOTE)
 _KINDS = [b"\x30" + _SMALL[i + 1] for i in range(5)]  # SpanKind.value -> the OTLP enum field
+_INTERNAL = SpanKind.INTERNAL
+_INTERNAL_FIELD = _KINDS[_INTERNAL.value]
+_UNSET = StatusCode.UNSET
 _EMPTY_STATUS = b"\x7a\x00"
 # Encoded keys, and whole KeyValue fields (tag and length in front) of short string values and
 # numbers, one cache per field tag (span, event, link, resource and scope attributes); a cache
 # that fills up is emptied and refilled, so values unique to each call cost one insert each.
 _KEY_CACHE: dict[str, bytes] = {}
+_NAMES: dict[str, bytes] = {}  # span names, and event names, as their encoded fields
+_EVENT_NAMES: dict[str, bytes] = {}
 _KEY_CACHE_MAX = 20_000
 _KV_CACHE_MAX = 8_192
 _CACHED_CHARS = 64
@@ -183,18 +189,36 @@ def _uint(tag: bytes, n: int | None) -> bytes:
     return tag + _varint(n) if n else b""
 
 
+def _name(name: str) -> bytes:
+    """A span's name field (tag 5), kept: span names repeat from call to call."""
+    encoded = _str(b"\x2a", name)
+    if len(_NAMES) < _KEY_CACHE_MAX:
+        _NAMES[name] = encoded
+    return encoded
+
+
 def _event(event: Any) -> bytes:
     parts = []
-    if event.timestamp:
-        parts.append(b"\x09" + _pack_q(event.timestamp))
-    if event.name:
-        parts.append(_str(b"\x12", event.name))
+    timestamp = event.timestamp
+    if timestamp:
+        parts.append(b"\x09" + _pack_q(timestamp))
+    name = event.name
+    if name:
+        parts.append(_EVENT_NAMES.get(name) or _event_name(name))
     attributes = event.attributes
     if attributes:
         _attributes(parts, b"\x1a", attributes)
     if event.dropped_attributes:
         parts.append(b"\x20" + _varint(event.dropped_attributes))
     return _ld(b"\x5a", b"".join(parts))
+
+
+def _event_name(name: str) -> bytes:
+    """An event's name field (tag 2), kept as span names are."""
+    encoded = _str(b"\x12", name)
+    if len(_EVENT_NAMES) < _KEY_CACHE_MAX:
+        _EVENT_NAMES[name] = encoded
+    return encoded
 
 
 def _link(link: Any) -> bytes:
@@ -208,10 +232,11 @@ def _link(link: Any) -> bytes:
 
 
 def _status(status: Any) -> bytes:
-    code = status.status_code.value
+    code = status.status_code
     description = status.description
-    if not code and not description:
+    if code is _UNSET and not description:
         return _EMPTY_STATUS
+    code = code.value
     body = _str(b"\x12", description) if description else b""
     if code:
         body += b"\x18" + _varint(code)
@@ -238,12 +263,14 @@ def encode_span(
         parts.append(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
     name = span.name
     if name:
-        parts.append(_str(b"\x2a", name))
-    parts.append(_KINDS[span.kind.value])
-    if span.start_time:
-        parts.append(b"\x39" + _pack_q(span.start_time))
-    if span.end_time:
-        parts.append(b"\x41" + _pack_q(span.end_time))
+        parts.append(_NAMES.get(name) or _name(name))
+    kind = span.kind
+    parts.append(_INTERNAL_FIELD if kind is _INTERNAL else _KINDS[kind.value])
+    start, end = span.start_time, span.end_time
+    if start:
+        parts.append(b"\x39" + _pack_q(start))
+    if end:
+        parts.append(b"\x41" + _pack_q(end))
     if attributes is None:
         attributes = span.attributes
     if attributes:
