@@ -150,9 +150,60 @@ def _show(progress: _Progress, registry: Any, served: int, **final: Any) -> None
     progress.show(served, stored, _counter_total(registry, "ragpulse_traces_judged_total"), **final)
 
 
+class _Ledger:
+    """The ground truth of the served answers (``demo_injections`` rows), kept from the app's
+    ``on_answer`` callback: which failure the generator injected into the answer of each trace."""
+
+    def __init__(self) -> None:
+        self.run_id = uuid.uuid4().hex[:12]
+        self.rows: list[dict[str, Any]] = []
+        self.current: dict[str, Any] = {}
+
+    def turn(self, req: Any) -> None:
+        """The request being answered now."""
+        self.current.update(seq=req.seq, template_id=req.template_id, wording=req.wording)
+
+    def record(self, question: str, chunks: list[Any], result: Any) -> None:
+        from opentelemetry import trace
+
+        ctx = trace.get_current_span().get_span_context()
+        if not ctx.is_valid:
+            return
+        self.rows.append(
+            {
+                "trace_id": f"{ctx.trace_id:032x}",
+                "time": datetime.now(timezone.utc),
+                "run_id": self.run_id,
+                "seq": self.current.get("seq", 0),
+                "template_id": self.current.get("template_id", ""),
+                "wording": self.current.get("wording", ""),
+                "injected_mode": result.mode.value,
+                "expected_failure_mode": result.expected_failure_mode,
+                "expected_abstention_kind": result.expected_abstention_kind or "",
+                "detail": result.detail,
+            }
+        )
+
+
+def _answerer(args: argparse.Namespace, assistant: Any, ledger: _Ledger, t0: float) -> Any:
+    """Answers one chat turn through the app, paced to ``args.rate`` from ``t0``."""
+
+    def ask(req: Any, history: list[dict[str, Any]]) -> str:
+        # Arrive like live traffic, so scores over time and the metrics have a time axis.
+        if args.rate > 0:
+            delay = t0 + req.seq / args.rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        ledger.turn(req)
+        return str(
+            assistant.answer(req.question, history=history, session_id=req.session_id, user_id=req.user_id)
+        )
+
+    return ask
+
+
 def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, bool]:
-    """Serve ``args.queries`` questions; returns (served, interrupted)."""
-    from opentelemetry import trace
+    """Serve ``args.queries`` questions in chat sessions; returns (served, interrupted)."""
     from ragpulse.policy_rag import PolicyAssistant, TrafficModel, load_corpus
 
     from ... import agent
@@ -165,54 +216,27 @@ def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, 
     agent.configure(
         service_name=SERVICE, exporter="embedded", corpus_version=CORPUS_VERSION, id_generator=ids
     )
-
-    run_id = uuid.uuid4().hex[:12]
-    ledger: list[dict[str, Any]] = []
-    current: dict[str, Any] = {}
-
-    def record(question: str, chunks: list[Any], result: Any) -> None:
-        ctx = trace.get_current_span().get_span_context()
-        if not ctx.is_valid:
-            return
-        ledger.append(
-            {
-                "trace_id": f"{ctx.trace_id:032x}",
-                "time": datetime.now(timezone.utc),
-                "run_id": run_id,
-                "seq": current.get("seq", 0),
-                "template_id": current.get("template_id", ""),
-                "wording": current.get("wording", ""),
-                "injected_mode": result.mode.value,
-                "expected_failure_mode": result.expected_failure_mode,
-                "expected_abstention_kind": result.expected_abstention_kind or "",
-                "detail": result.detail,
-            }
-        )
-
+    ledger = _Ledger()
     corpus = load_corpus()
     if args.variants:
         from .variants import VariantRouter
 
-        assistant: Any = VariantRouter(corpus, args.seed, record)
+        assistant: Any = VariantRouter(corpus, args.seed, ledger.record)
     else:
-        assistant = PolicyAssistant(corpus, seed=args.seed, on_answer=record)
+        assistant = PolicyAssistant(corpus, seed=args.seed, on_answer=ledger.record)
     traffic = TrafficModel(corpus, seed=args.seed + 4)
     progress = _Progress(args.queries, sys.stderr)
     registry = collector.metrics.registry
     served, interrupted = 0, False
     pace = f" at {args.rate:g}/s" if args.rate > 0 else ""
-    print(f"Serving {args.queries} questions through the policy assistant{pace} (Ctrl-C stops) ...", file=out)
+    print(
+        f"Serving {args.queries} questions through the policy assistant{pace}, in chat sessions (Ctrl-C stops) ...",
+        file=out,
+    )
     out.flush()
     t0 = time.monotonic()
     try:
-        for req in traffic.requests(args.queries):
-            # Arrive like live traffic, so scores over time and the metrics have a time axis.
-            if args.rate > 0:
-                delay = t0 + req.seq / args.rate - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-            current.update(seq=req.seq, template_id=req.template_id, wording=req.wording)
-            assistant.answer(req.question)
+        for _ in traffic.conversations(args.queries, _answerer(args, assistant, ledger, t0)):
             served += 1
             if served % 10 == 0:
                 _show(progress, registry, served)
@@ -228,7 +252,7 @@ def _serve(args: argparse.Namespace, collector: Any, out: TextIO) -> tuple[int, 
             "warning: the collector did not finish judging within 120 s; the report may be partial", file=out
         )
     _show(progress, registry, served, final=True, elapsed=serve_s)
-    storage.insert_rows(TRUTH_TABLE, TRUTH_COLUMNS, truth_rows(ledger))
+    storage.insert_rows(TRUTH_TABLE, TRUTH_COLUMNS, truth_rows(ledger.rows))
     return served, interrupted
 
 

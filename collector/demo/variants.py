@@ -56,6 +56,7 @@ class VariantRouter:
             )  # fmt: skip
         self._rng = random.Random(seed + 13)
 
-    def answer(self, question: str) -> str:
-        """Serve ``question`` by the variant the split draws for it."""
-        return self.assistants[self._rng.random() < 0.5].answer(question)
+    def answer(self, question: str, **turn: Any) -> str:
+        """Serve ``question`` (with the turn's ``history``, ``session_id``, ``user_id``) by the
+        variant the split draws for it."""
+        return self.assistants[self._rng.random() < 0.5].answer(question, **turn)

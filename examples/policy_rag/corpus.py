@@ -3,8 +3,10 @@
 ``data/corpus.json`` holds a few dozen policy documents in several versions
 (current, superseded) plus unofficial commentary; ``data/queries.json`` holds
 the question templates the demo's traffic is drawn from, each with the topics
-a complete answer needs and its gold facts. Both are plain JSON so a reader
-can see exactly what the retriever and the judge are working with.
+a complete answer needs and its gold facts, the follow-ups a conversation may
+ask after a template, and the questions about the asker's own record that the
+app's agent answers with a tool. Both are plain JSON so a reader can see
+exactly what the retriever and the judge are working with.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["Chunk", "GoldFact", "QueryTemplate", "Corpus", "load_corpus"]
+__all__ = ["Chunk", "GoldFact", "QueryTemplate", "FollowUp", "ToolQuestion", "Corpus", "load_corpus"]
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,30 @@ class QueryTemplate:
 
 
 @dataclass(frozen=True)
+class FollowUp:
+    """A follow-up turn: asked right after a question of template ``after``, it means ``means``."""
+
+    after: str
+    means: str
+    phrasings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ToolQuestion:
+    """A question about the asker's own record: answered from ``tool``'s result and the policy of ``means``."""
+
+    id: str
+    tool: str
+    means: str
+    phrasings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Corpus:
     chunks: tuple[Chunk, ...]
     templates: tuple[QueryTemplate, ...]
+    follow_ups: tuple[FollowUp, ...] = ()
+    tool_questions: tuple[ToolQuestion, ...] = ()
     by_id: dict[str, Chunk] = field(repr=False, compare=False, default_factory=dict)
     _phrasebook: dict[str, QueryTemplate] = field(repr=False, compare=False, default_factory=dict)
 
@@ -88,6 +111,18 @@ class Corpus:
     def template_for(self, question: str) -> QueryTemplate | None:
         """The template a question text was drawn from, if any (the generator's script)."""
         return self._phrasebook.get(question.strip())
+
+    def template(self, template_id: str) -> QueryTemplate:
+        """The template with this id."""
+        return next(t for t in self.templates if t.id == template_id)
+
+    def tool_question(self, question_id: str) -> ToolQuestion:
+        """The tool question with this id."""
+        return next(t for t in self.tool_questions if t.id == question_id)
+
+    def follow_ups_after(self, template_id: str) -> list[FollowUp]:
+        """The follow-ups a conversation may ask after a question of ``template_id``."""
+        return [f for f in self.follow_ups if f.after == template_id]
 
 
 def _read(name: str) -> Any:
@@ -115,6 +150,7 @@ def load_corpus() -> Corpus:
         for d in raw["documents"]
         for c in d["chunks"]
     )
+    queries = _read("queries.json")
     templates = tuple(
         QueryTemplate(
             id=t["id"],
@@ -123,6 +159,10 @@ def load_corpus() -> Corpus:
             phrasings=tuple(t["phrasings"]),
             legacy_phrasings=tuple(t.get("legacy_phrasings", ())),
         )
-        for t in _read("queries.json")["templates"]
+        for t in queries["templates"]
     )
-    return Corpus(chunks=chunks, templates=templates)
+    follow_ups = tuple(FollowUp(f["after"], f["means"], tuple(f["phrasings"])) for f in queries["follow_ups"])
+    tools = tuple(
+        ToolQuestion(t["id"], t["tool"], t["means"], tuple(t["phrasings"])) for t in queries["tool_questions"]
+    )
+    return Corpus(chunks=chunks, templates=templates, follow_ups=follow_ups, tool_questions=tools)
