@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..judge.record import normalise_input
+from .replay import case_conversation
 
 __all__ = ["AnswerClaim", "CaseFacts", "gather_facts", "gold_ids", "forbidden_ids", "run_record"]
 
@@ -90,8 +91,8 @@ def _question(trace_id: str, query: str, hypothesis: str, premises: list[tuple[s
 
 
 def run_record(case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
-    """The judge input record of a run line (the case's query when the run has none), with chunk
-    ids normalised the way the judge names them."""
+    """The judge input record of a run line (the case's query when the run has none, the case's
+    conversation before its turn), with chunk ids normalised the way the judge names them."""
     return normalise_input(
         {
             "trace_id": str(run.get("trace_id") or case["id"]),
@@ -99,6 +100,7 @@ def run_record(case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
             "answer": run["answer"],
             "chunks": run.get("chunks") or [],
             "citations": run.get("citations") or [],
+            "conversation": case_conversation(case),
         }
     )
 

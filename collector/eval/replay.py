@@ -15,6 +15,14 @@ With ``corpus_from_snapshot`` every case's frozen chunks
 (``provenance.chunks``) are passed as ``chunks=``, so the app generates from
 the context the case was recorded with and retrieval drift cannot leak into a
 generation comparison; the function must accept a ``chunks`` argument.
+
+A case exported from a conversation (``provenance.conversation``: the messages
+before its turn, oldest first) is replayed with them: the app is called with
+that list under the first of its parameters named ``history``, ``messages``,
+``chat_history`` or ``conversation`` (the names the agent reads a conversation
+from; a ``**kwargs`` app gets ``history=``), so a follow-up ("and can we delete
+them sooner?") means what it meant. An app without such a parameter is called
+with the turn alone, and the run says how many cases lost their conversation.
 """
 
 from __future__ import annotations
@@ -28,9 +36,14 @@ from typing import Any
 
 from .files import EvalInputError
 
-__all__ = ["load_app", "accepts_chunks", "snapshot_chunks", "SpanCapture", "Replayer"]
+__all__ = [
+    "load_app", "accepts_chunks", "conversation_param", "snapshot_chunks", "case_conversation", "SpanCapture",
+    "Replayer",
+]  # fmt: skip
 
 _USAGE_KEYS = ("latency_ms", "input_tokens", "output_tokens", "cost_usd")
+#: Where an app takes the conversation before the turn (the agent's names, docs/agent.md).
+HISTORY_NAMES = ("history", "messages", "chat_history", "conversation")
 
 
 def load_app(spec: str) -> Callable[..., Any]:
@@ -58,6 +71,24 @@ def accepts_chunks(fn: Callable[..., Any]) -> bool:
     except (TypeError, ValueError):
         return False
     return any(p.name == "chunks" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def conversation_param(fn: Callable[..., Any]) -> str | None:
+    """The parameter ``fn`` takes the conversation in (:data:`HISTORY_NAMES`; ``history`` for
+    ``**kwargs``), or None."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    named = next((n for n in HISTORY_NAMES if n in params), None)
+    if named is not None:
+        return named
+    return "history" if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()) else None
+
+
+def case_conversation(case: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages before the case's turn (``provenance.conversation``), oldest first."""
+    return [dict(m) for m in (case.get("provenance") or {}).get("conversation") or []]
 
 
 def snapshot_chunks(case: dict[str, Any]) -> list[dict[str, Any]]:
@@ -155,6 +186,8 @@ class Replayer:
         self.snapshot = corpus_from_snapshot
         if corpus_from_snapshot and not accepts_chunks(fn):
             raise EvalInputError("--corpus-from-snapshot: the app does not accept a 'chunks' argument")
+        self.history_param = conversation_param(fn)
+        self.without_conversation = 0  # cases with a conversation the app could not take
         self.capture = SpanCapture()
         from ...agent import configure
 
@@ -165,9 +198,15 @@ class Replayer:
         from ...agent import flush
 
         context = chunks if chunks is not None else (snapshot_chunks(case) if self.snapshot else None)
+        kwargs: dict[str, Any] = {} if context is None else {"chunks": context}
+        conversation = case_conversation(case)
+        if conversation and self.history_param:
+            kwargs[self.history_param] = conversation
+        elif conversation:
+            self.without_conversation += 1
         self.capture.take()
         t0 = time.perf_counter()
-        result = self.fn(case["query"], chunks=context) if context is not None else self.fn(case["query"])
+        result = self.fn(case["query"], **kwargs)
         elapsed = (time.perf_counter() - t0) * 1000
         rec = _as_record(result)
         if rec is None or "chunks" not in rec:
@@ -198,6 +237,11 @@ class Replayer:
             if progress and time.monotonic() - last > 5:
                 progress(f"replayed {i}/{len(cases)} cases")
                 last = time.monotonic()
+        if progress and self.without_conversation:
+            progress(
+                f"{self.without_conversation} case(s) replayed without their conversation: the app takes "
+                f"none of {', '.join(HISTORY_NAMES)}"
+            )
         return out
 
     def close(self) -> None:

@@ -6,8 +6,12 @@ person to review: supported claims become proposed gold claims, unsupported and
 contradicted ones proposed forbidden claims, the chunk sentence that best
 matches each supported claim a proposed evidence span, and the status of the
 supporting chunks the temporal scope. The full retrieval snapshot (ids,
-contents, scores, metadata, corpus version) goes into the provenance so the
-case can be replayed offline against a frozen corpus.
+contents, scores, metadata, each chunk's query or tool, corpus version) goes
+into the provenance so the case can be replayed offline against a frozen
+corpus, and so does the conversation before the turn (``conversation``, only
+for a turn that had one), so a follow-up is replayed meaning what it meant.
+Near-duplicate questions merge into one case whatever their conversations; the
+case keeps its representative's.
 """
 
 from __future__ import annotations
@@ -139,5 +143,6 @@ def build_case(cid: str, group: Sequence[Candidate], holdout: float) -> dict[str
             "citations": rep.citations,
             "proposed": {"supported_claims": [c["text"] for c in supported], "unsupported_claims": rejected},
             "normalized_query": normalize_query(rep.query),
+            **({"conversation": rep.conversation} if rep.conversation else {}),
         },
     }

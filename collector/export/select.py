@@ -32,7 +32,8 @@ _JUDGMENTS = (
 _TRACES = (
     "SELECT trace_id, toUnixTimestamp64Nano(time), service, query, answer, chunk_ids, chunk_contents, "
     "chunk_scores, chunk_metadata, citation_doc_ids, citation_markers, citation_starts, citation_ends, "
-    "corpus_version, risk_level, query_type FROM {db}.rag_traces FINAL WHERE trace_id IN %(ids)s"
+    "corpus_version, risk_level, query_type, conversation_roles, conversation_contents, "
+    "chunk_source_types, chunk_tools, chunk_queries FROM {db}.rag_traces FINAL WHERE trace_id IN %(ids)s"
 )
 _WINDOW = (
     "SELECT trace_id FROM {db}.rag_traces FINAL "
@@ -67,6 +68,7 @@ class Candidate:
     judgment: dict[str, Any] | None = None
     claims: list[dict[str, Any]] = field(default_factory=list)
     reasons: set[str] = field(default_factory=set)
+    conversation: list[dict[str, str]] = field(default_factory=list)  # the messages before the turn
 
 
 @dataclass(frozen=True)
@@ -148,15 +150,26 @@ def _claims(storage: Storage, ids: list[str], judges: dict[str, dict[str, Any]])
     return out
 
 
+def _provenance(kind: str, tool: str, query: str) -> dict[str, str]:
+    """Where a stored chunk came from, as the eval set keeps it: a tool's result says so and names
+    the tool (its arguments as ``query``); a retrieved chunk keeps the query that fetched it."""
+    out = {"source_type": kind, "tool": tool} if kind == "tool" else {}
+    return {**out, "query": query} if query else out
+
+
 def _candidate(row: tuple[Any, ...]) -> Candidate:
     (tid, ns, service, query, answer, ids, contents, scores, metas, cdocs, cmarks, cstarts, cends) = row[:13]
+    roles, texts, kinds, tools, queries = row[16:21]
+    n = len(ids)  # rows stored before the provenance columns have them empty
+    kinds, tools, queries = (list(a) + [""] * (n - len(a)) for a in (kinds, tools, queries))
     return Candidate(
         trace_id=tid, time_ns=int(ns), service=service, query=query, answer=answer,
-        chunks=[{"id": i, "content": t, "score": s, "metadata": stored_metadata(m)}
-                for i, t, s, m in zip(ids, contents, scores, metas, strict=True)],
+        chunks=[{"id": i, "content": t, "score": s, "metadata": stored_metadata(m), **_provenance(k, tl, q)}
+                for i, t, s, m, k, tl, q in zip(ids, contents, scores, metas, kinds, tools, queries, strict=True)],
         citations=[{"doc_id": d, "marker": m, "start": int(s), "end": int(e)}
                    for d, m, s, e in zip(cdocs, cmarks, cstarts, cends, strict=True)],
         corpus_version=row[13], risk_level=row[14], query_type=row[15],
+        conversation=[{"role": r, "content": c} for r, c in zip(roles, texts, strict=True)],
     )  # fmt: skip
 
 
