@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from ragpulse.collector.contract import SCORE_NAMES
+from ragpulse.collector.core.feedback_spans import NEGATIVE_LABELS
 
 from tests.services import free_port, reaped, wait_for_line
 
@@ -195,12 +196,15 @@ def test_judged_failure_modes_match_injected_modes(demo_db: dict, capsys: pytest
     assert matched / len(rows) >= 0.80
 
 
-#: The export's default criteria (docs/eval-loop.md) over the latest successful judgment, in SQL.
+#: The export's default criteria (docs/eval-loop.md) over the latest successful judgment, in SQL,
+#: and negative feedback (the demo's chat users re-ask after a refusal: implicit negative feedback).
 _FAILING = (
     "SELECT trace_id FROM ragpulse.rag_judgments FINAL WHERE error = '' AND ("
     "failure_mode IN ('retrieval', 'generation', 'both') OR abstention_kind = 'false_refusal' "
     "OR unsupported_hallucination > 0 OR faithfulness < 0.8 OR trace_id IN "
-    "(SELECT trace_id FROM ragpulse.rag_claims FINAL WHERE citation_valid = 0))"
+    "(SELECT trace_id FROM ragpulse.rag_claims FINAL WHERE citation_valid = 0)) "
+    "UNION DISTINCT SELECT trace_id FROM ragpulse.rag_feedback FINAL WHERE value < 0 "
+    "OR (value IS NULL AND lower(label) IN (" + ", ".join(f"'{x}'" for x in NEGATIVE_LABELS) + "))"
 )
 GATES = "- metric: strict_pass\n  max_regression: 0.05\n- metric: faithfulness\n  max_regression: 0.05\n"
 
@@ -385,3 +389,56 @@ def test_report_only_on_an_empty_database(tmp_path: Path) -> None:
     assert "judge: (no judgments yet)" in res.stdout and "No quality threshold breached." in res.stdout
     assert "no judged traces with ground truth yet" in res.stdout
     assert (tmp_path / "report.html").read_text().count("No judged traces yet.") == 2
+
+
+def test_the_report_shows_the_sessions_the_database_holds(demo_db: dict) -> None:
+    """Chat traffic: the Sessions section (text and HTML) equals the rag_sessions view; follow-ups keep
+    their conversation and the rewritten query beside their chunks; the agentic route stores its
+    tool result as evidence; the exported cases of follow-ups keep their conversation."""
+    f = db_query(
+        demo_db["db"],
+        {
+            "s": "SELECT count(), countIf(turns > 1), sum(turns), sum(judged_turns), sum(flagged_turns), "
+            "countIf(flagged_turns > 0), sum(flagged_reasked), countIf(last_turn_flagged AND NOT last_turn_reasked) "
+            "FROM ragpulse.rag_sessions",
+            "follow": "SELECT query, chunk_queries[1], conversation_roles FROM ragpulse.rag_traces FINAL "
+            "WHERE length(conversation_roles) > 0 AND query != chunk_queries[1] AND lower(query) != lower(chunk_queries[1])",
+            "tool": "SELECT answer, chunk_contents[indexOf(chunk_source_types, 'tool')], chunk_tools FROM "
+            "ragpulse.rag_traces FINAL WHERE has(chunk_source_types, 'tool')",
+        },
+    )
+    n, multi, turns, judged, flagged, with_flagged, reasked, abandoned = f["s"][0]
+    assert turns == 160 and multi > 0 and flagged > 0 and reasked > 0 and abandoned > 0
+    out = demo_db["out"]
+    assert _num(r"^\s+sessions\s+(\d+)\s+multi-turn", out) == n
+    assert re.search(rf"^\s+sessions\s+{n}\s+multi-turn {multi}, ended {n}$", out, re.M)
+    assert re.search(rf"^\s+turns\s+{turns}\s+judged {judged}$", out, re.M)
+    assert re.search(rf"^\s+flagged turns\s+{flagged}\s+.* in {with_flagged} session\(s\)$", out, re.M)
+    assert _num(r"^\s+then reasked\s+(\d+)$", out) == reasked
+    assert _num(r"^\s+then abandoned\s+(\d+)$", out) == abandoned
+    assert "Conversation chat-" in out
+    html = demo_db["html"].read_text()
+    figures = dict(re.findall(r'data-session-figure="([^"]+)">(\d+)<', html))
+    assert int(figures["sessions"]) == n and int(figures["flagged turns"]) == flagged
+    assert (
+        int(figures["flagged, then abandoned"]) == abandoned
+        and int(figures["flagged, then reasked"]) == reasked
+    )
+    assert 'class="turn flagged"' in html
+    # a follow-up: its conversation stored, the standalone question it was rewritten to beside its chunks
+    assert f["follow"] and all(roles[::2] == ["user"] * (len(roles) // 2) for _, _, roles in f["follow"])
+    # the agentic route: the tool's result stored as evidence, and the answer states it
+    assert f["tool"]
+    from ragpulse.collector.eval.files import load_evalset
+    from ragpulse.policy_rag.generator import REFUSALS
+
+    for answer, content, tools in f["tool"]:
+        assert "training_record" in tools
+        assert json.loads(content)["next_due"] in answer or answer in REFUSALS
+
+    cases = load_evalset(demo_db["base"] / "evalset.jsonl")
+    with_conversation = [c for c in cases if c["provenance"].get("conversation")]
+    assert with_conversation
+    for c in with_conversation:
+        roles = [m["role"] for m in c["provenance"]["conversation"]]
+        assert roles[0] == "user" and set(roles) <= {"user", "assistant"}

@@ -3,8 +3,9 @@
 :func:`build_report` turns the tables ``rag_traces``, ``rag_judgments`` and
 ``rag_claims`` into a :class:`Report`: volumes, score summaries and
 histograms, failure modes and abstentions, scores over time, the worst cases
-with their unsupported claims and invalid citations, and which quality
-thresholds are breached. The terminal text (:mod:`report_text`) and the HTML
+with their unsupported claims and invalid citations, which quality
+thresholds are breached, and the sessions (conversations by session id, from
+the ``rag_sessions`` views: :mod:`.report_sessions`). The terminal text (:mod:`report_text`) and the HTML
 page (:mod:`report_html`) only format a :class:`Report`; neither computes a
 number of its own, so what they show is what the database says.
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from ..contract import SCORE_NAMES
 from ..monitoring.report_slis import JUDGE_ERROR_RATE, objective_limits, objective_values
+from .report_sessions import SessionsSummary, build_sessions
 
 __all__ = [
     "THRESHOLDS",
@@ -116,6 +118,7 @@ class Report:
     over_time_bucket_s: float
     worst: list[WorstCase]
     thresholds: list[Threshold]
+    sessions: SessionsSummary | None = None
 
     @property
     def breached(self) -> list[Threshold]:
@@ -156,11 +159,14 @@ def build_report(
     worst: int = 5,
     bucket_count: int = 24,
     thresholds: Sequence[Threshold] = THRESHOLDS,
+    sessions_ended_before_ns: int | None = None,
 ) -> Report:
     """Read the report from the database ``database`` through ``query``.
 
     ``judge_id`` selects whose judgments are summarised; by default the judge
     with the most judgments (a trace judged by two tiers is not counted twice).
+    ``sessions_ended_before_ns``: sessions whose last turn is before it have ended; None: every
+    session has (the traffic is over), see :mod:`.report_sessions`.
     """
     db = database
     traces_t, judg_t, claims_t = f"{db}.rag_traces", f"{db}.rag_judgments", f"{db}.rag_claims"
@@ -198,9 +204,7 @@ def build_report(
     over_time, bucket_s = _over_time(query, judg_t, ok, bucket_count)
     worst_cases = _worst(query, traces_t, judg_t, claims_t, ok, jfilter, worst)
 
-    values = objective_values(query, judg_t, claims_t, ok, jfilter)
-    values[JUDGE_ERROR_RATE] = round(errors / (judged + errors), 6) if judged + errors else None
-    checked = [Threshold(t.name, t.description, t.op, t.limit, values.get(t.name)) for t in thresholds]
+    checked = _checked(query, judg_t, claims_t, ok, jfilter, (judged, errors), thresholds)
 
     return Report(
         database=db,
@@ -225,7 +229,24 @@ def build_report(
         over_time_bucket_s=bucket_s,
         worst=worst_cases,
         thresholds=checked,
+        sessions=build_sessions(query, db, sessions_ended_before_ns),
     )
+
+
+def _checked(
+    query: QueryFn,
+    judg_t: str,
+    claims_t: str,
+    ok: str,
+    jfilter: str,
+    judged_errors: tuple[int, int],
+    thresholds: Sequence[Threshold],
+) -> list[Threshold]:
+    """The thresholds with their values: the objectives' SLIs and the judge error rate."""
+    judged, errors = judged_errors
+    values = objective_values(query, judg_t, claims_t, ok, jfilter)
+    values[JUDGE_ERROR_RATE] = round(errors / (judged + errors), 6) if judged + errors else None
+    return [Threshold(t.name, t.description, t.op, t.limit, values.get(t.name)) for t in thresholds]
 
 
 def _verdict_counts(

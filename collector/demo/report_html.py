@@ -15,6 +15,7 @@ from html import escape
 
 from ..contract import SCORE_NAMES
 from .report import Report
+from .report_sessions import SessionsSummary
 from .report_text import fmt_score
 
 __all__ = ["render_html"]
@@ -152,6 +153,7 @@ table{border-collapse:collapse;margin:8px 0} td,th{border:1px solid #ddd;padding
 th{background:#f6f6f6} .muted{color:#777} .breached{color:#b00;font-weight:bold} .ok{color:#080}
 svg text{font-size:12px;fill:#333} svg text.t{font-weight:bold} svg text.n{font-size:10px;fill:#555}
 .hists{display:flex;flex-wrap:wrap;gap:8px} .case{border:1px solid #eee;padding:8px;margin:8px 0}
+.turn{margin:4px 0 4px 12px} .flagged{border-left:3px solid #d62728;padding-left:6px}
 code{background:#f4f4f4;padding:1px 4px}
 """
 
@@ -226,6 +228,7 @@ traces {escape(r.first_time or "-")} to {escape(r.last_time or "-")} · generate
 <h2>Scores over time</h2><p class="muted">mean per {r.over_time_bucket_s:g} s of trace time</p>{_over_time(r)}
 <h2>Failure modes</h2>{_failure_modes(r)}
 <p class="muted">abstentions: {escape(", ".join(f"{k} {n}" for k, n in r.abstentions.items()) or "none")}</p>
+{_sessions(r.sessions)}
 <h2>Quality thresholds</h2>{thresholds}
 <h2>Worst cases</h2>{_worst_cases(r)}
 {"".join(f"<h2>{escape(title)}</h2><pre>{escape(text)}</pre>" for title, text in extra_sections)}
@@ -254,3 +257,38 @@ def _worst_cases(r: Report) -> str:
             f"<p><b>Q:</b> {escape(c.query)}<br><b>A:</b> {escape(c.answer)}</p><ul>{items}</ul></div>"
         )
     return "".join(cases) or "<p>None.</p>"
+
+
+def _sessions(s: SessionsSummary | None) -> str:
+    """The Sessions section: the figures (each with its ``data-session-figure``) and the conversations."""
+    if s is None or not s.sessions:
+        return ""
+    share = "-" if s.flagged_share is None else f"{100.0 * s.flagged_share:.1f}%"
+    figures = [
+        ("sessions", s.sessions), ("multi-turn sessions", s.multi_turn), ("ended sessions", s.ended),
+        ("turns", s.turns), ("judged turns", s.judged_turns), ("flagged turns", s.flagged_turns),
+        ("sessions with a flagged turn", s.sessions_flagged),
+        *((f"flagged, then {k}", n) for k, n in s.followed_by.items()),
+        *((f"sessions of {t} turn(s)", n) for t, n in s.turns_per_session.items()),
+    ]  # fmt: skip
+    rows = [[escape(name), f'<span data-session-figure="{escape(name)}">{n}</span>'] for name, n in figures]
+    blocks = []
+    for c in s.conversations:
+        turns = "".join(
+            f'<div class="turn{" flagged" if t.flagged else ""}" data-trace-id="{escape(t.trace_id)}">'
+            f"<b>user:</b> {escape(t.query)}<br><b>assistant:</b> {escape(t.answer)} "
+            f'<span class="muted">{escape(t.failure_mode or "not judged")}'
+            f"{' · flagged' if t.flagged else ''}{' · re-asked' if t.reasked else ''}</span></div>"
+            for t in c.turns
+        )
+        blocks.append(
+            f'<div class="case" data-session-id="{escape(c.session_id)}"><b>{escape(c.session_id)}</b> '
+            f'<span class="muted">{escape(c.service)} · {len(c.turns)} turns · a flagged turn '
+            f"{escape(c.outcome)}</span>{turns}</div>"
+        )
+    return (
+        f'<h2>Sessions</h2><p class="muted">conversations by session id; {share} of judged turns flagged '
+        "(failure mode retrieval, generation or both, or a false refusal)</p>"
+        + _table(["measure", "value"], rows)
+        + "".join(blocks)
+    )

@@ -10,6 +10,7 @@ import textwrap
 
 from ..contract import SCORE_NAMES
 from .report import Report
+from .report_sessions import SessionsSummary
 
 __all__ = ["render_text", "fmt_score"]
 
@@ -94,6 +95,9 @@ def render_text(r: Report, *, color: bool = False) -> str:
                     "     ",
                 )
             )
+    if r.sessions is not None and r.sessions.sessions:
+        add("")
+        out.extend(_sessions(r.sessions))
     add("")
     add("Quality thresholds")
     for t in r.thresholds:
@@ -107,3 +111,26 @@ def render_text(r: Report, *, color: bool = False) -> str:
         else "No quality threshold breached."
     )
     return "\n".join(out)
+
+
+def _sessions(s: SessionsSummary) -> list[str]:
+    """The Sessions section: counts, turns per session, what followed flagged turns, conversations."""
+    share = "-" if s.flagged_share is None else f"{100.0 * s.flagged_share:.1f}%"
+    out = [
+        "Sessions (conversations by session id; flagged: failure mode retrieval/generation/both or a false refusal)",
+        f"  sessions          {s.sessions:>7}   multi-turn {s.multi_turn}, ended {s.ended}",
+        f"  turns             {s.turns:>7}   judged {s.judged_turns}",
+        "  turns per session   " + "  ".join(f"{t}: {n}" for t, n in s.turns_per_session.items()),
+        f"  flagged turns     {s.flagged_turns:>7}   {share} of judged turns, in {s.sessions_flagged} session(s)",
+    ]
+    for then, n in s.followed_by.items():
+        if n or then != "pending":
+            out.append(f"    then {then:<13}{n:>7}")
+    for c in s.conversations:
+        out.append(f"  Conversation {c.session_id} ({len(c.turns)} turns; a flagged turn {c.outcome})")
+        for i, t in enumerate(c.turns, 1):
+            verdict = t.failure_mode or "not judged"
+            mark = (" FLAGGED" + (", re-asked" if t.reasked else "")) if t.flagged else ""
+            out.append(_wrap(f"{i}. user: {t.query}", "     "))
+            out.append(_wrap(f"assistant: {t.answer}  [{verdict}{mark}]", "        "))
+    return out
