@@ -244,7 +244,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         if not 0 <= cfg[section][key] <= 65535:
             raise ConfigError(f"{section}.{key} out of range: {cfg[section][key]}")
     _check_evaluations(cfg["evaluations"])
-    from .serve.bearer import token_from_config
+    from .core.bearer import token_from_config
 
     try:
         token_from_config(cfg["receiver"])

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from ragpulse.collector.config import ConfigError, load_config
+from ragpulse.collector.core.bearer import authorized, bearer_credentials, token_from_config
 from ragpulse.collector.demo.synthetic import make_trace, traces_data
 from ragpulse.collector.embedded.collector import EmbeddedCollector
-from ragpulse.collector.serve.bearer import authorized, bearer_credentials, token_from_config
 
 PB, JS = "application/x-protobuf", "application/json"
 TOKEN = "s3cret-token"

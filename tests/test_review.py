@@ -113,7 +113,8 @@ def test_a_request_without_the_token_gets_401_and_reads_nothing(tmp_path: Path) 
             assert resp.status_code == 401
             assert calls == []
             # With the token the handlers run (and here fail on the missing eval set: they did read).
-            assert client.get("/cases", headers={"Authorization": "Bearer s3cret"}).status_code == 500
+            for auth in ("Bearer s3cret", "bearer s3cret", "BEARER\ts3cret"):  # RFC 7235: any case
+                assert client.get("/cases", headers={"Authorization": auth}).status_code == 500, auth
             resp = client.get("/judgments?token=s3cret", follow_redirects=False)
             assert resp.status_code == 303 and "ragpulse_review_token" in resp.headers["set-cookie"]
             assert resp.headers["location"].endswith("/judgments")

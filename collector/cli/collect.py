@@ -148,9 +148,9 @@ def _kafka_receivers(cfg: dict[str, Any], metrics: Any) -> list[Any]:
         return []
     from kafka import KafkaProducer
 
+    from ..core.bearer import token_from_config
     from ..ingest.otlp import Limits, split_by_trace
     from ..kafka.clients import kafka_client_settings
-    from ..serve.bearer import token_from_config
     from ..serve.otlp_http import OtlpHttpReceiver
     from ..serve.otlp_request import OtlpIntake
 

@@ -167,7 +167,7 @@ class EmbeddedCollector:
 
     def _receivers(self) -> None:
         """Start the OTLP/HTTP and OTLP/gRPC receivers asked for, both handing to ``submit_decoded``."""
-        from ..serve.bearer import token_from_config
+        from ..core.bearer import token_from_config
         from ..serve.otlp_request import OtlpIntake
 
         r = self.config["receiver"]

@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from ..core.bearer import bearer_credentials
 from .cases import (
     ACTIONS,
     EDITABLE_LISTS,
@@ -94,8 +95,7 @@ class _Token(BaseHTTPMiddleware):
         return bool(value) and hmac.compare_digest(str(value).encode(), self.token.encode())
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        auth = request.headers.get("authorization", "")
-        bearer = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        bearer = bearer_credentials(request.headers.get("authorization"))
         if self._ok(bearer) or self._ok(request.cookies.get(TOKEN_COOKIE)):
             return await call_next(request)
         if self._ok(request.query_params.get("token")) and request.method == "GET":

@@ -27,9 +27,9 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from ..core.bearer import authorized
 from ..export.ledger import queue_alert
 from ..storage.clickhouse import Storage
-from .bearer import authorized
 from .http_server import BackgroundHTTPServer, QuietHandler, send
 
 __all__ = ["AlertmanagerReceiver", "alert_windows_from_payload", "PATH"]

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from ..core.bearer import authorized
 from ..ingest.otlp import DecodeResult, Limits, MalformedRecord, decode_otlp_json, decode_otlp_proto
-from .bearer import authorized
 from .empty_request import holds_no_span
 from .inflight import RETRY_AFTER_S
 from .intake_body import IntakeRejected
