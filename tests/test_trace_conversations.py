@@ -328,6 +328,22 @@ def test_a_reranked_chunk_keeps_the_query_of_the_retrieval_that_fetched_it() -> 
         ("C9", "after the reranker"),
     ]
 
+    def retrieve_then_rerank(tracer: Any) -> None:
+        with tracer.start_as_current_span(
+            "rag", attributes={cv.SPAN_KIND: cv.KIND_CHAIN, cv.INPUT_VALUE: "q"}
+        ):
+            attrs = {cv.SPAN_KIND: cv.KIND_RETRIEVER, cv.GEN_AI_RETRIEVAL_QUERY: REWRITTEN}
+            attrs.update(_documents(cv.RETRIEVAL_DOCUMENTS, [C1, C2, ("C3", "Backups are encrypted.")]))
+            with tracer.start_as_current_span("retrieve", attributes=attrs):
+                pass
+            rerank = {cv.SPAN_KIND: cv.KIND_RERANKER}
+            rerank.update(_documents(cv.RERANKER_OUTPUT_DOCUMENTS, [C2, C1]))
+            with tracer.start_as_current_span("rerank", attributes=rerank):
+                pass
+
+    t = built(retrieve_then_rerank)
+    assert [(c.id, c.query) for c in t.chunks] == [("C2", REWRITTEN), ("C1", REWRITTEN)]
+
 
 # -- assembly and storage -----------------------------------------------------------------------
 

@@ -61,7 +61,13 @@ from ...agent.conventions import (
 )
 from ..core.model import STATUS_ERROR, Citation, RagTrace, Span
 from ..core.native import native_function, with_fallback
-from .conversation import before_turn, conversation_keys, generation_conversation, root_conversation
+from .conversation import (
+    ROOT_MESSAGE_KEYS,
+    before_turn,
+    conversation_keys,
+    generation_conversation,
+    root_conversation,
+)
 from .evidence import marker_ids, retrieved_chunks, tool_chunks
 from .texts import llm_answer, llm_query, retrieval_query, root_answer, root_query
 
@@ -72,6 +78,7 @@ _RETRIEVAL_OPS = frozenset(RETRIEVAL_OPS)
 _LLM_OPS = frozenset(LLM_OPS)
 _CHAIN_OPS = frozenset(CHAIN_OPS)
 _TOOL_OPS = frozenset(TOOL_OPS)
+_MESSAGES_KEY, _FLAT_MESSAGES_KEY = ROOT_MESSAGE_KEYS
 # A span with documents but no kind or operation is a retrieval.
 _FIRST_DOCUMENT = (
     document_key(RETRIEVAL_DOCUMENTS, 0, "content"),
@@ -244,7 +251,10 @@ def build_trace(trace_id: str, spans: list[Span]) -> RagTrace:
             t.citations = [
                 Citation(c.doc_id, c.marker, c.start, c.end) for c in parse_citations(t.answer, ids)
             ]
-    _read_conversation(t, p, ra, trusted)
+    if not trusted:
+        _read_conversation(t, p, ra)
+    elif _MESSAGES_KEY in ra or _FLAT_MESSAGES_KEY in ra:  # most calls are single turns: no call
+        t.conversation = root_conversation(ra)
     _read_root(t, ra, p.trace_root)
     t.status = "error" if p.error else "ok"
     return t
@@ -255,18 +265,18 @@ def _read_chunks(t: RagTrace, p: _Parts, spans: list[Span]) -> None:
     what was retrieved before it), each with its query, then the tool calls' results."""
     if p.retrievers or p.rerankers:
         t.chunks = retrieved_chunks(p.retrievers, p.rerankers)
-        t.retrieval_ms = _total_ms(p.retrievers)
-        t.rerank_ms = _total_ms(p.rerankers)
+        if p.retrievers:
+            t.retrieval_ms = _total_ms(p.retrievers)
+        if p.rerankers:
+            t.rerank_ms = _total_ms(p.rerankers)
     if p.tools:
         t.chunks.extend(tool_chunks(p.tools, p.retrievers, spans))
 
 
-def _read_conversation(t: RagTrace, p: _Parts, ra: dict[str, Any], trusted: bool) -> None:
-    """The conversation before the user's turn (:mod:`.conversation`): the root's, else (other
-    instrumentation) what the generation that wrote the answer was given before that turn."""
-    if trusted:
-        t.conversation = root_conversation(ra)
-        return
+def _read_conversation(t: RagTrace, p: _Parts, ra: dict[str, Any]) -> None:
+    """Other instrumentation's conversation before the user's turn (:mod:`.conversation`; a
+    ragpulse root's is its own): the root's messages before that turn, else those the
+    generation that wrote the answer was given."""
     messages = root_conversation(ra)
     if messages:
         t.conversation = before_turn(messages, t.query, False)

@@ -27,11 +27,19 @@ from ...agent.conventions import (
 from ..core.model import Message, Span
 from .texts import flat_messages, json_messages, llm_answer, llm_messages
 
-__all__ = ["root_conversation", "before_turn", "generation_conversation", "conversation_keys"]
+__all__ = [
+    "ROOT_MESSAGE_KEYS",
+    "root_conversation",
+    "before_turn",
+    "generation_conversation",
+    "conversation_keys",
+]
 
 # Other names the chat conventions give the two sides of a conversation.
 _ROLES = {"human": ROLE_USER, "ai": ROLE_ASSISTANT, "model": ROLE_ASSISTANT, "bot": ROLE_ASSISTANT}
 _FIRST_FLAT = message_key(LLM_INPUT_MESSAGES, 0, MESSAGE_ROLE)
+# A root carrying one of these keys carries a conversation (the check a caller may make first).
+ROOT_MESSAGE_KEYS = (GEN_AI_INPUT_MESSAGES, _FIRST_FLAT)
 
 
 def _messages(pairs: list[tuple[str, str]]) -> list[Message]:

@@ -55,15 +55,38 @@ def retrieved_chunks(retrievers: list[Span], rerankers: list[Span]) -> list[Chun
     """The chunks of the retrievals and rerankers, each with its query (module docstring)."""
     if not rerankers:
         if len(retrievers) == 1:  # the common case: one retrieval
-            return _with_query(span_documents(retrievers[0].attrs), retrievers[0])
+            chunks = span_documents(retrievers[0].attrs)
+            query = retrieval_query(retrievers[0].attrs) if chunks else ""
+            if query:
+                for c in chunks:
+                    c.query = query
+            return chunks
         chunks: list[Chunk] = []
         for r in sorted(retrievers, key=_by_start):
             chunks.extend(_with_query(span_documents(r.attrs), r))
         return chunks
-    steps = sorted([*retrievers, *rerankers], key=_by_start)
+    last = max(rerankers, key=_by_start)
+    output = span_documents(last.attrs, RERANKER_OUTPUT_DOCUMENTS)
+    if not output:
+        return _in_order(retrievers, rerankers)
+    before = [r for r in retrievers if r.start <= last.start]
+    if len(before) == 1:  # the common case: retrieve, then rerank; no need to read what was replaced
+        query = retrieval_query(before[0].attrs) or retrieval_query(last.attrs)
+        for c in output:
+            c.query = query
+    else:
+        _reranked(output, last, _in_order(before, [r for r in rerankers if r is not last]))
+    for r in sorted((r for r in retrievers if r.start > last.start), key=_by_start):
+        output.extend(_with_query(span_documents(r.attrs), r))
+    return output
+
+
+def _in_order(retrievers: list[Span], rerankers: list[Span]) -> list[Chunk]:
+    """Every step in start order: a retrieval's chunks added, a reranker's output in place of
+    what came before it (one that recorded none leaves it)."""
     reranker_ids = {id(s) for s in rerankers}
-    chunks = []
-    for s in steps:
+    chunks: list[Chunk] = []
+    for s in sorted([*retrievers, *rerankers], key=_by_start):
         if id(s) in reranker_ids:
             chunks = _reranked(span_documents(s.attrs, RERANKER_OUTPUT_DOCUMENTS), s, chunks)
         else:
