@@ -57,6 +57,17 @@ class LiveDemo:
             self.assistant.answer(req.question)
             self.served += 1
 
+    def serve_sessions(self, n: int) -> None:
+        """Serve ``n`` turns of chat traffic now (sessions with follow-ups, re-asks and the tool route)."""
+
+        def ask(req: Any, history: list[dict[str, Any]]) -> str:
+            return self.assistant.answer(
+                req.question, history=history, session_id=req.session_id, user_id=req.user_id
+            )
+
+        for _ in self.traffic.conversations(n, ask):
+            self.served += 1
+
     def set_rates(self, **rates: float) -> None:
         """Switch the generator's failure rates (GenerationRates fields); the rest become 0."""
         from ragpulse.policy_rag import GenerationRates

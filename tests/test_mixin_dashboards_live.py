@@ -104,6 +104,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveDemo, d
     demo = LiveDemo(tmp_path_factory.mktemp("dash") / "db").start()
     try:
         demo.serve(150)
+        demo.serve_sessions(60)  # chat sessions: the Sessions row and the sessions table have data
         assert demo.flush()
         # Thumbs-down on three answers, through the public agent API (feedback series and requeues).
         for (tid,) in demo.query("SELECT trace_id FROM {db}.rag_traces FINAL ORDER BY trace_id LIMIT 3"):

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .common import QUALITY_UID
+from .dashboard_sessions import session_panels
 from .dashboard_variants import variant_panels, variant_var
 from .grafana import PROM, Layout, dashboard, datasource_var, panel, prom_target, query_var
 from .pipeline_rules import negative_feedback
@@ -140,6 +141,7 @@ def quality_overview(config: Mapping[str, Any]) -> dict[str, Any]:
         + variant_panels(lay)
         + _volume_panels(lay)
         + _feedback_panels(config, lay)
+        + session_panels(lay)
         + _pipeline_panels(config, lay)
     )
     variables = [
@@ -151,7 +153,8 @@ def quality_overview(config: Mapping[str, Any]) -> dict[str, Any]:
     return dashboard(
         QUALITY_UID,
         "ragpulse quality overview",
-        "Answer-quality SLIs and their burn rates, judgments, variants, volume, judge health and pipeline health.",
+        "Answer-quality SLIs and their burn rates, judgments, variants, volume, judge health, user feedback, "
+        "sessions and pipeline health.",
         variables,
         panels,
     )

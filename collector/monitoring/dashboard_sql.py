@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .dashboard_sessions import SESSIONS_FLAGGED
 from .grafana import (
     CH,
     CH_PLUGIN,
@@ -158,6 +159,8 @@ def drilldown() -> dict[str, Any]:
         panel(lay, "Worst traces (filter by failure mode above; click a trace id)", [sql_target(WORST)], kind="table",
               w=24, h=12, overrides=trace_links),
         panel(lay, "Failure modes over time", [sql_target(MODES_OVER_TIME, "time_series")], w=24, h=7),
+        panel(lay, "Sessions with flagged turns (trace_id: the latest flagged turn; click it)", [sql_target(SESSIONS_FLAGGED)],
+              kind="table", w=24, h=8, overrides=trace_links),
         lay.row("Trace ${trace_id}"),
         panel(lay, "Trace", [sql_target(TRACE)], kind="table", w=24, h=5),
         panel(lay, "Retrieved chunks and the claims they support", [sql_target(CHUNKS)], kind="table", w=24, h=8),
