@@ -18,6 +18,8 @@ from ragpulse.collector.storage.clickhouse import Storage
 
 from tests.services import KafkaBroker, helm_binary, promtool_binary
 
+pytest_plugins = ["tests.agent_memory"]  # the agent span tests' in-memory exporter fixture
+
 # litellm otherwise tries the network at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -35,6 +34,8 @@ from ragpulse.agent.conventions import (
     document_key,
 )
 
+from tests.agent_memory import spans_by_name
+
 RETENTION = {"id": "RET-5Y", "content": "Covered institutions keep transaction logs for five years."}
 HOLD = {"id": "HOLD-1", "content": "Deleting logs before then requires releasing any legal hold."}
 FOLLOW_UP = "And can we delete them sooner?"
@@ -46,22 +47,6 @@ HISTORY = [
     {"role": "user", "content": "How long do we keep transaction logs?"},
     {"role": "assistant", "content": "Five years."},
 ]
-
-
-@pytest.fixture()
-def mem():
-    exporter = InMemorySpanExporter()
-    configure(exporter=exporter, service_name="test-svc", schedule_delay_ms=50)
-    yield exporter
-    shutdown()
-
-
-def finished(exporter: InMemorySpanExporter) -> dict[str, list]:
-    flush()
-    out: dict[str, list] = {}
-    for span in exporter.get_finished_spans():
-        out.setdefault(span.name, []).append(span)
-    return out
 
 
 def cited(root) -> list[tuple[str, str]]:
@@ -105,7 +90,7 @@ def chat(question: str, history: list, session_id: str | None = None) -> str:
 
 def test_the_issue_case_cites_each_chunk_by_its_position_in_the_generations_chunks(mem):
     assert chat(FOLLOW_UP, HISTORY, session_id="s-1") == ANSWER
-    spans = finished(mem)
+    spans = spans_by_name(mem)
     (root,) = spans["chat"]
     assert cited(root) == [("RET-5Y", "[1]"), ("HOLD-1", "[2]")]
     assert root.attributes[INPUT_VALUE] == FOLLOW_UP
@@ -138,7 +123,7 @@ def test_the_issue_case_async(mem):
         return await awrite(question, first + second)
 
     assert asyncio.run(achat(FOLLOW_UP, HISTORY)) == ANSWER
-    (root,) = finished(mem)["achat"]
+    (root,) = spans_by_name(mem)["achat"]
     assert cited(root) == [("RET-5Y", "[1]"), ("HOLD-1", "[2]")]
 
 
@@ -170,7 +155,7 @@ def test_given_chunks_match_the_retrieved_ones_by_identity_content_or_their_own_
 
     by_objects("q")
     by_texts("q")
-    spans = finished(mem)
+    spans = spans_by_name(mem)
     # positions of their own retrievals: b[1] is "2", a[0] is "1", a[1] is "2"
     assert cited(spans["by_objects"][0]) == [("1", "[2]"), ("2", "[3]")]
     assert given(spans["from_objects"][0]) == ["2", "1", "2"]
@@ -189,7 +174,7 @@ def test_without_a_generation_given_chunks_markers_count_every_retrieval_in_star
         return plain(question)
 
     no_given("q")
-    (root,) = finished(mem)["no_given"]
+    (root,) = spans_by_name(mem)["no_given"]
     assert cited(root) == [("RET-5Y", "[1]"), ("HOLD-1", "[2]"), ("3", "[3]")]
 
 
@@ -206,7 +191,7 @@ def test_a_reranker_takes_the_place_of_the_chunks_retrieved_before_it(mem):
         return "Holds [1]. Kept [2]. Again [3]."
 
     reranked("q")
-    (root,) = finished(mem)["reranked"]
+    (root,) = spans_by_name(mem)["reranked"]
     assert cited(root) == [("HOLD-1", "[1]"), ("RET-5Y", "[2]"), ("RET-5Y", "[3]")]
 
 
@@ -227,7 +212,7 @@ def test_the_generation_whose_output_is_the_answer_wins_over_a_later_one(mem):
         return text
 
     drafted("q")
-    (root,) = finished(mem)["drafted"]
+    (root,) = spans_by_name(mem)["drafted"]
     assert cited(root) == [("HOLD-1", "[1]")]
 
 
@@ -244,7 +229,7 @@ def test_cite_and_structured_positions_use_the_same_chunks(mem):
         return out
 
     structured("q")
-    (root,) = finished(mem)["structured"]
+    (root,) = spans_by_name(mem)["structured"]
     assert [d for d, _ in cited(root)] == ["RET-5Y", "RET-5Y", "RET-5Y", "HOLD-1"]
 
 
@@ -256,7 +241,7 @@ def test_the_with_statement_forms_record_the_given_chunks(mem):
             g.set_chunks([dict(HOLD), dict(RETENTION)])
             g.set_output("Holds first [1]. Five years [2].")
         rag.set_answer("Holds first [1]. Five years [2].")
-    spans = finished(mem)
+    spans = spans_by_name(mem)
     assert cited(spans["blocks"][0]) == [("HOLD-1", "[1]"), ("RET-5Y", "[2]")]
     assert given(spans["llm"][0]) == ["HOLD-1", "RET-5Y"]
 

@@ -66,14 +66,6 @@ def conversation(root) -> list[tuple[str, str]]:
     return [(m["role"], text_of(m)) for m in messages]
 
 
-@pytest.fixture()
-def mem():
-    exporter = InMemorySpanExporter()
-    configure(exporter=exporter, service_name="test-svc", schedule_delay_ms=50)
-    yield exporter
-    shutdown()
-
-
 def roots(exporter: InMemorySpanExporter) -> dict[str, object]:
     flush()
     return {s.name: s for s in exporter.get_finished_spans() if s.attributes.get("rag.root")}

@@ -30,6 +30,8 @@ from ragpulse.agent import (
     trace_rag,
 )
 
+from tests.agent_memory import spans_by_name
+
 CHUNKS = [
     {
         "id": "C1",
@@ -51,22 +53,6 @@ CHUNKS = [
     },
 ]
 ANSWER = "Logs are kept for five years [1]. Deletion needs hold release [C2][3]."
-
-
-@pytest.fixture()
-def mem():
-    exporter = InMemorySpanExporter()
-    configure(exporter=exporter, service_name="test-svc", schedule_delay_ms=50)
-    yield exporter
-    shutdown()
-
-
-def spans_by_name(exporter):
-    flush()
-    out = {}
-    for span in exporter.get_finished_spans():
-        out.setdefault(span.name, []).append(span)
-    return out
 
 
 def check_chunks(span, chunks=CHUNKS):

@@ -45,21 +45,7 @@ from ragpulse.agent.conventions import (
     TOOL_NAME,
 )
 
-
-@pytest.fixture()
-def mem():
-    exporter = InMemorySpanExporter()
-    configure(exporter=exporter, service_name="test-svc", schedule_delay_ms=50)
-    yield exporter
-    shutdown()
-
-
-def by_name(exporter: InMemorySpanExporter) -> dict[str, list]:
-    flush()
-    out: dict[str, list] = {}
-    for span in exporter.get_finished_spans():
-        out.setdefault(span.name, []).append(span)
-    return out
+from tests.agent_memory import spans_by_name
 
 
 @tool
@@ -84,7 +70,7 @@ def test_a_tool_call_span_in_both_conventions(mem):
     assert balance("A-1", tool_call_id="call_7") == {"account": "A-1", "balance": 1234.5, "currency": "USD"}
     assert inspect.signature(balance).parameters["currency"].default == "USD"
     assert balance.__doc__.startswith("Look up") and balance.__name__ == "balance"
-    (span,) = by_name(mem)["execute_tool balance"]
+    (span,) = spans_by_name(mem)["execute_tool balance"]
     a = check_tool(span, "balance")
     assert a[GEN_AI_TOOL_CALL_ID] == "call_7"
     assert json.loads(a[GEN_AI_TOOL_CALL_ARGUMENTS]) == {"account": "A-1"}  # the call id is not an argument
@@ -127,7 +113,7 @@ def test_every_callable_kind_and_the_with_form(mem):
         t.set_arguments('{"q": 1}')
         t.set_call_id("c-2")
         t.set_result(["a", "b"])
-    spans = by_name(mem)
+    spans = spans_by_name(mem)
     rate = check_tool(spans["execute_tool rate"][0], "rate")
     assert json.loads(rate[INPUT_VALUE]) == {"base": "USD", "others": ["EUR", "GBP"], "precision": 4}
     assert (
@@ -162,7 +148,7 @@ def test_a_failing_tool_records_the_error_and_raises_it_unchanged(mem):
         with pytest.raises(LookupError) as caught:
             call()
         assert caught.value is error
-    spans = by_name(mem)
+    spans = spans_by_name(mem)
     for name in ("broken", "abroken"):
         (span,) = spans[f"execute_tool {name}"]
         assert span.status.status_code == StatusCode.ERROR and span.status.description == "LookupError"
@@ -194,7 +180,7 @@ def test_odd_arguments_and_results_never_reach_the_application(mem):
     ):
         assert odd(*args) is args[1]
     assert odd.__wrapped__(1, 2) == 2
-    spans = by_name(mem)["execute_tool odd"]
+    spans = spans_by_name(mem)["execute_tool odd"]
     after = stats()
     assert len(spans) == 4 and after["internal_errors"] == before["internal_errors"]
     assert after["dropped"]["internal_error"] == before["dropped"]["internal_error"]
@@ -252,7 +238,7 @@ def test_an_agent_step_is_the_parent_of_the_steps_it_takes(mem):
     assert chat("What is my balance?") == "Your balance is 1,234.50 USD [1]."
     with agent_step("manual", task="do it") as a:
         a.set_output("done")
-    spans = by_name(mem)
+    spans = spans_by_name(mem)
     (root,) = spans["chat"]
     (agent,) = spans["invoke_agent support_agent"]
     a = agent.attributes
@@ -324,7 +310,7 @@ def test_streamed_agent_steps_and_odd_chunk_lists_given_to_a_generation(mem):
     assert "".join(narrator("tell")) == "first part, second part"
     assert asyncio.run(consume()) == [{"step": 1}, "done"]
     assert odd_call("q") == "Odd [1][2][3][4][5]."
-    spans = by_name(mem)
+    spans = spans_by_name(mem)
     after = stats()
     assert after["internal_errors"] == before["internal_errors"]
     assert after["dropped"]["internal_error"] == before["dropped"]["internal_error"]
