@@ -133,6 +133,8 @@ def steady_report(samples: list[Sample], faults: list[FaultRecord], max_lag: int
         f"files: {min(s.fds_other for s in own)}-{max(s.fds_other for s in own)}), threads "
         f"{min(s.threads for s in own)}-{max(s.threads for s in own)}, assembly buffer max "
         f"{max(s.assembly_buffer for s in own)}, agent unacknowledged max {max(s.producer_in_flight for s in own)}",
+        f"/metrics answered in {statistics.median(s.scrape_s for s in samples):.2f}s (median), "
+        f"{max(s.scrape_s for s in samples):.2f}s at most",
     ]
     return lines, max(lag) <= max_lag and not grows_monotonically([float(x) for x in lag])
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.background import Background
-from tests.soak_run import SoakRun, scrape
+from tests.soak_run import SCRAPE_TIMEOUT_S, SoakRun, scrape
 from tests.test_faults_storage import _chdb_config
 
 __all__ = ["DiskFloor", "FaultRecord", "FaultSchedule", "FAULTS", "parse_plan"]
@@ -264,7 +264,7 @@ class FaultSchedule(Background):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.soak.lock:
-                m = scrape(self.soak.metrics_url)
+                m = scrape(self.soak.metrics_url, timeout=SCRAPE_TIMEOUT_S)
             if int(m.get("ragpulse_storage_up", -1)) == value:
                 return self._now()
             time.sleep(0.5)

@@ -34,6 +34,9 @@ from tests.test_collector_kafka import CollectorProcess, Setup
 __all__ = ["DemoTraffic", "Sample", "SoakRun", "grows_monotonically", "scrape"]
 
 SERVICE = "policy-assistant"
+# A sample waits this long for /metrics: a collector starved of CPU (the soak shares a small machine)
+# answers late, which the sample records (Sample.scrape_s) instead of failing the run.
+SCRAPE_TIMEOUT_S = 60.0
 # The collector's counters a sample sums over its processes: metric -> Sample field
 COUNTERS = {"ragpulse_traces_stored_total": "stored", "ragpulse_traces_judged_total": "judged",
             "ragpulse_late_spans_total": "late_spans", "ragpulse_traces_dropped_total": "traces_dropped"}  # fmt: skip
@@ -44,6 +47,7 @@ class Sample:
     """One reading, ``t`` seconds after traffic started."""
 
     t: float
+    scrape_s: float  # how long the collector's /metrics took to answer
     pid: int  # the collector process (a new one after a SIGKILL fault)
     rss_bytes: int  # collector VmRSS
     fds: int  # collector open file descriptors
@@ -72,11 +76,11 @@ class Sample:
         return [getattr(self, f.name) for f in fields(self)]
 
 
-def scrape(url: str) -> dict[str, float]:
+def scrape(url: str, timeout: float = 5.0) -> dict[str, float]:
     """``/metrics`` summed by metric name and, for the consumer lag, by topic (``name{topic}``)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    with urllib.request.urlopen(url + "/metrics", timeout=5) as resp:
+    with urllib.request.urlopen(url + "/metrics", timeout=timeout) as resp:
         text = resp.read().decode()
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
@@ -270,11 +274,14 @@ class SoakRun:
             assert self.collector is not None and self.collector.proc is not None
             assert self.collector.alive(), self.collector.log_tail()
             pid = self.collector.proc.pid
-            m = scrape(self.metrics_url)
+            begin = time.monotonic()
+            m = scrape(self.metrics_url, timeout=SCRAPE_TIMEOUT_S)
+            took = time.monotonic() - begin
             st = agent.stats()
             fds = [_target(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
             return Sample(
                 t=round(time.monotonic() - self.traffic.t0, 1),
+                scrape_s=round(took, 3),
                 pid=pid,
                 rss_bytes=_status_kb(pid, "VmRSS") << 10,
                 fds=len(fds),
