@@ -217,3 +217,38 @@ def test_a_tool_result_is_the_evidence_of_the_answer_that_states_it(pipe: Pipeli
         judgment["faithfulness"] == 0.0
         and json.loads(judgment["extra"])["response_verdict"] == "hallucinated"
     )
+
+
+FEE_POLICY = {
+    "id": "FEE-1",
+    "content": "Customers may request a refund of one overdraft fee per calendar year.",
+}
+
+
+@agent.retrieval
+def fee_search(query: str) -> list[dict]:
+    return [dict(FEE_POLICY)]
+
+
+@agent.generation(model="scripted")
+def fee_answer(question: str, chunks: list) -> str:
+    return "You were charged a $35 overdraft fee yesterday. Overdraft fees are refunded once per year on request [1]."
+
+
+@agent.trace_rag
+def support_chat(question: str, history: list) -> str:
+    return fee_answer(question, fee_search(question))
+
+
+def test_a_claim_restating_the_user_is_stored_as_such(pipe: Pipeline) -> None:
+    history = [{"role": "user", "content": "I was charged a $35 overdraft fee yesterday."},
+               {"role": "assistant", "content": "I am sorry to hear that."}]  # fmt: skip
+    support_chat("Can you refund it?", history)
+    _, judgment = _last(pipe)
+    rows = pipe.collector.storage.query(
+        "SELECT verdict, supporting_chunk_ids, restates_user FROM {db}.rag_claims FINAL WHERE trace_id = %(t)s "
+        "ORDER BY claim_index",
+        {"t": pipe.root_trace_ids()[-1]},
+    )
+    assert [tuple(r) for r in rows] == [("supported", [], 1), ("supported", ["FEE-1"], 0)]
+    assert judgment["faithfulness"] == 1.0 and judgment["citation_completeness"] == 1.0

@@ -50,7 +50,7 @@ JUDGMENT_COLUMNS = (
 CLAIM_COLUMNS = (
     "trace_id", "judge_id", "claim_index", "service", "variant", "time", "text", "verdict",
     "supporting_chunk_ids", "cited_chunk_ids", "citation_valid", "unsupported_source", "support_probability",
-    "version",
+    "restates_user", "version",
 )  # fmt: skip
 
 #: ``rag_reviews``: human labels from ``ragpulse review`` (claim_index -1 = the trace-level label).

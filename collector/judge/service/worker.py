@@ -111,6 +111,7 @@ def judgment_rows(
                 if c.get("verdict") != "supported"
                 else "",
                 "support_probability": _probability(c.get("support_probability")),
+                "restates_user": 1 if c.get("restates_user") and c.get("verdict") == "supported" else 0,
                 "version": version,
             }
         )

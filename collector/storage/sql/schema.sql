@@ -123,6 +123,7 @@ CREATE TABLE IF NOT EXISTS {db}.rag_claims
     citation_valid        Nullable(UInt8),
     unsupported_source    LowCardinality(String),
     support_probability   Nullable(Float32),
+    restates_user         UInt8,
     version               UInt32
 )
 ENGINE = ReplacingMergeTree(version)
@@ -143,6 +144,7 @@ ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS conversation_contents Array
 ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS chunk_source_types Array(LowCardinality(String)) AFTER chunk_sources;
 ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS chunk_tools Array(String) AFTER chunk_source_types;
 ALTER TABLE {db}.rag_traces ADD COLUMN IF NOT EXISTS chunk_queries Array(String) AFTER chunk_tools;
+ALTER TABLE {db}.rag_claims ADD COLUMN IF NOT EXISTS restates_user UInt8 AFTER support_probability;
 
 -- One row per feedback event. feedback_id is the feedback span's id (or an imported line's id,
 -- or the re-asking trace's id for an implicit re-ask), so replays and re-imports replace rows.
