@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-__all__ = ["ConfigError", "load_config", "default_config", "logs_url", "merge", "validate"]
+__all__ = ["ConfigError", "load_config", "default_config", "logs_url", "merge", "validate", "chdb_dsn"]
 
 ENV_PREFIX = "RAGPULSE_"
 
@@ -175,7 +175,8 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
 
 
 def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """Check types and ranges; return the config unchanged or raise ConfigError."""
+    """Check types and ranges; return the config (a chDB directory made absolute,
+    :func:`chdb_dsn`) or raise ConfigError."""
     for section, value in cfg.items():
         if section not in _SCHEMA:
             raise ConfigError(f"unknown section {section!r} (known: {', '.join(sorted(_SCHEMA))})")
@@ -240,6 +241,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             f"storage.dsn must be chdb:///path or http(s)://user:pass@host:port/db, got {cfg['storage']['dsn']!r}"
         )
+    dsn = chdb_dsn(cfg["storage"]["dsn"])
     for section, key in (("metrics", "port"), ("receiver", "port"), ("receiver", "grpc_port")):
         if not 0 <= cfg[section][key] <= 65535:
             raise ConfigError(f"{section}.{key} out of range: {cfg[section][key]}")
@@ -250,7 +252,38 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         token_from_config(cfg["receiver"])
     except ValueError as exc:
         raise ConfigError(f"receiver.{exc}") from None
-    return dict(cfg)
+    out = dict(cfg)
+    out["storage"] = {**cfg["storage"], "dsn": dsn}
+    return out
+
+
+_CHDB = "chdb://"
+_IN_MEMORY = ("memory", ":memory:")  # clickhouse-connect's names for a chDB engine without a disk
+
+
+def chdb_dsn(dsn: str) -> str:
+    """``dsn`` with a chDB directory made absolute, any other DSN unchanged.
+
+    ``chdb:///abs/path`` names an absolute directory. ``chdb://ragpulse-data/mine`` is how a
+    shell user writes a directory relative to where they run the command, but clickhouse-connect
+    reads it as the directory ``ragpulse-data`` holding a database ``mine``, which does not exist
+    (a storage error the collector retries as if the server were down). So a relative directory
+    (``~`` expanded) becomes
+    ``chdb:///<current directory>/ragpulse-data/mine`` here, engine options (``?...``) kept; a
+    DSN naming no directory, or clickhouse-connect's in-memory engine (ragpulse keeps its tables
+    on disk, and every command opens them again), is refused in one line."""
+    if not dsn.startswith(_CHDB):
+        return dsn
+    path, sep, options = dsn[len(_CHDB) :].partition("?")
+    if path.startswith("/"):
+        return dsn
+    if not path:
+        raise ConfigError(
+            f"storage.dsn {dsn!r} names no directory: chdb:///absolute/path or chdb://relative/path"
+        )
+    if path.split("/", 1)[0] in _IN_MEMORY:
+        raise ConfigError(f"storage.dsn {dsn!r}: ragpulse keeps its tables on disk, give chdb:///a/directory")
+    return f"{_CHDB}{os.path.abspath(os.path.expanduser(path))}{sep}{options}"
 
 
 def _check_variants_and_cost(cfg: Mapping[str, Any]) -> None:

@@ -156,17 +156,23 @@ def post_otlp(
 
 @contextlib.contextmanager
 def collect_no_kafka(
-    cfg: dict[str, Any], path: Path, stop_s: float = 30.0
+    cfg: dict[str, Any],
+    path: Path,
+    stop_s: float = 30.0,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[tuple[subprocess.Popen, str]]:
-    """``ragpulse collect --no-kafka`` with ``cfg`` (written to ``path``): yields the process and
-    the first line it printed. A block that ends normally stops it with SIGTERM and checks the
-    exit status is 0; whatever happens, it is killed if still running."""
+    """``ragpulse collect --no-kafka`` with ``cfg`` (written to ``path``; run in ``cwd`` with
+    ``env`` added to the environment): yields the process and the first line it printed. A block
+    that ends normally stops it with SIGTERM and checks the exit status is 0; whatever happens,
+    it is killed if still running."""
     import yaml
 
     path.write_text(yaml.safe_dump(cfg))
     ragpulse = str(Path(sys.executable).parent / "ragpulse")
     proc = subprocess.Popen([ragpulse, "collect", "--no-kafka", "--config", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, cwd=cwd,
+                            env={**os.environ, **env} if env else None)  # fmt: skip
     try:
         assert proc.stdout is not None
         yield proc, proc.stdout.readline()
