@@ -36,7 +36,7 @@ from .conventions import (
 )
 from .outputs import get, safe_str, to_json
 
-__all__ = ["Message", "message_of", "messages_of", "split_turns", "is_message_list"]
+__all__ = ["TEXT_FIELDS", "Message", "message_of", "messages_of", "split_turns", "is_message_list"]
 
 # LangChain message types and other spellings -> the GenAI roles.
 _ROLES = {
@@ -51,6 +51,9 @@ _ROLES = {
     "function": ROLE_TOOL,
 }
 _MAX_PARTS = 64  # parts read from one message's content list
+# The field that holds a part's text, by part type: what is redacted and cut, and what
+# OpenInference's flattened message content joins.
+TEXT_FIELDS: dict[str, str] = {PART_TEXT: GEN_AI_CONTENT, PART_TOOL_CALL_RESPONSE: PART_RESPONSE}
 
 
 class Message(NamedTuple):

@@ -17,7 +17,6 @@ from typing import Any
 
 from .config import Limits
 from .conventions import (
-    GEN_AI_CONTENT,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_PARTS,
     GEN_AI_ROLE,
@@ -29,8 +28,6 @@ from .conventions import (
     PART_ARGUMENTS,
     PART_ID,
     PART_NAME,
-    PART_RESPONSE,
-    PART_TEXT,
     PART_TOOL_CALL,
     PART_TOOL_CALL_RESPONSE,
     PART_TYPE,
@@ -41,7 +38,7 @@ from .conventions import (
     message_key,
     tool_call_key,
 )
-from .conversation import Message
+from .conversation import TEXT_FIELDS, Message
 from .outputs import to_json
 
 __all__ = ["conversation_attributes", "scrubbed_json"]
@@ -68,12 +65,10 @@ def _scrubbed(message: Message, scrub: Scrub, limit: int) -> tuple[dict[str, Any
     for part in message.parts:
         kind = part.get(PART_TYPE)
         out = dict(part)
-        if kind == PART_TEXT:
-            out[GEN_AI_CONTENT] = scrub(part[GEN_AI_CONTENT], limit, _FLAG_CONTENT)
-            size += len(out[GEN_AI_CONTENT])
-        elif kind == PART_TOOL_CALL_RESPONSE:
-            out[PART_RESPONSE] = scrub(part[PART_RESPONSE], limit, _FLAG_CONTENT)
-            size += len(out[PART_RESPONSE])
+        text_field = TEXT_FIELDS.get(kind)
+        if text_field is not None:
+            out[text_field] = scrub(part[text_field], limit, _FLAG_CONTENT)
+            size += len(out[text_field])
         elif kind == PART_TOOL_CALL and PART_ARGUMENTS in part:
             text, out[PART_ARGUMENTS] = scrubbed_json(part[PART_ARGUMENTS], scrub, limit, _FLAG_CONTENT)
             size += len(text)
@@ -126,12 +121,11 @@ def _flattened(kept: list[dict[str, Any]]) -> dict[str, Any]:
         calls = 0
         for part in message[GEN_AI_PARTS]:
             kind = part.get(PART_TYPE)
-            if kind == PART_TEXT:
-                texts.append(part[GEN_AI_CONTENT])
-            elif kind == PART_TOOL_CALL_RESPONSE:
-                texts.append(part[PART_RESPONSE])
-                if PART_ID in part:
-                    out[message_key(prefix, i, MESSAGE_TOOL_CALL_ID)] = part[PART_ID]
+            text_field = TEXT_FIELDS.get(kind)
+            if text_field is not None:
+                texts.append(part[text_field])
+            if kind == PART_TOOL_CALL_RESPONSE and PART_ID in part:
+                out[message_key(prefix, i, MESSAGE_TOOL_CALL_ID)] = part[PART_ID]
             elif kind == PART_TOOL_CALL:
                 out[tool_call_key(prefix, i, calls, TOOL_CALL_FUNCTION_NAME)] = part[PART_NAME]
                 if PART_ID in part:
