@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...agent.conventions import (
+    DOCUMENT_FIELDS,
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_ID,
     GEN_AI_TOOL_CALL_RESULT,
@@ -44,7 +45,7 @@ from .texts import llm_answer, retrieval_query
 __all__ = ["retrieved_chunks", "tool_chunks", "marker_ids", "given_ids"]
 
 _TOOL_SPAN_PREFIX = f"{OP_EXECUTE_TOOL} "
-_GIVEN_ID = "id"  # the one field of a given document: the id its retrieval span wrote
+_GIVEN_ID = DOCUMENT_FIELDS[0]  # the one field of a given document: the id its retrieval span wrote
 
 
 def _by_start(span: Span) -> int:
@@ -54,13 +55,13 @@ def _by_start(span: Span) -> int:
 def retrieved_chunks(retrievers: list[Span], rerankers: list[Span]) -> list[Chunk]:
     """The chunks of the retrievals and rerankers, each with its query (module docstring)."""
     if not rerankers:
-        if len(retrievers) == 1:  # the common case: one retrieval
-            chunks = span_documents(retrievers[0].attrs)
-            query = retrieval_query(retrievers[0].attrs) if chunks else ""
+        if len(retrievers) == 1:  # the common case: one retrieval (_with_query inlined)
+            docs = span_documents(retrievers[0].attrs)
+            query = retrieval_query(retrievers[0].attrs) if docs else ""
             if query:
-                for c in chunks:
+                for c in docs:
                     c.query = query
-            return chunks
+            return docs
         chunks: list[Chunk] = []
         for r in sorted(retrievers, key=_by_start):
             chunks.extend(_with_query(span_documents(r.attrs), r))
@@ -95,6 +96,7 @@ def _in_order(retrievers: list[Span], rerankers: list[Span]) -> list[Chunk]:
 
 
 def _with_query(chunks: list[Chunk], span: Span) -> list[Chunk]:
+    """``chunks`` of the retrieval ``span``, each given its query."""
     if chunks:
         query = retrieval_query(span.attrs)
         if query:
