@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from judge_refit_data import SETS, label_sets
 from ragpulse.collector.judge.local.judge import LocalJudge
-from ragpulse.collector.judge.local.refit import Base, read_base, run, weights_text
+from ragpulse.collector.judge.local.refit import Base, read_base, run, shortfall, weights_text
 from ragpulse.collector.judge.local.refit.data import LabelSet
 from ragpulse.collector.judge.local.refit.decision import Minimums, fit_decision
 from ragpulse.collector.judge.local.refit.head import Decision, balanced_accuracy
@@ -83,18 +83,21 @@ def one(ls: LabelSet, base: Base, n: int, seed: int, minimums: Minimums) -> dict
     """One (size, seed) cell: what the CLI decides on the training labels, and the rest's figures."""
     train = split(ls, n, seed)
     labelled, rest = ls.traces(train), ls.traces(~train)
-    outcome = run(labelled, base, minimums, FOLDS, curve=False)
-    forced = outcome.fit or fit_decision(labelled, base.decision, minimums)
+    short = shortfall(labelled, minimums, FOLDS)
+    outcome = None if short else run(labelled, base, minimums, FOLDS, curve=False)
+    promoted = outcome is not None and outcome.comparison.promote
+    forced = (outcome and outcome.fit) or fit_decision(labelled, base.decision, minimums)
     packaged = scores(rest, base.decision)
     refit = scores(rest, forced.decision)
-    deployed = refit if outcome.comparison.promote else packaged
+    deployed = refit if promoted else packaged
     head_only = scores(rest, Decision(forced.decision.head, base.decision.mean_below))
     return {
-        "answers": int((labelled.gold >= 0).sum()), "promoted": outcome.comparison.promote,
-        "reason": outcome.comparison.reason, "packaged": packaged, "refit": refit, "deployed": deployed,
+        "answers": int((labelled.gold >= 0).sum()), "promoted": promoted,
+        "reason": f"too few labels: {short}" if outcome is None else outcome.comparison.reason,
+        "packaged": packaged, "refit": refit, "deployed": deployed,
         "head only": head_only, "head_refit": forced.head_refit,
         "threshold": forced.decision.head.threshold, "mean_below": forced.decision.mean_below,
-        "train": train, "fit": forced, "comparison": outcome.comparison, "labelled": labelled,
+        "train": train, "fit": forced, "comparison": outcome and outcome.comparison, "labelled": labelled,
     }  # fmt: skip
 
 
@@ -185,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"  {name} {row['size']}: refused: "
                     + "; ".join(f"{k} ({v})" for k, v in row["refused"].items())
                 )
-        if not args.no_judge:
-            last = done[max(done)][0]
-            print(f"  {name}: " + _judge_parity(ls, team, last, base), flush=True)
+        compared = [c for c in done[max(done)] if c["comparison"] is not None]
+        if not args.no_judge and compared:
+            print(f"  {name}: " + _judge_parity(ls, team, compared[0], base), flush=True)
     print(f"({time.perf_counter() - t0:.0f}s)")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")

@@ -126,18 +126,16 @@ def _counts(ls: Any, missing: int) -> str:
 
 
 def _parts(ls: Any, minimums: Any, folds: int) -> tuple[dict[str, int], dict[str, int]]:
-    """What the claim head and the response rule lack; CliError when both lack labels."""
-    head, rule = minimums.head_short(ls.labelled.y), minimums.rule_short(ls.gold)
-    if len(set(ls.group)) < 2 * folds:
-        more = 2 * folds - len(set(ls.group))
-        raise CliError(f"too few labels to refit: {_counts(ls, 0)}; a held-out comparison needs labels of "
-                       f"{more} more traces (label them in `ragpulse review`)")  # fmt: skip
-    if head and rule:
-        need_h = ", ".join(f"{n} more {kind}" for kind, n in head.items())
-        need_r = ", ".join(f"{n} more {kind}" for kind, n in rule.items())
-        raise CliError(f"too few labels to refit: {_counts(ls, 0)}; the claim head needs {need_h}, the "
-                       f"response rule {need_r} (label them in `ragpulse review`)")  # fmt: skip
-    return head, rule
+    """What the claim head and the response rule lack; CliError when the labels fall short of
+    any refit (:func:`~ragpulse.collector.judge.local.refit.shortfall`)."""
+    from ..judge.local.refit import shortfall
+
+    short = shortfall(ls, minimums, folds)
+    if short:
+        raise CliError(
+            f"too few labels to refit: {_counts(ls, 0)}; {short} (label them in `ragpulse review`)"
+        )
+    return minimums.head_short(ls.labelled.y), minimums.rule_short(ls.gold)
 
 
 def _fmt(v: float, signed: bool = False) -> str:

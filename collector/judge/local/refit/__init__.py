@@ -33,7 +33,7 @@ from .decision import Fit, Minimums, fit_decision
 from .head import Decision, Head
 from .promote import METRICS, Comparison, compare, learning_curve
 
-__all__ = ["Base", "RefitRun", "read_base", "run", "weights_text"]
+__all__ = ["Base", "RefitRun", "read_base", "run", "shortfall", "weights_text"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,22 @@ def read_base(path: str | Path | None = None) -> Base:
     return Base(data, Decision(Head.from_weights(data), rule.mean_below), rule.version, name)
 
 
+def shortfall(ls: LabelSet, minimums: Minimums, folds: int) -> str | None:
+    """What the labels lack before any refit can be compared on ``folds`` held-out folds (None
+    when nothing): labels of ``2 * folds`` groups, and for at least one part of the decision the
+    labels :class:`.decision.Minimums` asks of it."""
+    groups = len(set(ls.group))
+    if groups < 2 * folds:
+        what = "traces" if groups == len(ls.trace_ids) else "groups (the labels' sessions or sources)"
+        return f"a held-out comparison needs labels of {2 * folds - groups} more {what}"
+    head, rule = minimums.head_short(ls.labelled.y), minimums.rule_short(ls.gold)
+    if head and rule:
+        need_h = ", ".join(f"{n} more {kind}" for kind, n in head.items())
+        need_r = ", ".join(f"{n} more {kind}" for kind, n in rule.items())
+        return f"the claim head needs {need_h}, the response rule {need_r}"
+    return None
+
+
 @dataclass
 class RefitRun:
     """A refit's held-out comparison, learning curve and, when promoted, the final fit."""
@@ -77,7 +93,8 @@ class RefitRun:
 
 
 def run(ls: LabelSet, base: Base, minimums: Minimums, folds: int = 5, curve: bool = True) -> RefitRun:
-    """Compare on held-out folds, print nothing; fit on every label when the refit is promoted."""
+    """Compare on held-out folds, print nothing; fit on every label when the refit is promoted.
+    The labels must not fall short (:func:`shortfall`)."""
     cmp = compare(ls, base.decision, minimums, folds)
     points = learning_curve(ls, base.decision, minimums, folds, cmp.held) if curve else []
     fit = fit_decision(ls, base.decision, minimums) if cmp.promote else None
