@@ -29,7 +29,7 @@ from .conventions import RAG_CORPUS_VERSION, RAG_QUERY_TYPE, RAG_RISK_LEVEL, RAG
 from .handles import AgentHandle, GenerationHandle, RagHandle, RetrievalHandle, ToolHandle, add_citation
 from .records import RagRecord
 from .spans import RAG_KEY, internal_error
-from .specs import GenerationSpec, RagSpec, RetrievalSpec
+from .specs import GenerationSpec, RagSpec, RetrievalSpec, Spec
 from .tools import AgentStepSpec, ToolSpec
 
 __all__ = [
@@ -50,6 +50,15 @@ __all__ = [
 ]
 
 _NO_QUERY = object()
+
+
+def _marked(kind: type[Spec], fn_or_name: Any, name: str | None, *options: Any) -> Any:
+    """A span kind's spec with ``options``: applied at once when ``fn_or_name`` is the callable
+    itself (bare ``@tool``), else returned to decorate or to open a block (``@tool("lookup")``,
+    ``with tool(...)``), named by ``fn_or_name`` when that is a string, else by ``name``."""
+    if callable(fn_or_name) and not isinstance(fn_or_name, str):
+        return kind(name, *options)(fn_or_name)
+    return kind(fn_or_name if isinstance(fn_or_name, str) else name, *options)
 
 
 def _rag_attrs(
@@ -132,10 +141,7 @@ def retrieval(
     ``Document`` (or ``(Document, score)`` pairs) or LlamaIndex ``NodeWithScore``.
     ``with retrieval("search") as r: r.set_chunks(...)`` for undecoratable code.
     """
-    if callable(fn_or_name) and not isinstance(fn_or_name, str):
-        return RetrievalSpec(name or None, attributes, query, query_arg, top_k, reranker)(fn_or_name)
-    spec_name = fn_or_name if isinstance(fn_or_name, str) else name
-    return RetrievalSpec(spec_name, attributes, query, query_arg, top_k, reranker)
+    return _marked(RetrievalSpec, fn_or_name, name, attributes, query, query_arg, top_k, reranker)
 
 
 def generation(
@@ -157,10 +163,7 @@ def generation(
     context/contexts/passages/sources/nodes/evidence) are what the answer's ``[n]`` refer to.
     ``with generation(model=...) as g: g.set_output(...)`` for undecoratable code.
     """
-    if callable(fn_or_name) and not isinstance(fn_or_name, str):
-        return GenerationSpec(name, attributes, model, provider, prompt_arg, chunks_arg)(fn_or_name)
-    spec_name = fn_or_name if isinstance(fn_or_name, str) else name
-    return GenerationSpec(spec_name, attributes, model, provider, prompt_arg, chunks_arg)
+    return _marked(GenerationSpec, fn_or_name, name, attributes, model, provider, prompt_arg, chunks_arg)
 
 
 def tool(
@@ -184,10 +187,7 @@ def tool(
     ``with tool("lookup", arguments={...}, call_id="call_1") as t: t.set_result(...)`` for
     undecoratable code.
     """
-    if callable(fn_or_name) and not isinstance(fn_or_name, str):
-        return ToolSpec(name, attributes, description, call_id, arguments, call_id_arg)(fn_or_name)
-    spec_name = fn_or_name if isinstance(fn_or_name, str) else name
-    return ToolSpec(spec_name, attributes, description, call_id, arguments, call_id_arg)
+    return _marked(ToolSpec, fn_or_name, name, attributes, description, call_id, arguments, call_id_arg)
 
 
 def agent_step(
@@ -208,10 +208,7 @@ def agent_step(
     else the first of query/question/.../task/messages, else the first positional argument; its
     output the return value. ``with agent_step("planner", task=q) as a: a.set_output(...)``.
     """
-    if callable(fn_or_name) and not isinstance(fn_or_name, str):
-        return AgentStepSpec(name, attributes, agent_id, description, task, input_arg)(fn_or_name)
-    spec_name = fn_or_name if isinstance(fn_or_name, str) else name
-    return AgentStepSpec(spec_name, attributes, agent_id, description, task, input_arg)
+    return _marked(AgentStepSpec, fn_or_name, name, attributes, agent_id, description, task, input_arg)
 
 
 def current_rag() -> RagHandle:
