@@ -51,12 +51,35 @@ def _span_name(operation: str, name: str) -> str:
     return f"{operation} {name}"
 
 
-class ToolSpec(Spec):
+class _StepSpec(Spec):
+    """A span named ``<operation> <step>`` (``execute_tool balance``, ``invoke_agent planner``):
+    the step is the name given, else the decorated function's name, else ``step_default``."""
+
+    operation = ""
+    step_default = ""
+
+    def __init__(self, name: str | None, attrs: Any):
+        super().__init__(_span_name(self.operation, name) if name else None, attrs)
+        self.step_name = name or ""
+
+    @property
+    def step(self) -> str:
+        """The step's name (the tool's, the agent's), ``step_default`` while it has none."""
+        return self.step_name or self.step_default
+
+    def bind(self, fn: Callable[..., Any]) -> None:
+        self.step_name = self.step_name or getattr(fn, "__name__", None) or self.step_default
+        self.name = _span_name(self.operation, self.step_name)
+
+
+class ToolSpec(_StepSpec):
     """A tool call: arguments in, result out; ``gen_ai.tool.call.id`` from a ``tool_call_id``/``call_id``
     argument (or ``call_id=``)."""
 
     handle_cls = ToolHandle
-    default_name = _span_name(OP_EXECUTE_TOOL, "tool")
+    operation = OP_EXECUTE_TOOL
+    step_default = "tool"
+    default_name = _span_name(OP_EXECUTE_TOOL, step_default)
 
     def __init__(
         self,
@@ -67,8 +90,7 @@ class ToolSpec(Spec):
         arguments: Any,
         call_id_arg: str | None,
     ):
-        super().__init__(_span_name(OP_EXECUTE_TOOL, name) if name else None, attrs)
-        self.tool_name = name or ""
+        super().__init__(name, attrs)
         self.description = description
         self.call_id = call_id
         self.arguments = arguments
@@ -77,8 +99,7 @@ class ToolSpec(Spec):
         self.params: Params | None = None
 
     def bind(self, fn: Callable[..., Any]) -> None:
-        self.tool_name = self.tool_name or getattr(fn, "__name__", None) or "tool"
-        self.name = _span_name(OP_EXECUTE_TOOL, self.tool_name)
+        super().bind(fn)
         if self.description is None:
             self.description = _description(fn)
         self.id_loc = locate(fn, _CALL_ID_NAMES, self.call_id_arg, False)
@@ -86,14 +107,14 @@ class ToolSpec(Spec):
 
     def make_record(self, args: tuple, kwargs: dict, root: Any) -> Record:
         call_id = arg_value(self.id_loc, args, kwargs) if self.id_loc is not None else self.call_id
-        record = ToolRecord(self.tool_name or "tool", self.description, call_id)
+        record = ToolRecord(self.step, self.description, call_id)
         record.args = args
         record.kwargs = kwargs
         record.params = self.params
         return self._static(record)
 
     def initial_record(self) -> Record | None:
-        record = ToolRecord(self.tool_name or "tool", self.description, self.call_id)
+        record = ToolRecord(self.step, self.description, self.call_id)
         record.input = self.arguments
         return self._static(record)
 
@@ -101,11 +122,13 @@ class ToolSpec(Spec):
         record.result = result  # type: ignore[attr-defined]
 
 
-class AgentStepSpec(Spec):
+class AgentStepSpec(_StepSpec):
     """An agent step: its input (the task) in, its output out; a parent of the steps it takes."""
 
     handle_cls = AgentHandle
-    default_name = _span_name(OP_INVOKE_AGENT, "agent")
+    operation = OP_INVOKE_AGENT
+    step_default = "agent"
+    default_name = _span_name(OP_INVOKE_AGENT, step_default)
 
     def __init__(
         self,
@@ -116,8 +139,7 @@ class AgentStepSpec(Spec):
         task: Any,
         input_arg: str | None,
     ):
-        super().__init__(_span_name(OP_INVOKE_AGENT, name) if name else None, attrs)
-        self.agent_name = name or ""
+        super().__init__(name, attrs)
         self.agent_id = agent_id
         self.description = description
         self.task = task
@@ -125,19 +147,16 @@ class AgentStepSpec(Spec):
         self.t_loc: Any = None
 
     def bind(self, fn: Callable[..., Any]) -> None:
-        self.agent_name = self.agent_name or getattr(fn, "__name__", None) or "agent"
-        self.name = _span_name(OP_INVOKE_AGENT, self.agent_name)
+        super().bind(fn)
         if self.task is None:
             self.t_loc = locate(fn, _TASK_NAMES, self.input_arg, True)
 
     def make_record(self, args: tuple, kwargs: dict, root: Any) -> Record:
         task = self.task if self.task is not None else arg_value(self.t_loc, args, kwargs)
-        return self._static(AgentRecord(self.agent_name or "agent", self.agent_id, self.description, task))
+        return self._static(AgentRecord(self.step, self.agent_id, self.description, task))
 
     def initial_record(self) -> Record | None:
-        return self._static(
-            AgentRecord(self.agent_name or "agent", self.agent_id, self.description, self.task)
-        )
+        return self._static(AgentRecord(self.step, self.agent_id, self.description, self.task))
 
     def set_result(self, record: Record, result: Any) -> None:
         record.output = result  # type: ignore[attr-defined]
