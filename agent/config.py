@@ -128,26 +128,26 @@ def _optional(value: str) -> str | None:
     return None if value.strip().lower() in ("", "none") else value.strip().lower()
 
 
-# env var suffix -> (settings field, parser)
-_ENV_FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "SERVICE_NAME": ("service_name", str),
-    "EXPORTER": ("exporter", lambda v: v.strip().lower()),
-    "KAFKA_BOOTSTRAP_SERVERS": ("kafka_bootstrap_servers", str),
-    "KAFKA_TOPIC": ("kafka_topic", str),
-    "KAFKA_COMPRESSION": ("kafka_compression", _optional),
-    "OTLP_ENDPOINT": ("otlp_endpoint", str.strip),
-    "OTLP_HEADERS": ("otlp_headers", _headers),
-    "OTLP_TIMEOUT_S": ("otlp_timeout_s", float),
-    "OTLP_COMPRESSION": ("otlp_compression", _optional),
-    "SAMPLE_RATE": ("sample_rate", float),
-    "REDACT": ("redact", _bool),
-    "CAPTURE_CONTENT": ("capture_content", _bool),
-    "MAX_QUEUE_SPANS": ("max_queue_spans", int),
-    "EXPORT_BATCH_SPANS": ("export_batch_spans", int),
-    "SCHEDULE_DELAY_MS": ("schedule_delay_ms", int),
-    "CORPUS_VERSION": ("corpus_version", str),
-    "VARIANT": ("variant", str),
-    "ENABLED": ("enabled", _bool),
+# settings field -> parser of its variable, RAGPULSE_<FIELD> (the field's name upper-cased)
+_ENV_FIELDS: dict[str, Callable[[str], Any]] = {
+    "service_name": str,
+    "exporter": lambda v: v.strip().lower(),
+    "kafka_bootstrap_servers": str,
+    "kafka_topic": str,
+    "kafka_compression": _optional,
+    "otlp_endpoint": str.strip,
+    "otlp_headers": _headers,
+    "otlp_timeout_s": float,
+    "otlp_compression": _optional,
+    "sample_rate": float,
+    "redact": _bool,
+    "capture_content": _bool,
+    "max_queue_spans": int,
+    "export_batch_spans": int,
+    "schedule_delay_ms": int,
+    "corpus_version": str,
+    "variant": str,
+    "enabled": _bool,
 }
 
 # Kafka client options passed through to kafka-python's producer (TLS / SASL).
@@ -171,13 +171,14 @@ def settings_from_env(environ: Mapping[str, str] | None = None, base: Settings |
     changes: dict[str, Any] = {}
     if "OTEL_SERVICE_NAME" in env:
         changes["service_name"] = env["OTEL_SERVICE_NAME"]
-    for suffix, (name, parse) in _ENV_FIELDS.items():
-        raw = env.get(ENV_PREFIX + suffix)
+    for name, parse in _ENV_FIELDS.items():
+        var = ENV_PREFIX + name.upper()
+        raw = env.get(var)
         if raw is not None and raw != "":
             try:
                 changes[name] = parse(raw)
             except ValueError as exc:
-                raise ValueError(f"{ENV_PREFIX}{suffix}={raw!r}: {exc}") from None
+                raise ValueError(f"{var}={raw!r}: {exc}") from None
     options = dict(base.kafka_options)
     for suffix, option in _ENV_KAFKA_OPTIONS.items():
         raw = env.get(ENV_PREFIX + suffix)
