@@ -9,9 +9,6 @@ issue's conversational case is stored with both chunks and its citations resolve
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,7 @@ from ragpulse.agent import configure, flush, retrieval, shutdown, stats, tool, t
 from ragpulse.agent.config import settings_from_env
 from ragpulse.agent.otlp_http import estimated_size, request_overhead, traces_url
 
+from tests.chdb_rows import stored_rows
 from tests.services import collect_no_kafka, free_port
 from tests.test_agent_answer_sources import ANSWER, FOLLOW_UP, HISTORY, chat
 
@@ -82,20 +80,6 @@ def test_the_size_estimate_never_undercounts_the_encoding() -> None:
         shutdown()
 
 
-def _stored(db: Path, sql: str) -> list[list]:
-    """Rows of ``sql`` from the embedded database, read in a process of its own (one chDB a process)."""
-    script = (
-        "import json, sys, clickhouse_connect\n"
-        "c = clickhouse_connect.get_client(dsn='chdb://' + sys.argv[1])\n"
-        "print(json.dumps([list(r) for r in c.query(sys.argv[2]).result_rows], default=str))\n"
-    )
-    res = subprocess.run(
-        [sys.executable, "-c", script, str(db), sql], capture_output=True, text=True, timeout=120
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 @retrieval
 def big_search(query: str) -> list[dict]:
     return [{"id": f"{query}-{i}", "content": f"{query} chunk {i} " + "z" * 3000} for i in range(10)]
@@ -149,7 +133,7 @@ def test_the_otlp_exporter_sends_to_ragpulse_collect_no_kafka(tmp_path: Path, mo
             assert _delta(before, "records_sent") >= 7  # requests of at most 150 kB
         finally:
             shutdown()
-    rows = _stored(
+    rows = stored_rows(
         db, "SELECT query, chunk_ids, citation_doc_ids, session_id, service FROM ragpulse.rag_traces FINAL"
     )
     assert len(rows) == 31 and {r[4] for r in rows} == {"otlp-app"}

@@ -15,8 +15,6 @@ without the tool call is unsupported.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from typing import Any
 import pytest
 from ragpulse import agent
 
+from tests.chdb_rows import stored_rows
 from tests.interop import Pipeline
 
 RETENTION = {"id": "RET-5Y", "content": "Transaction logs are kept for five years after the account closes."}
@@ -115,20 +114,6 @@ def _check_issue_case(trace: dict[str, Any], judgment: dict[str, Any]) -> None:
     assert judgment["answer_relevance"] == 1.0 and judgment["failure_mode"] == "healthy"
 
 
-def _stored_in_process_of_its_own(db: Path, sql: str) -> list[list[Any]]:
-    """Rows of ``sql`` from an embedded database another process had open (one chDB a process)."""
-    script = (
-        "import json, sys, clickhouse_connect\n"
-        "c = clickhouse_connect.get_client(dsn='chdb://' + sys.argv[1])\n"
-        "print(json.dumps([list(r) for r in c.query(sys.argv[2]).result_rows], default=str))\n"
-    )
-    res = subprocess.run(
-        [sys.executable, "-c", script, str(db), sql], capture_output=True, text=True, timeout=120
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 def test_the_issue_case_over_otlp_http_into_collect_no_kafka(tmp_path: Path) -> None:
     from tests.services import collect_no_kafka, free_port
 
@@ -147,12 +132,12 @@ def test_the_issue_case_over_otlp_http_into_collect_no_kafka(tmp_path: Path) -> 
         finally:
             agent.shutdown()
     (trace,) = _rows(
-        lambda sql: _stored_in_process_of_its_own(db, sql),
+        lambda sql: stored_rows(db, sql),
         f"SELECT {_COLUMNS} FROM ragpulse.rag_traces FINAL",
         _COLUMNS,
     )
     (judgment,) = _rows(
-        lambda sql: _stored_in_process_of_its_own(db, sql),
+        lambda sql: stored_rows(db, sql),
         f"SELECT {_JUDGED} FROM ragpulse.rag_judgments FINAL",
         _JUDGED,
     )

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.chdb_rows import stored_rows
 from tests.services import ROOT, KafkaBroker, free_port, reaped, wait_for_line
 
 README = ROOT / "README.md"
@@ -233,20 +234,6 @@ def _env_of(cmd: str) -> tuple[dict[str, str], list[str]]:
     return env, words
 
 
-def _chdb_query(db: Path, sql: str) -> list[list]:
-    script = (
-        "import json, sys, clickhouse_connect\n"
-        "c = clickhouse_connect.get_client(dsn='chdb://' + sys.argv[1])\n"
-        "print(json.dumps([list(r) for r in c.query(sys.argv[2]).result_rows], default=str))\n"
-        "c.close()\n"
-    )
-    res = subprocess.run(
-        [sys.executable, "-c", script, str(db), sql], capture_output=True, text=True, timeout=60
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 def test_instrument_over_otlp_without_kafka(tmp_path: Path) -> None:
     """Tour step 2 without Kafka: ``ragpulse collect --no-kafka`` and the copy-paste app over OTLP/HTTP.
     Substitutions: free ports for the receiver (4320) and the metrics (9466); ``$PWD`` (the shell
@@ -281,8 +268,10 @@ def test_instrument_over_otlp_without_kafka(tmp_path: Path) -> None:
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the collector writes what it holds and exits
         assert proc.wait(60) == 0, log.read_text()[-3000:]
     db = tmp_path / "ragpulse-data" / "mine"
-    (trace,) = _chdb_query(
-        db, "SELECT service, query, chunk_ids, citation_doc_ids FROM ragpulse.rag_traces FINAL"
+    (trace,) = stored_rows(
+        db,
+        "SELECT service, query, chunk_ids, citation_doc_ids FROM ragpulse.rag_traces FINAL",
+        timeout=60,
     )
     assert trace == [
         "my-rag",
@@ -290,7 +279,9 @@ def test_instrument_over_otlp_without_kafka(tmp_path: Path) -> None:
         ["C1", "C2"],
         ["C1"],
     ]
-    (judgment,) = _chdb_query(db, "SELECT failure_mode, faithfulness FROM ragpulse.rag_judgments FINAL")
+    (judgment,) = stored_rows(
+        db, "SELECT failure_mode, faithfulness FROM ragpulse.rag_judgments FINAL", timeout=60
+    )
     assert judgment == ["healthy", 1.0]
 
 
@@ -361,10 +352,14 @@ def test_instrument_collect_and_read_metrics(kafka_broker: KafkaBroker, tmp_path
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=20)
     assert proc.returncode == 0, out[-3000:]
-    (trace,) = _chdb_query(
-        db, "SELECT service, query, answer, chunk_ids, citation_doc_ids FROM ragpulse.rag_traces FINAL"
+    (trace,) = stored_rows(
+        db,
+        "SELECT service, query, answer, chunk_ids, citation_doc_ids FROM ragpulse.rag_traces FINAL",
+        timeout=60,
     )
     assert trace[0] == "my-rag" and trace[1] == "How long do covered institutions retain transaction logs?"
     assert trace[3] == ["C1", "C2"] and trace[4] == ["C1"]
-    (judgment,) = _chdb_query(db, "SELECT failure_mode, faithfulness FROM ragpulse.rag_judgments FINAL")
+    (judgment,) = stored_rows(
+        db, "SELECT failure_mode, faithfulness FROM ragpulse.rag_judgments FINAL", timeout=60
+    )
     assert judgment == ["healthy", 1.0]
