@@ -56,6 +56,7 @@ from .labels import (
     Label,
 )
 from .metrics import ReviewMetrics
+from .session_view import session_view
 from .slices import DEFAULT_POOL, in_random_slice
 from .store import QueueItem, ReviewStore, Scope
 from .views import chunk_views, claim_spans, evidence_spans
@@ -275,7 +276,8 @@ def _judgment_page(
         prev_id=prev_id, next_id=next_id, position=ids.index(trace_id) + 1 if trace_id in ids else None,
         total=len(ids), mine=mine, trace_label=mine.get(TRACE_LEVEL), claim_labels=CLAIM_LABELS,
         trace_labels=TRACE_LABELS, abstention_kinds=ABSTENTION_KINDS, failure_modes=FAILURE_MODES,
-        progress=r.store.progress(r.reviewer(request), r.scope), errors=extra.pop("errors", {}), **extra,
+        progress=r.store.progress(r.reviewer(request), r.scope), errors=extra.pop("errors", {}),
+        session=session_view(r.store.storage, trace_id), **extra,
     )  # fmt: skip
 
 
