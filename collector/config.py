@@ -233,15 +233,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"{section}.{key} must be positive, got {cfg[section][key]}")
     if cfg["session_metrics"]["settle_s"] < 0:
         raise ConfigError("session_metrics.settle_s must be >= 0")
-    if cfg["storage"]["ttl_days"] < 0:
-        raise ConfigError("storage.ttl_days must be >= 0 (0 = no TTL)")
-    if not cfg["storage"]["dsn"].startswith(
-        ("chdb://", "http://", "https://", "clickhouse://", "clickhouses://")
-    ):
-        raise ConfigError(
-            f"storage.dsn must be chdb:///path or http(s)://user:pass@host:port/db, got {cfg['storage']['dsn']!r}"
-        )
-    dsn = chdb_dsn(cfg["storage"]["dsn"])
+    dsn = _storage_dsn(cfg["storage"])
     for section, key in (("metrics", "port"), ("receiver", "port"), ("receiver", "grpc_port")):
         if not 0 <= cfg[section][key] <= 65535:
             raise ConfigError(f"{section}.{key} out of range: {cfg[section][key]}")
@@ -255,6 +247,17 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(cfg)
     out["storage"] = {**cfg["storage"], "dsn": dsn}
     return out
+
+
+def _storage_dsn(storage: Mapping[str, Any]) -> str:
+    """The storage section's DSN, a chDB directory made absolute; ConfigError for a wrong one."""
+    if storage["ttl_days"] < 0:
+        raise ConfigError("storage.ttl_days must be >= 0 (0 = no TTL)")
+    if not storage["dsn"].startswith(("chdb://", "http://", "https://", "clickhouse://", "clickhouses://")):
+        raise ConfigError(
+            f"storage.dsn must be chdb:///path or http(s)://user:pass@host:port/db, got {storage['dsn']!r}"
+        )
+    return chdb_dsn(storage["dsn"])
 
 
 _CHDB = "chdb://"
