@@ -24,6 +24,7 @@ from typing import Any
 
 from ..contract import SCORE_NAMES
 from ..storage.clickhouse import Storage
+from .scope import JudgeScope
 
 __all__ = ["CLAIM_VERDICTS", "FLAGS", "DiffScope", "judge_diff", "shared_traces"]
 
@@ -48,22 +49,12 @@ FLAGS: dict[str, tuple[str, tuple[str, ...], str]] = {
 
 
 @dataclass(frozen=True)
-class DiffScope:
+class DiffScope(JudgeScope):
     """Which traces: those both judges judged without error, optionally one service and a start."""
 
-    from_id: str
-    to_id: str
-    service: str | None = None
-    since_ns: int | None = None
-
     def where(self) -> tuple[str, dict[str, Any]]:
-        cond, params = ["error = ''"], {"a": self.from_id, "b": self.to_id}
-        if self.service:
-            cond.append("service = %(service)s")
-            params["service"] = self.service
-        if self.since_ns is not None:
-            cond.append("time >= fromUnixTimestamp64Nano(%(since)s)")
-            params["since"] = int(self.since_ns)
+        cond, params = self.judgment_filter()
+        params.update(a=self.from_id, b=self.to_id)
         return " AND ".join(cond), params
 
 

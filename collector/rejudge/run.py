@@ -32,6 +32,7 @@ from ..core.metrics import Metrics
 from ..judge.service.worker import JudgeWorker
 from ..storage.clickhouse import Storage
 from ..storage.stored_traces import read_traces
+from .scope import JudgeScope, judgment_filter
 
 __all__ = ["Outcome", "RejudgeScope", "base_judge", "pending", "pending_count", "rejudge"]
 
@@ -39,24 +40,16 @@ DEFAULT_BATCH = 64  # traces judged, then stored, at a time: what an interruptio
 
 
 @dataclass(frozen=True)
-class RejudgeScope:
+class RejudgeScope(JudgeScope):
     """The base judge's successfully judged traces (one service, from a start) to judge as ``to_id``."""
 
-    from_id: str
-    to_id: str
-    service: str | None = None
-    since_ns: int | None = None
     retry_errors: bool = False
 
     def sql(self, select: str) -> tuple[str, dict[str, Any]]:
         """``SELECT {select}`` over the traces still to judge, and the query's parameters."""
-        cond, params = ["judge_id = %(base)s", "error = ''"], {"base": self.from_id, "new": self.to_id}
-        if self.service:
-            cond.append("service = %(service)s")
-            params["service"] = self.service
-        if self.since_ns is not None:
-            cond.append("time >= fromUnixTimestamp64Nano(%(since)s)")
-            params["since"] = int(self.since_ns)
+        cond, params = self.judgment_filter()
+        cond.insert(0, "judge_id = %(base)s")
+        params.update(base=self.from_id, new=self.to_id)
         done = "judge_id = %(new)s" + (" AND error = ''" if self.retry_errors else "")
         return (
             f"SELECT {select} FROM (SELECT trace_id, time, sampled_reason FROM {{db}}.rag_judgments FINAL "
@@ -80,13 +73,7 @@ class Outcome:
 
 def base_judge(storage: Storage, service: str | None = None, since_ns: int | None = None) -> str | None:
     """The judge with the most successful judgments (of ``service``, since ``since_ns``), or None."""
-    cond, params = ["error = ''"], {}
-    if service:
-        cond.append("service = %(service)s")
-        params["service"] = service
-    if since_ns is not None:
-        cond.append("time >= fromUnixTimestamp64Nano(%(since)s)")
-        params["since"] = int(since_ns)
+    cond, params = judgment_filter(service, since_ns)
     rows = storage.query(
         f"SELECT judge_id, count() AS n FROM {{db}}.rag_judgments FINAL WHERE {' AND '.join(cond)} "
         "GROUP BY judge_id ORDER BY n DESC, judge_id LIMIT 1",
