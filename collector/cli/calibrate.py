@@ -24,11 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from .errors import CliError
-from .jsonl import parse_object
+from .jsonl import read_objects
 from .review import add_scope_options
 
 __all__ = ["register", "run"]
@@ -52,22 +51,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _read(path: str) -> list[dict[str, Any]]:
-    p = Path(path)
-    if not p.is_file():
-        raise CliError(f"no such file: {path}")
-    rows = []
-    with p.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(parse_object(line, n))
-            except ValueError as exc:
-                raise CliError(f"{path}: {exc}") from None
-    return rows
-
-
 def _from_reviews(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The labels-file rows of the store's review labels (what ``review export-labels`` writes)."""
     from .review import review_rows
@@ -85,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
     scope_opts = ("db", "config", "service", "since", "judge")
     if not args.from_reviews and any(getattr(args, k) for k in scope_opts):
         raise CliError("--db, --config, --service, --since and --judge go with --from-reviews")
-    rows = _from_reviews(args) if args.from_reviews else _read(args.labels)
-    judged = [r for path in args.judged for r in _read(path)]
+    rows = _from_reviews(args) if args.from_reviews else read_objects(args.labels)
+    judged = [r for path in args.judged for r in read_objects(path)]
     if not any(isinstance(r.get("human"), dict) for r in rows):
         raise CliError(f"{args.labels}: no line has a 'human' object of labels")
     if args.bootstrap < 100:

@@ -31,24 +31,9 @@ from ..judge.record import InvalidRecord, normalise_input
 from ..review.labels import CLAIM_LABELS
 from .errors import CliError, storage_errors
 from .export import open_storage
-from .jsonl import parse_object
+from .jsonl import read_objects
 
 __all__ = ["from_files", "store_traces", "trace_labels", "write_traces"]
-
-
-def _rows(path: str) -> list[dict[str, Any]]:
-    p = Path(path)
-    if not p.is_file():
-        raise CliError(f"no such file: {path}")
-    rows = []
-    with p.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    rows.append(parse_object(line, n))
-                except ValueError as exc:
-                    raise CliError(f"{path}: {exc}") from None
-    return rows
 
 
 def _one(row: dict[str, Any]) -> TraceLabels | None:
@@ -96,7 +81,7 @@ def trace_labels(rows: list[dict[str, Any]], where: str) -> tuple[list[TraceLabe
 
 def _traces(path: str) -> dict[str, dict[str, Any]]:
     traces = {}
-    for n, row in enumerate(_rows(path), 1):
+    for n, row in enumerate(read_objects(path), 1):
         try:
             rec = normalise_input(row)
         except InvalidRecord as exc:
@@ -109,7 +94,7 @@ def _traces(path: str) -> dict[str, dict[str, Any]]:
 
 def from_files(labels: str, traces: str) -> tuple[list[TraceLabels], dict[str, dict[str, Any]], str]:
     """The labels of ``labels`` (the labels-file format), the traces of ``traces``, the judge."""
-    labs, judge = trace_labels(_rows(labels), labels)
+    labs, judge = trace_labels(read_objects(labels), labels)
     return labs, _traces(traces), judge
 
 
