@@ -20,6 +20,7 @@ from ...agent.conventions import (
     CITATION_EVENT,
     CITATION_MARKER,
     CITATION_START,
+    GEN_AI_CONVERSATION_ID,
     GEN_AI_INPUT_TOKENS,
     GEN_AI_OPERATION,
     GEN_AI_OUTPUT_TOKENS,
@@ -51,6 +52,7 @@ from ...agent.conventions import (
     RAG_VARIANT,
     RETRIEVAL_DOCUMENTS,
     RETRIEVAL_OPS,
+    ROLE_TOOL,
     SESSION_ID,
     SPAN_KIND,
     TOOL_OPS,
@@ -69,7 +71,7 @@ from .conversation import (
     root_conversation,
 )
 from .evidence import marker_ids, retrieved_chunks, tool_chunks
-from .texts import llm_answer, llm_query, retrieval_query, root_answer, root_query
+from .texts import llm_answer, llm_messages, llm_query, retrieval_query, root_answer, root_query
 
 __all__ = ["build_trace", "span_role"]
 
@@ -169,6 +171,7 @@ class _Parts(NamedTuple):
     rerankers: list[Span]
     llms: list[Span]
     tools: list[Span]
+    chains: list[Span]  # every chain or agent step, the root among them
     error: bool
     first: Span
     end: int
@@ -180,6 +183,7 @@ def _parts(spans: list[Span]) -> _Parts:
     rerankers: list[Span] = []
     llms: list[Span] = []
     tools: list[Span] = []
+    chains: list[Span] = []
     error = False
     first = spans[0]
     end = first.end
@@ -205,12 +209,23 @@ def _parts(spans: list[Span]) -> _Parts:
             llms.append(s)
         elif role == "tool":
             tools.append(s)
-        elif role == "chain" and (chain is None or s.start < chain.start):
-            chain = s
+        elif role == "chain":
+            chains.append(s)
+            if chain is None or s.start < chain.start:
+                chain = s
     # The RAG call's root: ragpulse's, else the outermost chain (OpenInference CHAIN,
     # OpenLLMetry workflow), else the trace's own root.
     return _Parts(
-        rag_root or chain or trace_root, trace_root, retrievers, rerankers, llms, tools, error, first, end
+        rag_root or chain or trace_root,
+        trace_root,
+        retrievers,
+        rerankers,
+        llms,
+        tools,
+        chains,
+        error,
+        first,
+        end,
     )
 
 
@@ -276,19 +291,31 @@ def _read_chunks(t: RagTrace, p: _Parts, spans: list[Span]) -> None:
 def _read_conversation(t: RagTrace, p: _Parts, ra: dict[str, Any]) -> None:
     """Other instrumentation's conversation before the user's turn (:mod:`.conversation`; a
     ragpulse root's is its own): the root's messages before that turn, else those the
-    generation that wrote the answer was given."""
+    generation that wrote the answer was given. A root whose messages hold nothing before the
+    turn, or do not hold the turn (OpenInference writes a LangGraph root's input messages: the
+    new turn alone when a checkpointer keeps the history, else the first message only), defers
+    to the generation, which was given the whole conversation."""
     messages = root_conversation(ra)
-    if messages:
-        t.conversation = before_turn(messages, t.query, False)
-    elif p.llms:
-        t.conversation = generation_conversation(p.llms, t.answer, t.query)
+    before = before_turn(messages, t.query, False) if messages else []
+    if p.llms and (not before or len(before) == len(messages)):
+        before = generation_conversation(p.llms, t.answer, t.query)
+    t.conversation = before
 
 
 def _read_texts(t: RagTrace, p: _Parts, ra: dict[str, Any], trusted: bool) -> None:
-    """Query and answer: the root's, else the first retrieval's query and the last LLM output
-    that has text; the query last from the LLM's user message."""
+    """Query and answer: the root's, else the last LLM output that has text for the answer; for
+    the query the input of another chain (outermost first: OpenLLMetry's LangGraph workflow
+    under its invoke_agent root), an agent's user turn (:func:`_agent_turn`), the first
+    retrieval's query, and last the LLM's user message."""
     t.query = root_query(ra, trusted)
     t.answer = root_answer(ra, trusted)
+    if not t.query and p.chains:
+        for c in sorted(p.chains, key=_by_start):
+            t.query = root_query(c.attrs, False) if c is not p.root else ""
+            if t.query:
+                break
+    if not t.query and p.llms:
+        t.query = _agent_turn(p)
     if not t.query:
         for r in sorted(p.retrievers, key=lambda s: s.start):
             t.query = retrieval_query(r.attrs)
@@ -300,6 +327,21 @@ def _read_texts(t: RagTrace, p: _Parts, ra: dict[str, Any], trusted: bool) -> No
             t.answer = next((text for s in ordered if (text := llm_answer(s))), "")
         if not t.query:
             t.query = next((q for s in ordered if (q := llm_query(s))), "")
+
+
+def _by_start(span: Span) -> int:
+    return span.start
+
+
+def _agent_turn(p: _Parts) -> str:
+    """The user's turn of an agent's trace (tool calls, or tool results among the messages a
+    generation was given): the last user message the first generation was given, where a
+    retrieval's query is the model's own rewrite. '' for other traces, whose generation may
+    have been given a prompt with the retrieved context in it."""
+    ordered = sorted(p.llms, key=_by_start)
+    if not p.tools and not any(role == ROLE_TOOL for s in ordered for role, _ in llm_messages(s)):
+        return ""
+    return next((q for s in ordered if (q := llm_query(s))), "")
 
 
 def _read_generation(t: RagTrace, llms: list[Span]) -> None:
@@ -364,7 +406,7 @@ def _read_root(t: RagTrace, ra: dict[str, Any], trace_root: Span | None) -> None
     t.risk_level = str(ra.get(RAG_RISK_LEVEL, "") or "")
     t.query_type = str(ra.get(RAG_QUERY_TYPE, "") or "")
     t.variant = str(ra.get(RAG_VARIANT, "") or "")
-    t.session_id = str(ra.get(SESSION_ID, "") or "")
+    t.session_id = str(ra.get(SESSION_ID) or ra.get(GEN_AI_CONVERSATION_ID) or "")
     t.user_id = str(ra.get(USER_ID, "") or "")
     route = ra.get(HTTP_ROUTE)
     if route is None and trace_root is not None:

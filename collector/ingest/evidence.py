@@ -11,7 +11,9 @@ rewritten or decomposed query stays beside its chunks.
 A tool call (OTel GenAI ``execute_tool``, OpenInference ``TOOL``) becomes one chunk after the
 retrieved ones: its result as the content (``gen_ai.tool.call.result``, else ``output.value``),
 ``source_type`` ``tool``, the tool's name, its arguments as the chunk's query and its call id
-as the chunk's id (``<tool name>#<k>`` without one). A tool call without a result, or one that
+as the chunk's id (``<tool name>#<k>`` without one). A LangChain tool's result recorded as the
+serialized ``ToolMessage`` its tool node made gives that message's content and call id, and
+OpenLLMetry's wrapped tool input its arguments (:mod:`.framework_values`). A tool call without a result, or one that
 wraps a retrieval (a retriever exposed as a tool: its documents are already there), adds none.
 
 :func:`marker_ids` says which chunk ids an answer's ``[n]`` markers count through: the chunks
@@ -40,6 +42,7 @@ from ...agent.conventions import (
 from ..contract import SOURCE_TOOL
 from ..core.model import Chunk, Span
 from .documents import span_documents
+from .framework_values import tool_arguments, tool_message
 from .texts import llm_answer, retrieval_query
 
 __all__ = ["retrieved_chunks", "tool_chunks", "marker_ids", "given_ids"]
@@ -142,12 +145,15 @@ def tool_chunks(tools: list[Span], retrievers: list[Span], spans: list[Span]) ->
             continue
         a = s.attrs
         result = _text(a.get(GEN_AI_TOOL_CALL_RESULT, a.get(OUTPUT_VALUE)))
+        call_id = _text(a.get(GEN_AI_TOOL_CALL_ID))
+        message = tool_message(result) if result else None
+        if message is not None:  # a LangChain tool node's ToolMessage: the tool's own result
+            result, call_id = message[0], call_id or message[1]
         if not result:
             continue
         name = _tool_name(s)
         seen[name] = seen.get(name, 0) + 1
-        call_id = _text(a.get(GEN_AI_TOOL_CALL_ID))
-        arguments = _text(a.get(GEN_AI_TOOL_CALL_ARGUMENTS, a.get(INPUT_VALUE)))
+        arguments = tool_arguments(_text(a.get(GEN_AI_TOOL_CALL_ARGUMENTS, a.get(INPUT_VALUE))))
         cid = call_id or f"{name}#{seen[name]}"
         out.append(Chunk(cid, result, None, "", None, SOURCE_TOOL, name, arguments))
     return out

@@ -4,7 +4,9 @@ Root spans: ``input.value`` / ``output.value`` (ragpulse, OpenInference) or
 OpenLLMetry's ``traceloop.entity.input`` / ``.output`` (``{"inputs": ...}`` /
 ``{"outputs": ...}``). A value that is a JSON object (a LangChain chain that
 returns ``{"input", "context", "answer"}``) gives its text from the usual keys:
-:data:`ANSWER_KEYS` for an answer, :data:`QUERY_KEYS` for a query. Retrieval
+:data:`ANSWER_KEYS` for an answer, :data:`QUERY_KEYS` for a query; a message
+state (LangGraph's ``{"messages": [...]}``) gives its last user message as the
+query and its last assistant message as the answer. Retrieval
 spans give the query (``input.value``, ``gen_ai.retrieval.query.text``,
 OpenLLMetry's ``{"query": ...}``). LLM spans give the answer and, last, the
 query: OpenInference's ``llm.output_messages`` / ``llm.input_messages``, the
@@ -41,11 +43,14 @@ from ...agent.conventions import (
     PART_TEXT,
     PART_TOOL_CALL_RESPONSE,
     PART_TYPE,
+    ROLE_ASSISTANT,
+    ROLE_USER,
     TRACELOOP_ENTITY_INPUT,
     TRACELOOP_ENTITY_OUTPUT,
 )
 from ..core.json_depth import json_value
 from ..core.model import Span
+from .framework_values import MESSAGES, turn_text
 
 __all__ = [
     "ANSWER_KEYS",
@@ -65,11 +70,14 @@ QUERY_KEYS = ("input", "question", "query")
 _TRACELOOP_IN = ("inputs", "input", "query")
 _TRACELOOP_OUT = ("outputs", "output")
 _USER_ROLES = ("user", "human", "")
+_TURN_ROLE = {QUERY_KEYS: ROLE_USER, ANSWER_KEYS: ROLE_ASSISTANT}  # what a message state gives
 
 
 def _text(value: Any, keys: tuple[str, ...]) -> str:
     """Text of a plain or structured value: a string itself, else the first of ``keys`` that
-    holds text (one level of nesting: ``{"outputs": {"answer": ...}}``); '' when none does."""
+    holds text (one level of nesting: ``{"outputs": {"answer": ...}}``), else from a message
+    state ``{"messages": [...]}`` (LangGraph's) the last user message for a query, the last
+    assistant message for an answer (:mod:`.framework_values`); '' when none does."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
@@ -83,6 +91,8 @@ def _text(value: Any, keys: tuple[str, ...]) -> str:
                 text = _text(inner, keys)
                 if text:
                     return text
+        if MESSAGES in value:  # an agent framework's state: the user's turn, or the answer
+            return turn_text(value, _TURN_ROLE.get(keys, ROLE_ASSISTANT))
     return ""
 
 
