@@ -3,8 +3,9 @@
 the app-side expectations.
 
 The application's provider hands finished spans to the collector through the agent's embedded
-exporter (an ordinary OTel ``SpanExporter``), as an OTLP exporter would hand them to the intake;
-an in-memory exporter beside it keeps the trace ids the application produced.
+exporter (an ordinary OTel ``SpanExporter``), as an OTLP exporter would hand them to the intake,
+or (``otlp=True``) through the OTel SDK's OTLP/HTTP exporter to the collector's OTLP/HTTP
+receiver; an in-memory exporter beside it keeps the trace ids the application produced.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ _TRACE_COLUMNS = (
     "query, answer, chunk_ids, chunk_contents, chunk_scores, chunk_metadata, chunk_sources, "
     "citation_doc_ids, citation_markers, source, complete"
 )
+_JUDGMENT_COLUMNS = "failure_mode, faithfulness, citation_correctness, error"
 
 
 @dataclass
@@ -82,13 +84,20 @@ class Expected:
 class Pipeline:
     """An application tracer provider -> embedded collector (chDB) -> local judge."""
 
-    def __init__(self, db: Path, service: str = "interop-app") -> None:
+    def __init__(self, db: Path, service: str = "interop-app", otlp: bool = False) -> None:
         self.collector = EmbeddedCollector(
-            db, config={"sampling": {"rate": 1.0}}, metrics_port=None, receiver_port=None, judge="local"
-        ).start()
+            db, config={"sampling": {"rate": 1.0}}, metrics_port=None, receiver_port=0 if otlp else None,
+            judge="local", install_sink=not otlp,
+        ).start()  # fmt: skip
         self.memory = InMemorySpanExporter()
         self.provider = TracerProvider(resource=Resource.create({"service.name": service}))
-        self.provider.add_span_processor(SimpleSpanProcessor(EmbeddedSpanExporter()))
+        if otlp:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            exporter: Any = OTLPSpanExporter(endpoint=f"{self.collector.receiver_url}/v1/traces")
+        else:
+            exporter = EmbeddedSpanExporter()
+        self.provider.add_span_processor(SimpleSpanProcessor(exporter))
         self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
 
     def root_trace_ids(self) -> list[str]:
@@ -102,11 +111,11 @@ class Pipeline:
         self.provider.force_flush()
         assert self.collector.flush(60)
 
-    def stored(self, trace_id: str) -> dict[str, Any]:
-        return stored_row(self.collector.storage, trace_id)
+    def stored(self, trace_id: str, columns: str = _TRACE_COLUMNS) -> dict[str, Any]:
+        return stored_row(self.collector.storage, trace_id, columns)
 
-    def judgment(self, trace_id: str) -> dict[str, Any]:
-        return judgment_row(self.collector.storage, trace_id)
+    def judgment(self, trace_id: str, columns: str = _JUDGMENT_COLUMNS) -> dict[str, Any]:
+        return judgment_row(self.collector.storage, trace_id, columns)
 
     def close(self) -> None:
         self.provider.shutdown()
@@ -119,24 +128,22 @@ class Pipeline:
         self.close()
 
 
-def stored_row(storage: Any, trace_id: str) -> dict[str, Any]:
-    """The one stored row of ``trace_id`` (the columns the interop checks read)."""
+def stored_row(storage: Any, trace_id: str, columns: str = _TRACE_COLUMNS) -> dict[str, Any]:
+    """The one stored row of ``trace_id`` (``columns``: by default those the interop checks read)."""
     rows = storage.query(
-        f"SELECT {_TRACE_COLUMNS} FROM {{db}}.rag_traces FINAL WHERE trace_id = %(t)s", {"t": trace_id}
+        f"SELECT {columns} FROM {{db}}.rag_traces FINAL WHERE trace_id = %(t)s", {"t": trace_id}
     )
     assert len(rows) == 1, f"trace {trace_id} stored {len(rows)} times"
-    return dict(zip([c.strip() for c in _TRACE_COLUMNS.split(",")], rows[0], strict=True))
+    return dict(zip([c.strip() for c in columns.split(",")], rows[0], strict=True))
 
 
-def judgment_row(storage: Any, trace_id: str) -> dict[str, Any]:
+def judgment_row(storage: Any, trace_id: str, columns: str = _JUDGMENT_COLUMNS) -> dict[str, Any]:
     """The one judgment of ``trace_id``."""
     rows = storage.query(
-        "SELECT failure_mode, faithfulness, citation_correctness, error FROM {db}.rag_judgments FINAL "
-        "WHERE trace_id = %(t)s",
-        {"t": trace_id},
+        f"SELECT {columns} FROM {{db}}.rag_judgments FINAL WHERE trace_id = %(t)s", {"t": trace_id}
     )
     assert len(rows) == 1, f"trace {trace_id} judged {len(rows)} times"
-    return dict(zip(("failure_mode", "faithfulness", "citation_correctness", "error"), rows[0], strict=True))
+    return dict(zip([c.strip() for c in columns.split(",")], rows[0], strict=True))
 
 
 def check_stored(pipe: Any, trace_id: str, want: Expected, source: str, failure_mode: str) -> dict[str, Any]:
