@@ -110,9 +110,9 @@ def _check_turns(
 
 
 # -- LangGraph ---------------------------------------------------------------------------------
-def _langgraph_agent() -> Any:
+def _langgraph_agent(checkpointer: bool = True) -> Any:
     """A LangGraph agent over CORPUS (LangChain Documents: no ids, no scores) with a balance tool
-    and a checkpointer, its model scripted to answer the three turns."""
+    and (``checkpointer``) a checkpointer, its model scripted to answer the three turns."""
     from langchain_core.documents import Document
     from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
     from langchain_core.messages import AIMessage
@@ -155,7 +155,7 @@ def _langgraph_agent() -> Any:
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
-    return graph.compile(checkpointer=InMemorySaver())
+    return graph.compile(checkpointer=InMemorySaver() if checkpointer else None)
 
 
 _LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "tool": "tool"}
@@ -210,6 +210,38 @@ def test_langgraph_openllmetry(pipe: Pipeline) -> None:
     _check_turns(
         pipe, "openllmetry", _LANGCHAIN_RETRIEVED, conversations, ("call_2", "{'account_id': 'ACC-7'}")
     )
+
+
+def test_langgraph_openinference_with_the_history_the_application_passes(pipe: Pipeline) -> None:
+    """No checkpointer: the application passes the conversation in each call (OpenAI-style dicts,
+    then (role, text) pairs), as many chat backends do. OpenInference writes the root's input
+    messages from the first message only (a dict's without its content), so the conversation is
+    the one the generation was given, and the query the input's last user message."""
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    app = _langgraph_agent(checkpointer=False)
+    config = {"configurable": {"thread_id": SESSION}}
+    inputs = [
+        [{"role": "user", "content": QUESTIONS[0]}],
+        [("user", QUESTIONS[0]), ("assistant", ANSWERS[0]), ("user", QUESTIONS[1])],
+    ]
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=pipe.provider)
+    try:
+        for messages, answer in zip(inputs, ANSWERS, strict=False):
+            assert app.invoke({"messages": messages}, config)["messages"][-1].content == answer
+    finally:
+        instrumentor.uninstrument()
+    pipe.flush()
+    first, second = (pipe.stored(t, _STORED) for t in pipe.root_trace_ids()[-2:])
+    assert (first["query"], first["answer"], first["conversation_roles"]) == (QUESTIONS[0], ANSWERS[0], [])
+    assert first["chunk_ids"] == _LANGCHAIN_RETRIEVED["ids"] and first["chunk_queries"] == [SEARCH] * 3
+    assert (second["query"], second["answer"]) == (QUESTIONS[1], ANSWERS[1])
+    conversation = list(zip(second["conversation_roles"], second["conversation_contents"], strict=True))
+    assert conversation == [("user", QUESTIONS[0]), ("assistant", ANSWERS[0])]
+    assert (second["chunk_ids"], second["chunk_source_types"]) == (["call_2"], ["tool"])
+    for trace_id in pipe.root_trace_ids()[-2:]:
+        assert pipe.judgment(trace_id, _JUDGED)["failure_mode"] == "healthy"
 
 
 # -- OpenAI Agents SDK -------------------------------------------------------------------------
