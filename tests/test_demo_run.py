@@ -85,6 +85,13 @@ def db_figures(db: Path) -> dict:
             f"INNER JOIN (SELECT trace_id, failure_mode, abstention_kind FROM {j}) j ON j.trace_id = t.trace_id"
         ),
         "truth_rows": "SELECT count() FROM ragpulse.demo_injections FINAL",
+        "s": "SELECT count(), countIf(turns > 1), sum(turns), sum(judged_turns), sum(flagged_turns), "
+        "countIf(flagged_turns > 0), sum(flagged_reasked), countIf(last_turn_flagged AND NOT last_turn_reasked) "
+        "FROM ragpulse.rag_sessions",
+        "follow": "SELECT query, chunk_queries[1], conversation_roles FROM ragpulse.rag_traces FINAL "
+        "WHERE length(conversation_roles) > 0 AND lower(query) != lower(chunk_queries[1])",
+        "tool": "SELECT answer, chunk_contents[indexOf(chunk_source_types, 'tool')], chunk_tools FROM "
+        "ragpulse.rag_traces FINAL WHERE has(chunk_source_types, 'tool')",
     }
     for s in SCORE_NAMES:
         stmts[f"score_{s}"] = f"SELECT count({s}), avg({s}) FROM {j}"
@@ -114,6 +121,7 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "err": res.stderr,
         "figures": db_figures(db),
         "base": base,
+        "first_html": html.read_text(),  # a later test's run writes the report again
     }
 
 
@@ -395,18 +403,7 @@ def test_the_report_shows_the_sessions_the_database_holds(demo_db: dict) -> None
     """Chat traffic: the Sessions section (text and HTML) equals the rag_sessions view; follow-ups keep
     their conversation and the rewritten query beside their chunks; the agentic route stores its
     tool result as evidence; the exported cases of follow-ups keep their conversation."""
-    f = db_query(
-        demo_db["db"],
-        {
-            "s": "SELECT count(), countIf(turns > 1), sum(turns), sum(judged_turns), sum(flagged_turns), "
-            "countIf(flagged_turns > 0), sum(flagged_reasked), countIf(last_turn_flagged AND NOT last_turn_reasked) "
-            "FROM ragpulse.rag_sessions",
-            "follow": "SELECT query, chunk_queries[1], conversation_roles FROM ragpulse.rag_traces FINAL "
-            "WHERE length(conversation_roles) > 0 AND query != chunk_queries[1] AND lower(query) != lower(chunk_queries[1])",
-            "tool": "SELECT answer, chunk_contents[indexOf(chunk_source_types, 'tool')], chunk_tools FROM "
-            "ragpulse.rag_traces FINAL WHERE has(chunk_source_types, 'tool')",
-        },
-    )
+    f = demo_db["figures"]  # read before later tests add to the database
     n, multi, turns, judged, flagged, with_flagged, reasked, abandoned = f["s"][0]
     assert turns == 160 and multi > 0 and flagged > 0 and reasked > 0 and abandoned > 0
     out = demo_db["out"]
@@ -417,7 +414,7 @@ def test_the_report_shows_the_sessions_the_database_holds(demo_db: dict) -> None
     assert _num(r"^\s+then reasked\s+(\d+)$", out) == reasked
     assert _num(r"^\s+then abandoned\s+(\d+)$", out) == abandoned
     assert "Conversation chat-" in out
-    html = demo_db["html"].read_text()
+    html = demo_db["first_html"]
     figures = dict(re.findall(r'data-session-figure="([^"]+)">(\d+)<', html))
     assert int(figures["sessions"]) == n and int(figures["flagged turns"]) == flagged
     assert (
