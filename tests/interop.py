@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,39 @@ def check_right_and_wrong(
     row = check_stored(pipe, right, expected(answers[0]), source, "healthy")
     check_stored(pipe, wrong, expected(answers[1]), source, "generation")
     return row
+
+
+@contextmanager
+def openllmetry_langchain(provider: TracerProvider) -> Iterator[None]:
+    """OpenLLMetry's LangChain instrumentor on ``provider`` for the block, wholly undone after it.
+
+    Its ``uninstrument()`` (0.62.4) hands opentelemetry's ``unwrap`` a module path with
+    ``"Class.method"``, which ``unwrap`` reads as an attribute of the module one level up, so
+    nothing is unwrapped: its callback handler (bound to the first provider it was given) and its
+    LangGraph wrappers stay, and a later test's LangChain traces, under any instrumentor, hang
+    under its spans. The same public ``unwrap`` on the classes themselves removes what it left."""
+    from langchain_core.callbacks import BaseCallbackManager
+    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+    from opentelemetry.instrumentation.utils import unwrap
+    from wrapt import BaseObjectProxy
+
+    instrumentor = LangchainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield
+    finally:
+        instrumentor.uninstrument()
+        left: list[tuple[Any, str]] = [(BaseCallbackManager, "__init__")]
+        try:
+            from langgraph.pregel import Pregel
+            from langgraph.types import Command
+
+            left += [(Pregel, "stream"), (Pregel, "astream"), (Command, "__init__")]
+        except ImportError:
+            pass
+        for owner, name in left:
+            while isinstance(getattr(owner, name), BaseObjectProxy):
+                unwrap(owner, name)
 
 
 def metadata_of(row: dict[str, Any]) -> list[dict[str, Any]]:

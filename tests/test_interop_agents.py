@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from .interop import CORPUS, RIGHT, SCORES, Pipeline
+from .interop import CORPUS, RIGHT, SCORES, Pipeline, openllmetry_langchain
 
 pytest.importorskip("langgraph")
 
@@ -198,14 +198,8 @@ def test_langgraph_openinference(pipe: Pipeline) -> None:
 def test_langgraph_openllmetry(pipe: Pipeline) -> None:
     """OpenLLMetry: an invoke_agent root without input around the workflow span that has it,
     execute_tool spans, vector_db_retrieve, gen_ai.input.messages on the chat spans."""
-    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
-
-    instrumentor = LangchainInstrumentor()
-    instrumentor.instrument(tracer_provider=pipe.provider)
-    try:
+    with openllmetry_langchain(pipe.provider):
         conversations = _run_langgraph()
-    finally:
-        instrumentor.uninstrument()
     # OpenLLMetry records LangChain's input_str: the arguments as Python writes a dict.
     _check_turns(
         pipe, "openllmetry", _LANGCHAIN_RETRIEVED, conversations, ("call_2", "{'account_id': 'ACC-7'}")

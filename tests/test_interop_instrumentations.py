@@ -26,6 +26,7 @@ from .interop import (
     check_right_and_wrong,
     check_stored,
     metadata_of,
+    openllmetry_langchain,
 )
 
 pytest.importorskip("langchain_core")
@@ -122,19 +123,13 @@ def test_langchain_openinference_dict_output(pipe: Pipeline, openinference_langc
 def test_langchain_openllmetry(pipe: Pipeline, shape: str) -> None:
     """OpenLLMetry writes workflow/task spans, a vector_db_retrieve span with the documents in
     traceloop.entity.output, and gen_ai.input/output.messages JSON on the chat span."""
-    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
-
-    instrumentor = LangchainInstrumentor()
-    instrumentor.instrument(tracer_provider=pipe.provider)
-    try:
+    with openllmetry_langchain(pipe.provider):
         if shape == "string":
             chain = _string_chain()
             answers = [chain.invoke(QUESTION), chain.invoke(QUESTION)]
         else:
             chain = _dict_chain()
             answers = [chain.invoke({"input": QUESTION})["answer"] for _ in range(2)]
-    finally:
-        instrumentor.uninstrument()
     assert answers == [RIGHT, WRONG]
     row = check_right_and_wrong(pipe, answers, _langchain_expected, "openllmetry")
     assert metadata_of(row) == [meta for _, meta in CORPUS]
