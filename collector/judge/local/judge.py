@@ -83,7 +83,7 @@ class TraceReading:
 
 def read_trace(rec: dict[str, Any], model: SupportModel) -> TraceReading:
     """Read a normalised input record (:func:`..record.normalise_input`) with the pair model
-    ``model``: the judge's reading, which a refit (:mod:`.refit_data`) reads its labels with."""
+    ``model``: the judge's reading, which a refit (:mod:`.refit.data`) reads its labels with."""
     chunks = build_evidence(evidence_records(rec["chunks"]))
     ids = [c.id for c in chunks]
     extracted = extract_claims(rec["answer"], ids)
