@@ -382,6 +382,8 @@ def test_schema_apply_command_is_idempotent(tmp_path: Path) -> None:
         "rag_feedback",
         "rag_exports",
         "rag_reviews",
+        "rag_session_turns",  # views (docs/schema.md "Sessions")
+        "rag_sessions",
     }
 
 
