@@ -63,12 +63,24 @@ _PUNCT_BYTES = bytes.maketrans(_PUNCT_CHARS.encode() + b"\x1c\x1d\x1e\x1f", b" "
 _TRIGGERS_BYTES = frozenset(w.encode() for w in _TRIGGERS)
 
 
+# Every match of _REFUSAL in lowercased ASCII text contains one of these (each alternative of
+# the pattern holds one verbatim), so an ASCII answer without any of them is no refusal: a few
+# substring scans instead of tokenising it. Not for other text: under IGNORECASE a dotless i
+# or a long s matches i or s.
+_REFUSAL_LITERALS = ("not ", "n't ", "i'm", "i am", "unable ", "information", "insufficient ")
+
+
 def looks_like_refusal(answer: str) -> bool:
     """True for answers that look like a refusal or abstention (an always-sample rule)."""
     if not answer:
         return False
     text = answer[:2000].lower()
     if text.isascii():
+        for literal in _REFUSAL_LITERALS:
+            if literal in text:
+                break
+        else:
+            return False
         if _TRIGGERS_BYTES.isdisjoint(text.encode().translate(_PUNCT_BYTES).split()):
             return False
     elif _TRIGGERS.isdisjoint(text.translate(_PUNCT).split()):
@@ -79,6 +91,14 @@ def looks_like_refusal(answer: str) -> bool:
 def _hash_of(data: bytes) -> float:
     digest = hashlib.blake2b(data, digest_size=8).digest()
     return int.from_bytes(digest, "big") / 18446744073709551616.0
+
+
+def _prefixed_hash(prefix: hashlib.blake2b, data: bytes) -> float:
+    """``_hash_of(p + data)`` where ``prefix`` has hashed ``p``: a copy of its state takes the
+    rest (the same digest as hashing the whole, without constructing and keying a hash)."""
+    h = prefix.copy()
+    h.update(data)
+    return int.from_bytes(h.digest(), "big") / 18446744073709551616.0
 
 
 def trace_hash(trace_id: str, seed: str) -> float:
@@ -227,11 +247,12 @@ class Sampler:
         self.stratum_loader = stratum_loader
         self._spent: OrderedDict[tuple[int, str], int] = OrderedDict()
         self._strata: OrderedDict[tuple[int, str], int] = OrderedDict()
-        self._hash_prefix = f"{policy.seed}:".encode()  # trace_hash's input is this + the trace id
+        # trace_hash's input is f"{seed}:" + the trace id: the prefix hashed once.
+        self._hash_prefix = hashlib.blake2b(f"{policy.seed}:".encode(), digest_size=8)
 
     def _hash(self, trace_id: str) -> float:
-        """trace_hash(trace_id, seed), without formatting the seed again for every trace."""
-        return _hash_of(self._hash_prefix + trace_id.encode())
+        """trace_hash(trace_id, seed), without hashing the seed again for every trace."""
+        return _prefixed_hash(self._hash_prefix, trace_id.encode())
 
     def _budget_ok(self, trace: RagTrace) -> bool:
         return self.budget_allows(trace.time)
