@@ -26,26 +26,46 @@ def observe_served(m: Metrics, traces: Sequence[RagTrace]) -> None:
     if not traces:
         return
     label = m.variants.label
-    cost: dict[tuple[str, str], float] = {}
-    priced: dict[tuple[str, str], int] = {}
-    unpriced: dict[tuple[str, str, str], int] = {}
-    latency: dict[tuple[str, str, str], list[float]] = {}
+    groups: dict[tuple[str, str], list[RagTrace]] = {}  # by (service, variant label), in order
     for t in traces:
-        key = (t.service, label(t.variant))
-        if t.generation_cost_usd is None:
-            ukey = (*key, UNKNOWN_MODEL if t.model else NO_MODEL)
-            unpriced[ukey] = unpriced.get(ukey, 0) + 1
+        v = t.variant
+        key = (t.service, label(v) if v else "")
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [t]
         else:
-            cost[key] = cost.get(key, 0.0) + t.generation_cost_usd
-            priced[key] = priced.get(key, 0) + 1
-        for stage, ms in ((RETRIEVAL, t.retrieval_ms), (RERANK, t.rerank_ms), (GENERATION, t.generation_ms)):
-            if ms > 0:
-                latency.setdefault((*key, stage), []).append(ms / 1000.0)
-        latency.setdefault((*key, TOTAL), []).append(t.latency_ms / 1000.0)
+            group.append(t)
+    latency: dict[tuple[str, str, str], list[float]] = {}
+    for key, group in groups.items():
+        _observe_cost(m, key, group)
+        for stage, values in (
+            (RETRIEVAL, [t.retrieval_ms / 1000.0 for t in group if t.retrieval_ms > 0]),
+            (RERANK, [t.rerank_ms / 1000.0 for t in group if t.rerank_ms > 0]),
+            (GENERATION, [t.generation_ms / 1000.0 for t in group if t.generation_ms > 0]),
+            (TOTAL, [t.latency_ms / 1000.0 for t in group]),
+        ):
+            if values:
+                latency[(*key, stage)] = values
     m.stage_latency.add(latency)
-    for key, usd in cost.items():
+
+
+def _observe_cost(m: Metrics, key: tuple[str, str], group: list[RagTrace]) -> None:
+    """One label set's cost (added in trace order), priced count and unpriced counts by reason."""
+    usd = 0.0
+    priced = no_model = unknown = 0
+    for t in group:
+        c = t.generation_cost_usd
+        if c is not None:
+            usd += c
+            priced += 1
+        elif t.model:
+            unknown += 1
+        else:
+            no_model += 1
+    if priced:
         m.generation_cost.labels(*key).inc(usd)
-    for key, n in priced.items():
-        m.generation_priced.labels(*key).inc(n)
-    for ukey, n in unpriced.items():
-        m.generation_unpriced.labels(*ukey).inc(n)
+        m.generation_priced.labels(*key).inc(priced)
+    if unknown:
+        m.generation_unpriced.labels(*key, UNKNOWN_MODEL).inc(unknown)
+    if no_model:
+        m.generation_unpriced.labels(*key, NO_MODEL).inc(no_model)
