@@ -20,8 +20,10 @@ the window plus ``settle_s`` before now (``settle_s`` leaves late spans and judg
 stored), adds them and moves the watermark to ``hi``; so each session is counted once, when it
 has ended, and the counters start at 0 with the process (sessions that ended before it started
 are not counted). Every replica reading one store counts the same sessions: dashboards take
-``max`` over replicas. A service with turns shows zero-valued counters from the first read. A
-failed read leaves the session families out of that scrape and retries on the next.
+``max`` over replicas. A service with an active session shows zero-valued counters from that
+read on. Each read queries a bounded time range (the window, and the sessions that ended since
+the last read), never the whole table. A failed read leaves the session families out of that
+scrape and retries on the next.
 """
 
 from __future__ import annotations
@@ -111,10 +113,9 @@ class StoreSessionMetrics(Collector):
         hi = self._horizon()
         ended = self.store.ended(self.watermark, hi) if hi > self.watermark else []
         active = self.store.active(int(self.clock() * _NS) - self.window_ns)
-        services = self.store.services()
         for s in ended:
             self.counts.setdefault(s.service, SessionCounts()).add(s)
-        for service in services:
+        for service in active:  # a service with live sessions shows its counters from 0
             self.counts.setdefault(service, SessionCounts())
         self.watermark = max(self.watermark, hi)
         self.active = {svc: active.get(svc, 0) for svc in self.counts}

@@ -38,7 +38,6 @@ _ACTIVE = (
     "SELECT service, uniqExact(session_id) FROM {db}.rag_traces FINAL "
     "WHERE session_id != '' AND time >= fromUnixTimestamp64Nano(%(since)s) GROUP BY service"
 )
-_SERVICES = "SELECT DISTINCT service FROM {db}.rag_traces WHERE session_id != '' ORDER BY service"
 _TURNS = (
     "SELECT trace_id, toUnixTimestamp64Nano(time), query, answer, judged, failure_mode, abstention_kind, "
     "flagged, reasked FROM {db}.rag_session_turns "
@@ -113,10 +112,6 @@ class SessionStore:
     def active(self, since_ns: int) -> dict[str, int]:
         """Sessions per service with a turn at or after ``since_ns``."""
         return {str(s): int(n) for s, n in self.storage.query(_ACTIVE, {"since": int(since_ns)})}
-
-    def services(self) -> list[str]:
-        """The services that have stored a turn with a session id."""
-        return [str(s) for (s,) in self.storage.query(_SERVICES)]
 
     def turns(self, service: str, session_id: str) -> list[Turn]:
         """Every turn of one session, oldest first."""
