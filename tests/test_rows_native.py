@@ -78,7 +78,8 @@ def _odd(i: int, rng: random.Random) -> RagTrace:
         for _ in range(rng.randrange(0, 4))
     ]  # fmt: skip
     t.conversation = [
-        Message(rng.choice(["user", "assistant", ""]), rng.choice(_ODD_TEXTS)) for _ in range(rng.randrange(0, 4))
+        Message(rng.choice(["user", "assistant", ""]), rng.choice(_ODD_TEXTS))
+        for _ in range(rng.randrange(0, 4))
     ]
     t.citations = [
         Citation(rng.choice(_ODD_TEXTS), "[1]", rng.choice([-1, 0, 2**31 - 1]), rng.choice([-(2**31), 5]))
