@@ -22,7 +22,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .otlp import EncodedRecord, Finished, encode_finished, encode_records
+from .otlp import EncodedRecord, encode_records, encoded, records_of
 from .stats import Stats
 
 __all__ = ["KafkaSpanExporter", "PRODUCER_DEFAULTS"]
@@ -118,18 +118,26 @@ class KafkaSpanExporter(SpanExporter):
         with self._lock:
             return self._export(spans, encode_records)
 
-    def export_finished(self, items: Sequence[Finished]) -> SpanExportResult:
-        """Export spans with the attributes and events they leave the process with (the agent's
-        export thread hands them so, encoded straight from its materialised attributes)."""
+    def encode_finished(
+        self, span: ReadableSpan, attributes: Mapping[str, Any], events: Sequence[Any]
+    ) -> Any:
+        """``span`` with the attributes and events it leaves the process with, encoded now: the
+        agent's export thread encodes each span as soon as it is materialised, so the batch holds
+        bytes, not every span's attributes, until :meth:`export_encoded`. What it was encoded
+        from is kept only for a span that may not fit a record alone (over half the limit)."""
+        return encoded((span, attributes, events), self.max_record_bytes // 2)
+
+    def export_encoded(self, spans: Sequence[Any]) -> SpanExportResult:
+        """Export spans made by :meth:`encode_finished`."""
         with self._lock:
-            return self._export(items, encode_finished)
+            return self._export(spans, records_of)
 
     def _export(self, spans: Sequence[Any], encode: Callable[..., list[EncodedRecord]]) -> SpanExportResult:
         producer = self._get_producer()
         if producer is None:
             self.stats.drop("export_failed", len(spans))
             return SpanExportResult.FAILURE
-        too_big: list[ReadableSpan] = []
+        too_big: list[Any] = []
         try:
             records = encode(spans, self.max_record_bytes, too_big)
         except Exception:  # noqa: BLE001

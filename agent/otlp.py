@@ -25,7 +25,7 @@ from .conventions import (
 from .materialize import copy_span
 from .otlp_wire import EncodedSpan, traces_data
 
-__all__ = ["EncodedRecord", "Finished", "encode_finished", "encode_records", "encode_traces_data"]
+__all__ = ["EncodedRecord", "Finished", "encoded", "encode_records", "encode_traces_data", "records_of"]
 
 _FAST_FAILS = (TypeError, ValueError, AttributeError, OverflowError)
 # A span as it leaves the process: the finished span, and the attributes and events it is exported
@@ -41,16 +41,20 @@ class EncodedRecord(NamedTuple):
     span_count: int
 
 
-def _encoded(item: Finished) -> EncodedSpan:
+def encoded(item: Finished, keep_over: int = 0) -> EncodedSpan:
     """``item`` encoded by the direct wire writer, or, for a value it does not handle, by the OTel
-    reference encoder (same message either way)."""
+    reference encoder (same message either way). The item is kept with it (to be shrunk if it
+    cannot fit a record alone) when its encoding is longer than ``keep_over`` bytes."""
     try:
-        return EncodedSpan.of(*item)
+        span = EncodedSpan.of(*item)
     except _FAST_FAILS:
-        span = copy_span(*item)
-        resource_spans = encode_spans([span]).resource_spans[0]
+        copy = copy_span(*item)
+        resource_spans = encode_spans([copy]).resource_spans[0]
         data = resource_spans.scope_spans[0].spans[0].SerializeToString()
-        return EncodedSpan(span.context.trace_id, span.resource, span.instrumentation_scope or None, data)
+        span = EncodedSpan(copy.context.trace_id, copy.resource, copy.instrumentation_scope or None, data)
+    if len(span.data) > keep_over:
+        span.source = item
+    return span
 
 
 def _own(span: ReadableSpan) -> Finished:
@@ -59,7 +63,7 @@ def _own(span: ReadableSpan) -> Finished:
 
 def encode_traces_data(spans: Sequence[ReadableSpan]) -> bytes:
     """Serialise spans as OTLP TracesData (grouped by resource and scope)."""
-    return traces_data([_encoded(_own(span)) for span in spans])
+    return traces_data([encoded(_own(span)) for span in spans])
 
 
 def _shrink(span: ReadableSpan, max_chars: int) -> ReadableSpan:
@@ -97,21 +101,18 @@ def _fit_one(span: ReadableSpan, max_bytes: int) -> bytes | None:
     return None
 
 
-_Pair = tuple[Finished, EncodedSpan]
-
-
 def _split(
-    key: str, spans: list[_Pair], max_bytes: int, dropped: list[ReadableSpan]
+    key: str, spans: list[EncodedSpan], max_bytes: int, dropped: list[EncodedSpan]
 ) -> Iterator[EncodedRecord]:
-    value = traces_data([encoded for _, encoded in spans])
+    value = traces_data(spans)
     if len(value) <= max_bytes:
         yield EncodedRecord(key, value, len(spans))
         return
     if len(spans) == 1:
-        item = spans[0][0]
-        fitted = _fit_one(copy_span(*item), max_bytes)
+        source = spans[0].source
+        fitted = _fit_one(copy_span(*source), max_bytes) if source is not None else None
         if fitted is None:
-            dropped.append(item[0])
+            dropped.append(spans[0])
         else:
             yield EncodedRecord(key, fitted, 1)
         return
@@ -120,17 +121,21 @@ def _split(
     yield from _split(key, spans[half:], max_bytes, dropped)
 
 
-def encode_finished(
-    items: Sequence[Finished], max_bytes: int, dropped: list[ReadableSpan] | None = None
+def records_of(
+    spans: Sequence[EncodedSpan], max_bytes: int, dropped: list[EncodedSpan] | None = None
 ) -> list[EncodedRecord]:
-    """Group finished spans by trace and encode each group as one (or, if too big, several) records.
+    """Group encoded spans by trace into one (or, if too big, several) records each.
 
-    Every span is encoded once; a trace too big for one record is split by regrouping the
-    encoded spans. Spans that cannot fit even alone are appended to ``dropped``.
+    A trace too big for one record is split by regrouping its encoded spans; a span too big
+    alone is shrunk from its source. Spans that cannot fit even so are appended to ``dropped``.
     """
-    by_trace: dict[int, list[_Pair]] = {}
-    for item in items:
-        by_trace.setdefault(item[0].context.trace_id, []).append((item, _encoded(item)))
+    by_trace: dict[int, list[EncodedSpan]] = {}
+    for span in spans:
+        group = by_trace.get(span.trace_id)
+        if group is None:
+            by_trace[span.trace_id] = [span]
+        else:
+            group.append(span)
     sink = dropped if dropped is not None else []
     out: list[EncodedRecord] = []
     for trace_id, group in by_trace.items():
@@ -139,7 +144,7 @@ def encode_finished(
 
 
 def encode_records(
-    spans: Sequence[ReadableSpan], max_bytes: int, dropped: list[ReadableSpan] | None = None
+    spans: Sequence[ReadableSpan], max_bytes: int, dropped: list[EncodedSpan] | None = None
 ) -> list[EncodedRecord]:
-    """:func:`encode_finished` of spans exported with their own attributes and events."""
-    return encode_finished([_own(span) for span in spans], max_bytes, dropped)
+    """:func:`records_of` the spans encoded with their own attributes and events."""
+    return records_of([encoded(_own(span)) for span in spans], max_bytes, dropped)

@@ -322,15 +322,17 @@ def _scope(scope: Any) -> tuple[bytes, bytes]:
 
 
 class EncodedSpan:
-    """One span's encoded ``Span`` message with what groups it: trace, resource and scope."""
+    """One span's encoded ``Span`` message with what groups it (trace, resource and scope) and,
+    when it may have to be shrunk to fit a record, what it was encoded from (``source``)."""
 
-    __slots__ = ("trace_id", "resource", "scope", "data")
+    __slots__ = ("trace_id", "resource", "scope", "data", "source")
 
-    def __init__(self, trace_id: int, resource: Any, scope: Any, data: bytes):
+    def __init__(self, trace_id: int, resource: Any, scope: Any, data: bytes, source: Any = None):
         self.trace_id = trace_id
         self.resource = resource
         self.scope = scope
         self.data = data
+        self.source = source
 
     @classmethod
     def of(

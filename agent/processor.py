@@ -4,8 +4,8 @@
 :class:`~ragpulse.agent.batching.BatchThread`, or counts a drop when it is full; it never blocks
 and never raises. The export thread expands each span's side record
 (:class:`~ragpulse.agent.materialize.Materializer`) into the attributes and events the span
-leaves with, and hands them to the exporter: the agent's own exporters (``export_finished``)
-encode them as they are, any other ``SpanExporter`` gets copies of the spans carrying them.
+leaves with: the agent's own exporters encode them at once (``encode_finished``, then
+``export_encoded`` with the batch), any other ``SpanExporter`` gets copies of the spans carrying them.
 Anything the exporter does (network, blocking on a broker that is down) happens on that thread
 only. After ``fork()`` the exporter also drops its connections (``after_fork``) and the parent's
 side records are forgotten.
@@ -13,6 +13,7 @@ side records are forgotten.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
@@ -60,45 +61,43 @@ class RagpulseSpanProcessor(BatchThread, SpanProcessor):
 
     # -- export thread -----------------------------------------------------------------------
     def _process(self, batch: list[ReadableSpan]) -> None:
-        finished: list[tuple[ReadableSpan, dict[str, Any], list[Any]]] = []
+        exporter = self._exporter
+        # The agent's own exporters encode each span as soon as it is materialised (the batch then
+        # holds bytes, not every span's attributes); any other SpanExporter gets copies of the spans.
+        encode = getattr(exporter, "encode_finished", None)
+        finish = encode if encode is not None else copy_span
         records = self.records
         finalize = self._materializer.finalize
+        out: list[Any] = []
         for span in batch:
             try:
                 attributes, events = finalize(span, records.pop(span.context.span_id, None))
+                out.append(finish(span, attributes, events))
             except Exception:  # noqa: BLE001 - never let one odd value stop the pipeline
                 self._stats.drop("internal_error")
                 self._log_once("materialising a span failed")
                 continue
-            finished.append((span, attributes, events))
             if RAG_TRUNCATED in attributes:
                 self._stats.add("truncated_spans")
-        if finished:
-            self._export(finished)
+        if out:
+            self._export(exporter.export_encoded if encode is not None else exporter.export, out)
 
-    def _export(self, finished: list[tuple[ReadableSpan, dict[str, Any], list[Any]]]) -> None:
-        """Hand the batch to the exporter: the agent's own take the attributes and events as they
-        are (``export_finished``), any other ``SpanExporter`` gets copies of the spans carrying them."""
-        exporter = self._exporter
-        export_finished = getattr(exporter, "export_finished", None)
+    def _export(self, export: Callable[[list[Any]], Any], spans: list[Any]) -> None:
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            if export_finished is not None:
-                result = export_finished(finished)
-            else:
-                result = exporter.export([copy_span(*item) for item in finished])
+            result = export(spans)
         except Exception:  # noqa: BLE001
             self._log_once("exporter raised")
-            self._stats.drop("export_failed", len(finished))
+            self._stats.drop("export_failed", len(spans))
             return
         finally:
             detach(token)
-        if getattr(exporter, "counts_own_drops", False):
+        if getattr(self._exporter, "counts_own_drops", False):
             return  # the exporter counts exported and dropped spans itself (it may partly succeed)
         if result is SpanExportResult.SUCCESS:
-            self._stats.add("spans_exported", len(finished))
+            self._stats.add("spans_exported", len(spans))
         else:
-            self._stats.drop("export_failed", len(finished))
+            self._stats.drop("export_failed", len(spans))
 
     # -- lifecycle ---------------------------------------------------------------------------
     def force_flush(self, timeout_millis: int = 30000) -> bool:

@@ -246,12 +246,12 @@ def test_a_span_the_direct_writer_refuses_is_encoded_by_the_reference_within_its
 
 
 def test_finished_spans_are_encoded_with_their_final_attributes_and_events():
-    """The export thread hands the exporter (span, attributes, events) without copying the span:
-    the records are those of the copy, split and shrunk the same way."""
+    """The export thread encodes (span, attributes, events) as each span is materialised, without
+    copying the span: the records are those of the copies, split and shrunk the same way."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace import Event
     from ragpulse.agent.materialize import copy_span
-    from ragpulse.agent.otlp import encode_finished
+    from ragpulse.agent.otlp import encoded, records_of
 
     ended = _span({"set.on.span": "before"}, name="ended")
     items = [
@@ -259,12 +259,26 @@ def test_finished_spans_are_encoded_with_their_final_attributes_and_events():
         (_span({}, ended.resource, name="big"), {"content": "z" * 50_000}, []),
     ]
     copies = [copy_span(*item) for item in items]
-    records = encode_finished(items, 900_000)
-    assert [r.value for r in records] == [encode_spans(copies).SerializeToString()]
+    limit = 20_000
+    spans = [encoded(item, limit // 2) for item in items]
+    assert [s.source is not None for s in spans] == [False, True]  # kept only where it may not fit
+    assert [r.value for r in records_of(spans, 900_000)] == [encode_spans(copies).SerializeToString()]
     dropped = []
-    small = encode_finished(items, 20_000, dropped)
+    small = records_of(spans, limit, dropped)
     assert dropped == [] and [r.span_count for r in small] == [1, 1]
     assert small[0].value == encode_spans(copies[:1]).SerializeToString()
     shrunk = decode(small[1].value).resource_spans[0].scope_spans[0].spans[0]
     attrs = {kv.key: kv.value for kv in shrunk.attributes}
-    assert len(attrs["content"].string_value) < 20_000 and attrs["rag.truncated"].bool_value
+    assert len(attrs["content"].string_value) < limit and attrs["rag.truncated"].bool_value
+    # Without its source a span that cannot fit is dropped, never sent over the limit.
+    spans[1].source = None
+    assert [r.span_count for r in records_of(spans, limit, dropped)] == [1] and dropped == [spans[1]]
+
+
+def test_the_kafka_exporter_keeps_the_source_of_spans_over_half_its_record_limit():
+    from ragpulse.agent.kafka_exporter import KafkaSpanExporter
+
+    exporter = KafkaSpanExporter("unused:9092", max_record_bytes=20_000)
+    small = exporter.encode_finished(_span({}), {"k": "v"}, [])
+    big = exporter.encode_finished(_span({}), {"content": "z" * 12_000}, [])
+    assert small.source is None and big.source is not None
