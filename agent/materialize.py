@@ -12,6 +12,7 @@ passes through, not only ragpulse's own.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -116,6 +117,12 @@ def _decoded_metadata(doc: dict[str, Any]) -> dict[str, Any]:
         return {**doc, "metadata": json.loads(meta)}
     except ValueError:  # cut by max_metadata_chars: keep the text
         return doc
+
+
+@functools.lru_cache(maxsize=4096)
+def _document_keys(prefix: str, index: int) -> dict[str, str]:
+    """Field -> attribute key of document ``index`` (the same keys for every retrieval)."""
+    return {field: document_key(prefix, index, field) for field in (*DOCUMENT_FIELDS, DOCUMENT_SOURCE)}
 
 
 class _Ctx:
@@ -224,8 +231,9 @@ class Materializer:
         attrs = ctx.attrs
         order = range(len(docs) - 1, -1, -1) if ctx.room is not None else range(len(docs))
         for i in order:
+            keys = _document_keys(prefix, i)
             for field, value in docs[i].items():
-                attrs[document_key(prefix, i, field)] = value
+                attrs[keys.get(field) or document_key(prefix, i, field)] = value
 
     def _fitted_json(self, ctx: _Ctx, docs: list[dict[str, Any]]) -> str:
         """The documents as one JSON array, cut to whole documents that fit the provider's value
