@@ -88,21 +88,26 @@ _FIRST_DOCUMENT = (
 )
 
 
+_KIND_ROLES = {
+    KIND_RETRIEVER: "retriever",
+    KIND_RERANKER: "reranker",
+    KIND_LLM: "llm",
+    KIND_TOOL: "tool",
+    KIND_CHAIN: "chain",
+    KIND_AGENT: "chain",
+}
+
+
 def _role(attrs: dict[str, Any]) -> str:
     """'retriever', 'reranker', 'llm', 'tool', 'chain' (an agent step too) or '' for a span's attributes."""
     kind = attrs.get(SPAN_KIND)
     if kind is not None:
-        kind = str(kind).upper()
-        if kind == KIND_RETRIEVER:
-            return "retriever"
-        if kind == KIND_RERANKER:
-            return "reranker"
-        if kind == KIND_LLM:
-            return "llm"
-        if kind == KIND_TOOL:
-            return "tool"
-        if kind in (KIND_CHAIN, KIND_AGENT):
-            return "chain"
+        # An exact upper-case kind (what instrumentations write) is its own upper case.
+        role = _KIND_ROLES.get(kind) if type(kind) is str else None
+        if role is None:
+            role = _KIND_ROLES.get(str(kind).upper())
+        if role is not None:
+            return role
     op = attrs.get(GEN_AI_OPERATION)
     if op is not None:
         op = str(op)
@@ -333,6 +338,13 @@ def _by_start(span: Span) -> int:
     return span.start
 
 
+def _by_end(span: Span) -> int:
+    return span.end
+
+
+_ABSENT = object()  # a token attribute that is not there (one that is there may hold None)
+
+
 def _agent_turn(p: _Parts) -> str:
     """The user's turn of an agent's trace (tool calls, or tool results among the messages a
     generation was given): the last user message the first generation was given, where a
@@ -347,16 +359,21 @@ def _agent_turn(p: _Parts) -> str:
 def _read_generation(t: RagTrace, llms: list[Span]) -> None:
     """The fields the LLM spans give: from the last one to end the model and provider; from
     all of them the tokens and the time."""
-    la = max(llms, key=lambda s: s.end).attrs
-    t.model = str(
-        la.get(GEN_AI_REQUEST_MODEL) or la.get(GEN_AI_RESPONSE_MODEL) or la.get(LLM_MODEL_NAME) or ""
-    )
-    t.provider = str(la.get(GEN_AI_PROVIDER) or la.get(GEN_AI_SYSTEM) or la.get(LLM_PROVIDER) or "")
+    la = (llms[0] if len(llms) == 1 else max(llms, key=_by_end)).attrs
+    get = la.get
+    t.model = str(get(GEN_AI_REQUEST_MODEL) or get(GEN_AI_RESPONSE_MODEL) or get(LLM_MODEL_NAME) or "")
+    t.provider = str(get(GEN_AI_PROVIDER) or get(GEN_AI_SYSTEM) or get(LLM_PROVIDER) or "")
     inp = out = 0
     for s in llms:
-        a = s.attrs
-        inp += _int(a.get(GEN_AI_INPUT_TOKENS, a.get(LLM_TOKEN_COUNT_PROMPT)))
-        out += _int(a.get(GEN_AI_OUTPUT_TOKENS, a.get(LLM_TOKEN_COUNT_COMPLETION)))
+        get = s.attrs.get
+        n = get(GEN_AI_INPUT_TOKENS, _ABSENT)
+        if n is _ABSENT:
+            n = get(LLM_TOKEN_COUNT_PROMPT)
+        inp += n if type(n) is int and 0 <= n <= _TOKENS_MAX else _int(n)
+        n = get(GEN_AI_OUTPUT_TOKENS, _ABSENT)
+        if n is _ABSENT:
+            n = get(LLM_TOKEN_COUNT_COMPLETION)
+        out += n if type(n) is int and 0 <= n <= _TOKENS_MAX else _int(n)
     t.input_tokens = min(_TOKENS_MAX, inp)
     t.output_tokens = min(_TOKENS_MAX, out)
     t.generation_ms = _total_ms(llms)
