@@ -86,24 +86,29 @@ def _from_object(item: Any) -> tuple[Any, Any, Any, Any]:
 def normalize_chunk(item: Any, position: int) -> Chunk:
     """Normalise one retrieved item; ``position`` (1-based) is the fallback id."""
     score: Any = None
-    if isinstance(item, tuple) and len(item) == 2 and not isinstance(item[1], (str, bytes)):
-        item, score = item  # (Document, score) as from similarity_search_with_score
-    if isinstance(item, str):
-        ident, content, inner_score, metadata = None, item, None, None
-    elif isinstance(item, (dict, Mapping)):  # dict first: the ABC check is slow
-        ident, content, inner_score, metadata = _from_mapping(item)
+    if item.__class__ is dict:  # the common case, first
+        ident, content, score, metadata = _from_mapping(item)
     else:
-        ident, content, inner_score, metadata = _from_object(item)
-    if score is None:
-        score = inner_score
+        if isinstance(item, tuple) and len(item) == 2 and not isinstance(item[1], (str, bytes)):
+            item, score = item  # (Document, score) as from similarity_search_with_score
+        if isinstance(item, str):
+            ident, content, inner_score, metadata = None, item, None, None
+        elif isinstance(item, (dict, Mapping)):  # dict first: the ABC check is slow
+            ident, content, inner_score, metadata = _from_mapping(item)
+        else:
+            ident, content, inner_score, metadata = _from_object(item)
+        if score is None:
+            score = inner_score
     meta: dict[str, Any] = dict(metadata) if isinstance(metadata, (dict, Mapping)) else {}
     if ident is None:
         ident = next((meta[k] for k in _META_ID_KEYS if meta.get(k) is not None), None)
+    # Positional, and plain str ids and float scores as they are (str() and float() of them
+    # return them unchanged): this runs once per chunk on the export thread.
     return Chunk(
-        id=safe_str(ident) if ident is not None else str(position),
-        content="" if content is None else (content if isinstance(content, str) else safe_str(content)),
-        score=optional_float(score),
-        metadata=meta,
+        ident if ident.__class__ is str else safe_str(ident) if ident is not None else str(position),
+        "" if content is None else (content if isinstance(content, str) else safe_str(content)),
+        score if score.__class__ is float else optional_float(score),
+        meta,
     )
 
 
