@@ -88,6 +88,8 @@ class Assembler:
 
     def add(self, spans: list[Span], position: tuple[Any, int] | None, now: float) -> None:
         """Buffer ``spans`` that came from one record at ``position`` ((partition, offset) or None)."""
+        if spans and self._add_whole(spans, position):
+            return
         pending = self._pending
         touched: dict[str, _Pending] = {}
         for span in spans:
@@ -132,6 +134,33 @@ class Assembler:
             self.evicted += 1
             self._emit(tid, complete=False)
 
+    def _add_whole(self, spans: list[Span], position: tuple[Any, int] | None) -> bool:
+        """The common record, a whole trace: every span of one trace not seen before, the root
+        among them and a RAG step (a process exports a trace's spans together, its root last).
+        Emitted as complete at once, as :meth:`add` would after buffering it; False, having
+        done nothing, for any other record (feedback spans included)."""
+        tid = spans[0].trace_id
+        if tid in self._pending or tid in self._recent:
+            return False
+        root = step = False
+        for span in spans:
+            if span.trace_id != tid or is_feedback_span(span):
+                return False
+            if not span.parent_id:
+                root = True
+            role = span.role
+            if role is None:
+                role = span_role(span)
+            if role == "retriever" or role == "llm" or role == "reranker" or role == "tool":
+                step = True
+        if not (root and step):  # (a retrieval and a generation are steps too)
+            return False
+        positions: dict[Any, int] = {} if position is None else {position[0]: position[1]}
+        # A trace with a RAG step is a RAG trace.
+        self._ready.append(Assembled(tid, list(spans), True, True, positions, position))
+        self._remember(tid)
+        return True
+
     def take_feedback(self) -> list[Span]:
         """The feedback spans set aside since the last call (for the feedback sink)."""
         out, self.feedback = self.feedback, []
@@ -140,6 +169,10 @@ class Assembler:
     def _emit(self, tid: str, complete: bool) -> None:
         p = self._pending.pop(tid)
         self._ready.append(Assembled(tid, p.spans, complete, p.is_rag, p.positions, p.last))
+        self._remember(tid)
+
+    def _remember(self, tid: str) -> None:
+        """Mark an emitted trace, so spans arriving for it later are counted as late."""
         recent = self._recent
         recent[tid] = None
         if len(recent) > self._recent_max:
