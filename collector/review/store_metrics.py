@@ -21,8 +21,6 @@ no review samples; the rest of the scrape is unaffected.
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -30,13 +28,12 @@ from typing import Any
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from ..core.throttled_read import ThrottledRead
 from ..storage.clickhouse import Storage
 from .metrics import store_families
 from .store import ReviewStore
 
 __all__ = ["StoreReviewMetrics", "register_review_metrics"]
-
-log = logging.getLogger("ragpulse.metrics")
 
 
 class StoreReviewMetrics(Collector):
@@ -51,12 +48,17 @@ class StoreReviewMetrics(Collector):
     ) -> None:
         self.store = store
         self.window = int(agreement_window)
-        self.refresh_s = float(refresh_s)
-        self.clock = clock
-        self.reads = 0  # store reads made (each one several queries)
-        self._lock = threading.Lock()
-        self._data: dict[str, Any] = {}
-        self._read_at: float | None = None
+        self._reader = ThrottledRead("review metrics", self._read, refresh_s, clock)
+
+    @property
+    def reads(self) -> int:
+        """Store reads made (each one several queries)."""
+        return self._reader.reads
+
+    @property
+    def refresh_s(self) -> float:
+        """Seconds a read serves scrapes before the store is read again."""
+        return self._reader.refresh_s
 
     def _read(self) -> dict[str, Any]:
         backlog = {(svc, "judgments"): n for svc, n in self.store.unlabelled_traces().items()}
@@ -68,17 +70,7 @@ class StoreReviewMetrics(Collector):
 
     def data(self) -> dict[str, Any]:
         """The last read, made again first when it is older than ``refresh_s`` (``{}`` when it failed)."""
-        with self._lock:
-            now = self.clock()
-            if self._read_at is None or now - self._read_at >= self.refresh_s:
-                self._read_at = now
-                self.reads += 1
-                try:
-                    self._data = self._read()
-                except Exception:  # noqa: BLE001 - a scrape never fails on a store read
-                    log.warning("review metrics: reading the store failed", exc_info=True)
-                    self._data = {}
-            return self._data
+        return self._reader.get() or {}
 
     def collect(self) -> Iterator[Metric]:
         yield from store_families(self.data())

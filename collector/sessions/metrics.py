@@ -28,8 +28,6 @@ scrape and retries on the next.
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -38,12 +36,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
+from ..core.throttled_read import ThrottledRead
 from ..storage.clickhouse import Storage
 from .store import FOLLOWED_BY, SessionFigures, SessionStore
 
 __all__ = ["TURN_BUCKETS", "SessionCounts", "StoreSessionMetrics", "register_session_metrics"]
-
-log = logging.getLogger("ragpulse.metrics")
 
 #: Upper bounds of the turns-per-session histogram (+Inf added).
 TURN_BUCKETS = (1, 2, 3, 5, 8, 13, 20, 50)
@@ -95,21 +92,27 @@ class StoreSessionMetrics(Collector):
         self.store = store
         self.window_ns = int(float(window_s) * _NS)
         self.settle_ns = int(float(settle_s) * _NS)
-        self.refresh_s = float(refresh_s)
         self.clock = clock
-        self.reads = 0
         self.counts: dict[str, SessionCounts] = {}
         self.active: dict[str, int] = {}
         self.watermark = self._horizon()
-        self._ok = False
-        self._read_at: float | None = None
-        self._lock = threading.Lock()
+        self._reader = ThrottledRead("session metrics", self._read, refresh_s)
+
+    @property
+    def reads(self) -> int:
+        """Store reads made."""
+        return self._reader.reads
+
+    @property
+    def refresh_s(self) -> float:
+        """Seconds a read serves scrapes before the store is read again."""
+        return self._reader.refresh_s
 
     def _horizon(self) -> int:
         """Now less the window and the settling time: sessions whose last turn is before it ended."""
         return int(self.clock() * _NS) - self.window_ns - self.settle_ns
 
-    def _read(self) -> None:
+    def _read(self) -> bool:
         hi = self._horizon()
         ended = self.store.ended(self.watermark, hi) if hi > self.watermark else []
         active = self.store.active(int(self.clock() * _NS) - self.window_ns)
@@ -119,21 +122,11 @@ class StoreSessionMetrics(Collector):
             self.counts.setdefault(service, SessionCounts())
         self.watermark = max(self.watermark, hi)
         self.active = {svc: active.get(svc, 0) for svc in self.counts}
+        return True
 
     def refresh(self) -> bool:
         """Read the store when the last read is older than ``refresh_s``; False when reading failed."""
-        with self._lock:
-            now = time.monotonic()
-            if self._read_at is None or now - self._read_at >= self.refresh_s:
-                self._read_at = now
-                self.reads += 1
-                try:
-                    self._read()
-                    self._ok = True
-                except Exception:  # noqa: BLE001 - a scrape never fails on a store read
-                    log.warning("session metrics: reading the store failed", exc_info=True)
-                    self._ok = False
-            return self._ok
+        return bool(self._reader.get())
 
     def collect(self) -> Iterator[Metric]:
         if not self.refresh():
