@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 from markupsafe import escape
-from ragpulse.agent import configure, flush, generation, retrieval, shutdown, trace_rag
+from ragpulse.agent import configure, flush, shutdown
 from ragpulse.collector.embedded.collector import EmbeddedCollector
 from ragpulse.collector.review.app import ReviewSettings, build_app
 from ragpulse.collector.review.store import ReviewStore
 from starlette.testclient import TestClient
 
+from tests.chat_app import chat_app, serve_conversations
 from tests.review_world import BASE, hostile
 
 CHUNKS = [{"id": "C1", "content": "Transaction logs are kept for five years.", "score": 0.9}]
@@ -37,31 +38,14 @@ TURNS = [
 ]
 
 
-@retrieval
-def search(query: str) -> list[dict]:
-    return CHUNKS
-
-
-@generation(model="m", provider="p")
-def complete(prompt: str, chunks: list[dict], reply: str) -> str:
-    return reply
-
-
-@trace_rag
-def chat(query: str, history: list[dict], session_id: str, reply: str) -> str:
-    return complete(query, search(query), reply)
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     base = tmp_path_factory.mktemp("review-sessions")
     collector = EmbeddedCollector(base / "db", config={"sampling": {"rate": 1.0}}, metrics_port=None).start()
     configure(exporter="embedded", service_name="chat-svc", schedule_delay_ms=20)
     try:
-        history: list[dict] = []
-        for question, reply in TURNS:
-            chat(question, list(history), "s-" + hostile("session"), reply)
-            history += [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
+        session = "s-" + hostile("session")
+        serve_conversations(chat_app(CHUNKS), [(session, question, reply) for question, reply in TURNS])
         assert flush(10) and collector.flush(60)
         rows = collector.storage.query("SELECT trace_id, query FROM {db}.rag_traces FINAL ORDER BY time")
         yield {"collector": collector, "ids": {q: t for t, q in rows}, "base": base}

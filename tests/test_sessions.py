@@ -16,12 +16,14 @@ import urllib.request
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from ragpulse.agent import configure, flush, generation, retrieval, shutdown, trace_rag
+from ragpulse.agent import configure, flush, shutdown
 from ragpulse.collector.embedded.collector import EmbeddedCollector
 from ragpulse.collector.export.criteria import DEFAULTS
 from ragpulse.collector.sessions.metrics import StoreSessionMetrics
 from ragpulse.collector.sessions.store import SessionStore
 from ragpulse.collector.storage.clickhouse import Storage
+
+from tests.chat_app import chat_app, serve_conversations
 
 SERVICE = "chat-svc"
 CHUNKS = [
@@ -49,32 +51,13 @@ TURNS = [
 S = 1_000_000_000
 
 
-@retrieval
-def search(query: str) -> list[dict]:
-    return CHUNKS
-
-
-@generation(model="m", provider="p")
-def complete(prompt: str, chunks: list[dict], reply: str) -> str:
-    return reply
-
-
-@trace_rag
-def chat(query: str, history: list[dict], session_id: str, reply: str) -> str:
-    return complete(query, search(query), reply)
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory):
     config = {"sampling": {"rate": 1.0}, "session_metrics": {"refresh_s": 0.001}}
     collector = EmbeddedCollector(tmp_path_factory.mktemp("sessions") / "db", config=config).start()
     configure(exporter="embedded", service_name=SERVICE, schedule_delay_ms=20)
-    histories: dict[str, list[dict]] = {}
     try:
-        for session, question, reply in TURNS:
-            history = histories.setdefault(session, [])
-            chat(question, list(history), session, reply)
-            history += [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
+        serve_conversations(chat_app(CHUNKS), TURNS)
         assert flush(10) and collector.flush(60)
         yield collector
     finally:
