@@ -42,9 +42,11 @@ from ragpulse.collector import judge as judge_package
 from ragpulse.collector.judge.local.refit.data import LabelSet, TraceLabels, read_labels
 from ragpulse.collector.judge.local.support import load_model
 
-__all__ = ["SETS", "Team", "label_sets", "team_labels"]
+__all__ = ["SETS", "IN_REPO", "Team", "label_sets", "team_labels", "joined_team"]
 
 SETS: tuple[str, ...] = ("mtrag", "factscore", "factcheck-gpt", "rag-dev", "rag-check", "summaries")
+#: The sets kept in this repository (bench/*.json), which the tests may read.
+IN_REPO: tuple[str, ...] = ("rag-dev", "rag-check", "summaries")
 CACHE = ROOT / ".cache" / "judge-refit"
 
 Team = tuple[dict[str, dict[str, Any]], list[TraceLabels]]
@@ -146,6 +148,17 @@ def _cache_key(data: Path) -> str:
     for name in ("judge_rag_cases.json", "judge_summary_cases.json"):
         h.update((ROOT / "bench" / name).read_bytes())
     return h.hexdigest()[:16]
+
+
+def joined_team(names: tuple[str, ...] = IN_REPO) -> Team:
+    """The traces and labels of several sets as one team's."""
+    traces: dict[str, dict[str, Any]] = {}
+    labels: list[TraceLabels] = []
+    for name in names:
+        t, lab = team_labels(name)
+        traces.update(t)
+        labels += lab
+    return traces, labels
 
 
 def label_sets(data: Path = DATA) -> dict[str, tuple[LabelSet, Team]]:

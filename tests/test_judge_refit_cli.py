@@ -29,12 +29,7 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
 def team(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("team")
     with bench_modules("judge_refit_data") as (data,):
-        traces: dict[str, dict[str, Any]] = {}
-        labels = []
-        for name in ("rag-dev", "rag-check", "summaries"):
-            t, lab = data.team_labels(name)
-            traces.update(t)
-            labels += lab
+        traces, labels = data.joined_team()
     rows = [
         {"trace_id": lab.trace_id, "human": {"faithful": lab.faithful}, "group": lab.group} for lab in labels
     ]

@@ -31,12 +31,7 @@ from tests.bench_modules import bench_modules
 @pytest.fixture(scope="module")
 def corpus() -> tuple[dict[str, dict[str, Any]], LabelSet]:
     with bench_modules("judge_refit_data") as (data,):
-        traces: dict[str, dict[str, Any]] = {}
-        labels = []
-        for name in ("rag-dev", "rag-check", "summaries"):
-            t, lab = data.team_labels(name)
-            traces.update(t)
-            labels += lab
+        traces, labels = data.joined_team()
     ls, missing = read_labels(traces, labels, LocalJudge().model)
     assert not missing
     return traces, ls
