@@ -13,9 +13,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["ThrottledRead"]
+from prometheus_client.registry import Collector
+
+__all__ = ["ThrottledRead", "StoreCollector"]
 
 log = logging.getLogger("ragpulse.metrics")
 T = TypeVar("T")
@@ -51,3 +53,28 @@ class ThrottledRead(Generic[T]):
                     log.warning("%s: reading the store failed", self.what, exc_info=True)
                     self._result = None
             return self._result
+
+
+class StoreCollector(Collector):
+    """A prometheus-client collector whose figures come from one :class:`ThrottledRead` of
+    :meth:`_read`; subclasses yield their families from :meth:`latest`."""
+
+    def __init__(self, what: str, refresh_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._reader: ThrottledRead[Any] = ThrottledRead(what, self._read, refresh_s, clock)
+
+    def _read(self) -> Any:
+        raise NotImplementedError
+
+    def latest(self) -> Any:
+        """The last read's result (read again when stale); None when that read failed."""
+        return self._reader.get()
+
+    @property
+    def reads(self) -> int:
+        """Store reads made (each may be several queries)."""
+        return self._reader.reads
+
+    @property
+    def refresh_s(self) -> float:
+        """Seconds a read serves scrapes before the store is read again."""
+        return self._reader.refresh_s

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client.core import Metric
-from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.registry import CollectorRegistry
 
-from ..core.throttled_read import ThrottledRead
+from ..core.throttled_read import StoreCollector
 from ..storage.clickhouse import Storage
 from .metrics import store_families
 from .store import ReviewStore
@@ -36,7 +36,7 @@ from .store import ReviewStore
 __all__ = ["StoreReviewMetrics", "register_review_metrics"]
 
 
-class StoreReviewMetrics(Collector):
+class StoreReviewMetrics(StoreCollector):
     """A prometheus-client collector of the review families, read through ``store``."""
 
     def __init__(
@@ -48,17 +48,7 @@ class StoreReviewMetrics(Collector):
     ) -> None:
         self.store = store
         self.window = int(agreement_window)
-        self._reader = ThrottledRead("review metrics", self._read, refresh_s, clock)
-
-    @property
-    def reads(self) -> int:
-        """Store reads made (each one several queries)."""
-        return self._reader.reads
-
-    @property
-    def refresh_s(self) -> float:
-        """Seconds a read serves scrapes before the store is read again."""
-        return self._reader.refresh_s
+        super().__init__("review metrics", refresh_s, clock)
 
     def _read(self) -> dict[str, Any]:
         backlog = {(svc, "judgments"): n for svc, n in self.store.unlabelled_traces().items()}
@@ -70,7 +60,7 @@ class StoreReviewMetrics(Collector):
 
     def data(self) -> dict[str, Any]:
         """The last read, made again first when it is older than ``refresh_s`` (``{}`` when it failed)."""
-        return self._reader.get() or {}
+        return self.latest() or {}
 
     def collect(self) -> Iterator[Metric]:
         yield from store_families(self.data())

@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.registry import CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
-from ..core.throttled_read import ThrottledRead
+from ..core.throttled_read import StoreCollector
 from ..storage.clickhouse import Storage
 from .store import FOLLOWED_BY, SessionFigures, SessionStore
 
@@ -77,7 +77,7 @@ class SessionCounts:
         return out
 
 
-class StoreSessionMetrics(Collector):
+class StoreSessionMetrics(StoreCollector):
     """A prometheus-client collector of the session families, read through ``store``."""
 
     def __init__(
@@ -96,17 +96,7 @@ class StoreSessionMetrics(Collector):
         self.counts: dict[str, SessionCounts] = {}
         self.active: dict[str, int] = {}
         self.watermark = self._horizon()
-        self._reader = ThrottledRead("session metrics", self._read, refresh_s)
-
-    @property
-    def reads(self) -> int:
-        """Store reads made."""
-        return self._reader.reads
-
-    @property
-    def refresh_s(self) -> float:
-        """Seconds a read serves scrapes before the store is read again."""
-        return self._reader.refresh_s
+        super().__init__("session metrics", refresh_s)
 
     def _horizon(self) -> int:
         """Now less the window and the settling time: sessions whose last turn is before it ended."""
@@ -126,7 +116,7 @@ class StoreSessionMetrics(Collector):
 
     def refresh(self) -> bool:
         """Read the store when the last read is older than ``refresh_s``; False when reading failed."""
-        return bool(self._reader.get())
+        return bool(self.latest())
 
     def collect(self) -> Iterator[Metric]:
         if not self.refresh():
