@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import urllib.request
 
+import pytest
 from ragpulse.collector.core.metrics import Metrics
 from ragpulse.collector.ingest.batcher import Batcher
 from ragpulse.collector.kafka.offsets import OffsetTracker
@@ -81,3 +82,24 @@ def test_state_metrics_are_read_at_scrape_time() -> None:
         assert "\nragpulse_assembly_buffer_traces " not in metrics.render().decode()
     finally:
         server.stop()
+
+
+def test_a_labelled_state_metric_joins_its_sources_and_drops_a_failing_one() -> None:
+    metrics = Metrics()
+
+    def broken() -> list[tuple[tuple[str, str], int]]:
+        raise RuntimeError("consumer closed")
+
+    metrics.consumer_lag.read_from(lambda: [(("spans", "0"), 7)])  # the ingest loop
+    metrics.consumer_lag.read_from(lambda: [(("judge", "0"), 5), (("judge", "1"), 2)], "judge-0")
+    metrics.consumer_lag.read_from(broken, "judge-1")
+    text = metrics.render().decode()
+    assert 'ragpulse_consumer_lag{partition="0",topic="spans"} 7.0' in text
+    assert 'ragpulse_consumer_lag{partition="0",topic="judge"} 5.0' in text
+    assert 'ragpulse_consumer_lag{partition="1",topic="judge"} 2.0' in text
+    metrics.consumer_lag.read_from(None, "judge-0")  # that worker stopped
+    metrics.consumer_lag.read_from(None, "")
+    assert "\nragpulse_consumer_lag{" not in metrics.render().decode()  # only the failing one is left
+    metrics.assembly_buffer.read_from(lambda: 1, "other")
+    with pytest.raises(ValueError, match="one source only"):  # unlabelled: one source
+        metrics.assembly_buffer.read_from(lambda: 2, "another")

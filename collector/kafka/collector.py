@@ -53,6 +53,7 @@ from ..storage.rows import encode_traces, json_bytes
 from .clients import Send, kafka_client_settings
 from .deadletter import DeadLetters, without_partitions
 from .group_join import guard_description, keep_join_going
+from .lag import lag_of
 from .liveness import rebalance_allowance_s, rebalancing
 from .offsets import OffsetTracker
 from .process import handle_stop_signals, tune_for_ingest
@@ -170,13 +171,7 @@ class KafkaCollector:
 
     def _lag(self) -> list[tuple[tuple[str, str], int]]:
         """Records behind the fetched high-water mark, per partition this loop has read."""
-        c = self.consumer
-        out = []
-        for tp in list(c.assignment()) if c is not None else []:
-            high, pos = c.highwater(tp), self.offsets.next_offset(tp.partition)
-            if high is not None and pos is not None:
-                out.append(((tp.topic, str(tp.partition)), max(0, high - pos)))
-        return out
+        return lag_of(self.consumer, self.offsets.next_offset)
 
     def run(self) -> int:
         """Consume until stopped; returns the process exit status."""

@@ -23,6 +23,7 @@ from ...core.metrics import Metrics
 from ...kafka.clients import kafka_client_settings
 from ...kafka.deadletter import dead_letter
 from ...kafka.group_join import keep_join_going
+from ...kafka.lag import ReadPositions
 from ...kafka.liveness import rebalance_allowance_s, rebalancing
 from ...storage.clickhouse import Storage
 from ...storage.retry import StorageRetry
@@ -111,6 +112,8 @@ class KafkaJudgeService:
             heartbeat_interval_ms=max(1000, k["session_timeout_ms"] // 3),
         )
         producer = KafkaProducer(**common, acks="all", linger_ms=5)
+        positions = ReadPositions()  # ragpulse_consumer_lag of the judge topic, read at scrape time
+        self.metrics.consumer_lag.read_from(lambda: positions.lag(consumer), self.name)
         stall_s = float(self.config["metrics"]["stall_s"])
         allowed_s = rebalance_allowance_s(max_poll_interval_ms)
         try:
@@ -118,6 +121,7 @@ class KafkaJudgeService:
             while not self._stop.is_set():
                 with self.metrics.polls.watching(self.name):
                     polled = consumer.poll(timeout_ms=200)
+                positions.read(polled, consumer.assignment())
                 keep_join_going(consumer)
                 joining = self.metrics.polls.joining(self.name, rebalancing(consumer), allowed_s)
                 if joining > allowed_s + stall_s:
@@ -155,6 +159,7 @@ class KafkaJudgeService:
                     producer.flush(30)
                 retry_commit = not self._commit(consumer)
         finally:
+            self.metrics.consumer_lag.read_from(None, self.name)
             self.metrics.polls.joining(self.name, False, 0.0)
             consumer.close(autocommit=False)
             producer.close(timeout=2)
