@@ -9,6 +9,9 @@ One definition each, from which the rest follows:
   ``storage/sql/schema.sql`` against them.
 * :data:`SCORE_NAMES`, the six per-trace scores of a judgment (judge output
   keys, ``rag_judgments`` columns, metrics, the report).
+* :data:`CLAIM_VERDICTS`, :data:`FAILURE_MODES`, :data:`ABSTENTION_KINDS`: the values a
+  judgment's claims, failure mode and abstention take (judge output, stored columns, metric
+  labels, the labels a reviewer gives, the rejudge diff).
 * :class:`Judge`, what a judge is to the collector and the CLI.
 
 The span attribute keys the agent writes and assembly reads are the agent's
@@ -29,6 +32,9 @@ __all__ = [
     "TRACE_FIELDS",
     "SERVER_COLUMNS",
     "SCORE_NAMES",
+    "CLAIM_VERDICTS",
+    "FAILURE_MODES",
+    "ABSTENTION_KINDS",
     "Judge",
 ]
 
@@ -135,6 +141,16 @@ SCORE_NAMES: tuple[str, ...] = (
     "context_precision",
     "context_utilization",
 )
+
+#: A claim's verdict: ``claims[].verdict`` of a judgment, ``rag_claims.verdict``, and the label a
+#: reviewer gives a claim (so judge and human agree or not on the same values).
+CLAIM_VERDICTS: tuple[str, ...] = ("supported", "unsupported", "contradicted")
+
+#: A judged trace's failure mode: ``rag_judgments.failure_mode``, ``ragpulse_failure_modes_total{mode}``.
+FAILURE_MODES: tuple[str, ...] = ("retrieval", "generation", "both", "abstain", "healthy")
+
+#: What an abstention was: ``rag_judgments.abstention_kind``, ``ragpulse_abstentions_total{kind}``.
+ABSTENTION_KINDS: tuple[str, ...] = ("appropriate", "false_refusal")
 
 
 class Judge(Protocol):

@@ -26,9 +26,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..contract import CLAIM_VERDICTS
 from ..judge.local.refit.data import TraceLabels
 from ..judge.record import InvalidRecord, normalise_input
-from ..review.labels import CLAIM_LABELS
 from .errors import CliError, storage_errors
 from .export import open_storage
 from .jsonl import read_objects
@@ -54,8 +54,8 @@ def _one(row: dict[str, Any]) -> TraceLabels | None:
     for c in claims:
         if not isinstance(c, dict) or not isinstance(c.get("text"), str) or not c["text"].strip():
             raise ValueError("each of 'claim_labels' needs a non-empty 'text'")
-        if c.get("label") not in CLAIM_LABELS:
-            raise ValueError(f"claim label {c.get('label')!r} is not one of {', '.join(CLAIM_LABELS)}")
+        if c.get("label") not in CLAIM_VERDICTS:
+            raise ValueError(f"claim label {c.get('label')!r} is not one of {', '.join(CLAIM_VERDICTS)}")
         pairs.append((c["text"], 1 if c["label"] == "supported" else 0))
     group = row.get("group", tid)
     if not isinstance(group, str) or not group:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..contract import FAILURE_MODES
 from .dashboard_sessions import SESSIONS_FLAGGED
 from .grafana import (
     CH,
@@ -26,11 +27,10 @@ from .grafana import (
     textbox_var,
 )
 
-__all__ = ["drilldown", "judge_health", "DRILLDOWN_UID", "JUDGE_HEALTH_UID", "FAILURE_MODES"]
+__all__ = ["drilldown", "judge_health", "DRILLDOWN_UID", "JUDGE_HEALTH_UID"]
 
 DRILLDOWN_UID = "ragpulse-drilldown"
 JUDGE_HEALTH_UID = "ragpulse-judge-health"
-FAILURE_MODES = ("retrieval", "generation", "both", "abstain", "healthy")
 
 _J = "${database}.rag_judgments"
 _T = "${database}.rag_traces"

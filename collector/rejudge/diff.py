@@ -22,13 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..contract import SCORE_NAMES
+from ..contract import CLAIM_VERDICTS, SCORE_NAMES
 from ..storage.clickhouse import Storage
 from .scope import JudgeScope
 
-__all__ = ["CLAIM_VERDICTS", "FLAGS", "DiffScope", "judge_diff", "shared_traces"]
+__all__ = ["FLAGS", "DiffScope", "judge_diff", "shared_traces"]
 
-CLAIM_VERDICTS: tuple[str, ...] = ("supported", "unsupported", "contradicted")
 _CLAIM_COLS = ("claims_total", "claims_supported", "claims_unsupported", "claims_contradicted",
                "unsupported_hallucination")  # fmt: skip
 _CLASSES = ("failure_mode", "response_verdict", "abstention_kind")

@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from ..contract import ABSTENTION_KINDS, CLAIM_VERDICTS, FAILURE_MODES
 from ..core.bearer import bearer_credentials
 from .cases import (
     ACTIONS,
@@ -46,9 +47,6 @@ from .cases import (
 )
 from .guard import LOCAL_HOSTS, NONCE_KEY, SameOrigin, SecurityHeaders, case_url, local_path, request_target
 from .labels import (
-    ABSTENTION_KINDS,
-    CLAIM_LABELS,
-    FAILURE_MODES,
     INFORMATIVE,
     RANDOM,
     TRACE_LABELS,
@@ -274,7 +272,7 @@ def _judgment_page(
         request, "judgment.html", http_status, trace=trace, record=trace["judgment"], claims=claims,
         chunks=chunk_views(trace["chunks"], claim_spans(claims, trace["chunks"])), item=item,
         prev_id=prev_id, next_id=next_id, position=ids.index(trace_id) + 1 if trace_id in ids else None,
-        total=len(ids), mine=mine, trace_label=mine.get(TRACE_LEVEL), claim_labels=CLAIM_LABELS,
+        total=len(ids), mine=mine, trace_label=mine.get(TRACE_LEVEL), claim_labels=CLAIM_VERDICTS,
         trace_labels=TRACE_LABELS, abstention_kinds=ABSTENTION_KINDS, failure_modes=FAILURE_MODES,
         progress=r.store.progress(r.reviewer(request), r.scope), errors=extra.pop("errors", {}),
         session=session_view(r.store.storage, trace_id), **extra,
@@ -315,7 +313,7 @@ def _judgment_post(r: _Reviews, request: Request, form: dict[str, str]) -> Respo
     labels = []
     for claim in trace["judgment"]["claims"]:
         value = form.get(f"claim-{claim['index']}", "")
-        if value and value not in CLAIM_LABELS:
+        if value and value not in CLAIM_VERDICTS:
             errors[f"claim-{claim['index']}"] = f"unknown label {value!r}"
         elif value:
             labels.append(

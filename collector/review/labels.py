@@ -24,12 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..judge.calibrate import RANDOM_SLICE
-from ..monitoring.dashboard_sql import FAILURE_MODES
 
 __all__ = [
-    "ABSTENTION_KINDS",
-    "CLAIM_LABELS",
-    "FAILURE_MODES",
     "QUEUES",
     "INFORMATIVE",
     "RANDOM",
@@ -43,9 +39,7 @@ __all__ = [
     "trace_slice",
 ]
 
-CLAIM_LABELS: tuple[str, ...] = ("supported", "unsupported", "contradicted")
 TRACE_LABELS: tuple[str, ...] = ("faithful", "unfaithful")
-ABSTENTION_KINDS: tuple[str, ...] = ("appropriate", "false_refusal")
 QUEUES: tuple[str, ...] = ("cases", "judgments")
 TRACE_LEVEL = -1
 #: The judgments queue's slices: ``random`` (judged traces in a fixed random order: labels

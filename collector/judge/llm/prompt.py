@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from ...contract import CLAIM_VERDICTS
+
 __all__ = ["Prompt", "load_prompt", "response_schema", "defuse"]
 
 
@@ -144,7 +146,7 @@ def response_schema(
                     "required": ["id", "verdict", "supporting_chunk_ids"],
                     "properties": {
                         "id": {"type": "integer", "enum": claim_ids} if claim_ids else {"type": "integer"},
-                        "verdict": {"enum": ["supported", "unsupported", "contradicted"]},
+                        "verdict": {"enum": list(CLAIM_VERDICTS)},
                         "supporting_chunk_ids": {
                             "type": "array",
                             "items": {"enum": chunk_ids} if chunk_ids else {"type": "string"},
