@@ -12,6 +12,8 @@ One definition each, from which the rest follows:
 * :data:`CLAIM_VERDICTS`, :data:`FAILURE_MODES`, :data:`ABSTENTION_KINDS`: the values a
   judgment's claims, failure mode and abstention take (judge output, stored columns, metric
   labels, the labels a reviewer gives, the rejudge diff).
+* :data:`RANDOM_SLICE`, the review label ``slice`` of the judgments queue's random sample,
+  which the review writes and judge calibration selects on.
 * :class:`Judge`, what a judge is to the collector and the CLI.
 
 The span attribute keys the agent writes and assembly reads are the agent's
@@ -35,6 +37,7 @@ __all__ = [
     "CLAIM_VERDICTS",
     "FAILURE_MODES",
     "ABSTENTION_KINDS",
+    "RANDOM_SLICE",
     "Judge",
 ]
 
@@ -151,6 +154,11 @@ FAILURE_MODES: tuple[str, ...] = ("retrieval", "generation", "both", "abstain", 
 
 #: What an abstention was: ``rag_judgments.abstention_kind``, ``ragpulse_abstentions_total{kind}``.
 ABSTENTION_KINDS: tuple[str, ...] = ("appropriate", "false_refusal")
+
+#: The ``slice`` (``rag_reviews``, the labels file ``ragpulse calibrate`` reads) of a label given
+#: in the review queue's random slice: a random sample of the judged traces, the only labels
+#: calibration's prediction-powered interval takes when labels record their slice.
+RANDOM_SLICE = "random"
 
 
 class Judge(Protocol):

@@ -23,7 +23,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from ..contract import SCORE_NAMES
+from ..contract import RANDOM_SLICE, SCORE_NAMES
 
 __all__ = [
     "accuracy",
@@ -35,12 +35,9 @@ __all__ = [
     "NUMERIC",
     "calibration_report",
     "ppi_sample",
-    "RANDOM_SLICE",
 ]
 
 CATEGORICAL: tuple[str, ...] = ("faithful", "failure_mode", "abstained", "abstention_kind")
-#: The review queue's slice whose labels are a random sample (collector/review/slices.py).
-RANDOM_SLICE = "random"
 NUMERIC: tuple[str, ...] = SCORE_NAMES
 _Z95 = 1.959963984540054
 

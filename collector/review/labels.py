@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..judge.calibrate import RANDOM_SLICE
+from ..contract import RANDOM_SLICE
 
 __all__ = [
     "QUEUES",
