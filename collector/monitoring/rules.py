@@ -17,7 +17,7 @@ objective by replacing that one expression (the helm chart does this from its
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..contract import SCORE_NAMES
@@ -39,17 +39,6 @@ __all__ = [
     "burn_threshold",
     "budget_queries",
 ]
-
-#: Rendered rule files, in load order.
-RULE_FILES = (
-    "ragpulse-recording.yaml",
-    "ragpulse-slo-alerts.yaml",
-    "ragpulse-drift-alerts.yaml",
-    "ragpulse-pipeline-alerts.yaml",
-    "ragpulse-variant-alerts.yaml",
-    "ragpulse-review-alerts.yaml",
-)
-
 
 #: The recorded error budget (1 - objective) of every quality objective, label ``objective``.
 BUDGET = "ragpulse:sli_error_budget"
@@ -190,17 +179,23 @@ def _drift_alerts(config: Mapping[str, Any]) -> dict[str, Any]:
     return {"groups": [{"name": "ragpulse-drift-alerts", "rules": rules}]}
 
 
+#: Every rendered rule file, in load order, and the function that renders its document.
+_RENDERERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
+    "ragpulse-recording.yaml": _recording,
+    "ragpulse-slo-alerts.yaml": _slo_alerts,
+    "ragpulse-drift-alerts.yaml": _drift_alerts,
+    "ragpulse-pipeline-alerts.yaml": pipeline_alerts,
+    "ragpulse-variant-alerts.yaml": variant_alerts,
+    "ragpulse-review-alerts.yaml": review_alerts,
+}
+
+#: Rendered rule files, in load order.
+RULE_FILES: tuple[str, ...] = tuple(_RENDERERS)
+
+
 def rule_documents(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """File name -> rule document (``{"groups": [...]}``) of every file in :data:`RULE_FILES`."""
-    docs = {
-        "ragpulse-recording.yaml": _recording(config),
-        "ragpulse-slo-alerts.yaml": _slo_alerts(config),
-        "ragpulse-drift-alerts.yaml": _drift_alerts(config),
-        "ragpulse-pipeline-alerts.yaml": pipeline_alerts(config),
-        "ragpulse-variant-alerts.yaml": variant_alerts(config),
-        "ragpulse-review-alerts.yaml": review_alerts(config),
-    }
-    return {name: docs[name] for name in RULE_FILES}
+    return {name: render(config) for name, render in _RENDERERS.items()}
 
 
 def render_rules(config: Mapping[str, Any]) -> dict[str, str]:
