@@ -131,3 +131,61 @@ def test_disk_full_commits_nothing_unstored_and_resumes_without_loss_or_duplicat
         st.close()
     assert once == (600, 600)
     assert ids == {t.hex for t in traces}
+
+
+_REFUSALS = 12  # inserts refused while the disk is full, each retried as the collector's loops do
+
+
+def _outage_footprint(folder: str) -> None:
+    """Child process (one chDB engine of its own): store a row, refuse _REFUSALS inserts on a full
+    disk, store again; print the threads, descriptors and rows before and after as JSON."""
+    from ragpulse.collector.storage.clickhouse import REVIEW_COLUMNS, StorageUnavailable
+
+    tmp = Path(folder)
+    cfg = _chdb_config(tmp / "chdb.xml", shutil.disk_usage(tmp).free - HEADROOM)
+    st = Storage(f"chdb://{tmp / 'db'}?config-file={cfg}")
+    st.apply_schema()
+
+    def footprint() -> dict[str, int]:
+        threads = int(Path("/proc/self/status").read_text().split("Threads:")[1].split()[0])
+        return {"threads": threads, "fds": len(os.listdir("/proc/self/fd"))}
+
+    def store(i: int) -> None:
+        st.insert_reviews([{**dict.fromkeys(REVIEW_COLUMNS, ""), "trace_id": f"{i:032x}", "claim_index": -1,
+                            "time": 0, "version": 1}])  # fmt: skip
+
+    store(0)
+    before = footprint()
+    ballast = tmp / "ballast"
+    fd = os.open(ballast, os.O_CREAT | os.O_WRONLY, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, BALLAST)
+    finally:
+        os.close(fd)
+    refused = []
+    for _ in range(_REFUSALS):
+        try:
+            store(1)
+        except StorageUnavailable as exc:
+            refused.append("NOT_ENOUGH_SPACE" in str(exc))
+    ballast.unlink()
+    store(1)
+    rows = st.query("SELECT count() FROM {db}.rag_reviews FINAL")[0][0]
+    print(json.dumps({"before": before, "after": footprint(), "refused": refused, "rows": rows}))
+
+
+def test_a_refused_insert_leaves_no_threads_or_descriptors_behind(tmp_path: Path) -> None:
+    """A storage outage retried a dozen times: the in-process engine keeps its threads and opens
+    no files for the refusals (before: each retry reopened the client, about 5 threads each,
+    and the first refusal's stack trace opened every loaded shared object, ~134 descriptors)."""
+    import subprocess
+    import sys
+
+    code = f"from tests.test_faults_storage import _outage_footprint; _outage_footprint({str(tmp_path)!r})"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parent.parent)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["refused"] == [True] * _REFUSALS and out["rows"] == 2, out  # ClickHouse refused, then stored
+    assert out["after"]["threads"] - out["before"]["threads"] <= 2, out
+    assert out["after"]["fds"] - out["before"]["fds"] <= 8, out
