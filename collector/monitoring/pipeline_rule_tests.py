@@ -93,17 +93,24 @@ def _budget_cases(a: str) -> list[Case]:
 
 
 def _consumer_lag_cases(a: str, limit: int) -> list[Case]:
-    def lag(*segs: tuple[float, int]) -> tuple[str, str]:
-        return series(
-            "ragpulse_consumer_lag", {"topic": "ragpulse.spans", "partition": "0", **SCRAPE}
-        ), gauge(*segs)
+    def lag(*segs: tuple[float, int], topic: str = "ragpulse.spans", partition: str = "0") -> tuple[str, str]:
+        return series("ragpulse_consumer_lag", {"topic": topic, "partition": partition, **SCRAPE}), gauge(
+            *segs
+        )
 
-    t = {"topic": "ragpulse.spans"}
+    t, j = {"topic": "ragpulse.spans"}, {"topic": "ragpulse.judge"}
     high = 2 * limit
+    # The judge workers report the judge topic's lag: each topic alerts on its own, its partitions summed.
+    judge_behind = [
+        lag((limit * 3 // 4, 30), topic="ragpulse.judge"),
+        lag((limit * 3 // 4, 30), topic="ragpulse.judge", partition="1"),
+        lag((limit // 20, 30)),
+    ]
     return [
         Case(f"{a} fires", "1m", [lag((high, 30))], [("15m", a, [Expect(_WARN, t, high)])]),
         Case(f"{a} healthy", "1m", [lag((limit // 20, 30))], [("15m", a, [])]),
         Case(f"{a} resolves", "1m", [lag((high, 20), (100, 20))], [("15m", a, [Expect(_WARN, t, high)]), ("30m", a, [])]),
+        Case(f"{a} fires for the judge topic", "1m", judge_behind, [("15m", a, [Expect(_WARN, j, limit * 3 // 2)])]),
     ]  # fmt: skip
 
 
