@@ -3,8 +3,8 @@
 Runs :class:`tests.soak_run.SoakRun` (a real broker, one ``ragpulse collect`` with ingest
 and the local judge, the demo policy assistant exporting to Kafka at a fixed rate and
 recording every trace id it served) and every ``--interval`` seconds records the
-collector's RSS, open file descriptors and threads, its assembly buffer, the consumer lag
-of the spans and judge topics, and the agent's unacknowledged records. Meanwhile
+collector's RSS (and its anonymous part), open file descriptors and threads, its assembly
+buffer, the consumer lag of the spans and judge topics, and the agent's unacknowledged records. Meanwhile
 tests/soak_faults.py's schedule SIGKILLs the collector (a new one starts on the same
 database and groups), restarts the broker, and takes the storage's disk space away for
 ``--storage-outage-s`` (``--faults``: by default at 1/6, 2/6 and 3/6 of the run). After
@@ -12,9 +12,14 @@ the traffic stops and the pipeline drains, tests/soak_audit.py reads the databas
 
 Objectives: every served trace is stored exactly once (rag_traces FINAL) and, sampled,
 judged exactly once (rag_judgments FINAL), with no span dropped by the agent; every fault
-recovers; the final collector's RSS over the last 20 minutes grows by less than 5% (median
-of the last three samples against the first three) and not monotonically; outside the
-faults the consumer lag stays under ``--max-lag`` records and does not grow monotonically.
+recovers; the final collector's RSS is flat: over its fault-free tail (from 2 minutes after
+the last fault's recovery to the end, at least 8 minutes) the median of the last 3 minutes is
+less than 5% above that of the first 3 and the series does not rise monotonically, and the
+faults left no step (the tail starts less than 10% above the last 3 fault-free minutes before
+the first fault in that process); outside the faults the spans topic's consumer lag stays under
+``--max-lag`` records and does not grow monotonically. The judge topic's lag is reported, from
+the broker (the judge group's uncommitted records) and from the collector's own
+``ragpulse_consumer_lag``.
 Writes the samples to a CSV and plots them to a PNG (matplotlib, the ``bench`` extra).
 
 Usage: .venv/bin/python bench/soak.py [--minutes 30] [--rate 200] [--sampling 1]
@@ -40,8 +45,11 @@ from tests.soak_audit import audit  # noqa: E402
 from tests.soak_faults import DiskFloor, FaultRecord, FaultSchedule, parse_plan  # noqa: E402
 from tests.soak_run import Sample, SoakRun, grows_monotonically  # noqa: E402
 
-WINDOW_S = 20 * 60
-EDGE_S = 5 * 60  # the RSS report's first and last minutes
+SETTLE_S = 2 * 60  # after a process starts or a fault recovers, memory is not judged yet
+TAIL_MIN_S = 8 * 60  # the fault-free tail the RSS objective needs
+EDGE_S = 3 * 60  # RSS is compared as the median of a window's first and last 3 minutes
+MAX_GROWTH = 0.05  # over the fault-free tail
+MAX_STEP = 0.10  # across the faults
 DRAIN_TIMEOUT_S = 3600.0  # the local judge may be far behind a 200/s run on a small machine
 
 
@@ -55,6 +63,7 @@ def plot(samples: list[Sample], faults: list[FaultRecord], path: Path, title: st
     t = [s.t / 60 for s in samples]
     fig, axes = plt.subplots(4, 1, figsize=(9, 11), sharex=True)
     axes[0].plot(t, [s.rss_bytes / 2**20 for s in samples], label="collector RSS")
+    axes[0].plot(t, [s.rss_anon_bytes / 2**20 for s in samples], label="collector RSS, anonymous")
     axes[0].plot(t, [s.app_rss_bytes / 2**20 for s in samples], label="application RSS")
     axes[0].set_ylabel("MiB")
     axes[1].plot(t, [s.fds for s in samples], label="collector open fds")
@@ -65,6 +74,7 @@ def plot(samples: list[Sample], faults: list[FaultRecord], path: Path, title: st
     axes[3].plot(t, [s.spans_lag for s in samples], label="spans topic lag (records)")
     axes[3].plot(t, [max(0, s.spans_uncommitted) for s in samples], label="spans not committed (broker)")
     axes[3].plot(t, [max(0, s.judge_lag) for s in samples], label="judge topic not committed (broker)")
+    axes[3].plot(t, [s.judge_consumer_lag for s in samples], label="judge topic lag (ragpulse_consumer_lag)")
     axes[3].set_xlabel("minutes")
     for ax in axes:
         for f in faults:
@@ -81,37 +91,81 @@ def plot(samples: list[Sample], faults: list[FaultRecord], path: Path, title: st
     plt.close(fig)
 
 
-def _mib(samples: list[Sample]) -> float:
-    return statistics.median(s.rss_bytes for s in samples) / 2**20
+def _mib(samples: list[Sample], field: str = "rss_bytes") -> float:
+    return statistics.median(getattr(s, field) for s in samples) / 2**20
 
 
-def rss_report(samples: list[Sample]) -> tuple[list[str], bool]:
-    """RSS first vs last EDGE_S of the run and of each collector process; the objective on the
-    last WINDOW_S of the last process."""
-    end = samples[-1].t
-    first, last = [s for s in samples if s.t < EDGE_S], [s for s in samples if s.t >= end - EDGE_S]
-    lines = [f"collector RSS, run's first 5 min {_mib(first):.1f} MiB vs last 5 min {_mib(last):.1f} MiB "
-             f"(median; pids {sorted({s.pid for s in first})} vs {sorted({s.pid for s in last})})"]  # fmt: skip
+def _edge(window: list[Sample], last: bool) -> list[Sample]:
+    """The samples of ``window``'s first (or last) EDGE_S."""
+    if last:
+        return [s for s in window if s.t >= window[-1].t - EDGE_S]
+    return [s for s in window if s.t <= window[0].t + EDGE_S]
+
+
+def fault_free(own: list[Sample], faults: list[FaultRecord]) -> list[list[Sample]]:
+    """One process's samples outside its first SETTLE_S and outside every fault (its start to its
+    ingest recovery, plus SETTLE_S), as runs of consecutive samples; a fault that did not
+    recover covers the rest of the run."""
+    busy = [(own[0].t, own[0].t + SETTLE_S)] + [
+        (f.start_s, (f.recovered_s if f.recovered_s is not None else float("inf")) + SETTLE_S) for f in faults
+    ]
+    runs: list[list[Sample]] = [[]]
+    for s in own:
+        if any(a <= s.t <= b for a, b in busy):
+            if runs[-1]:
+                runs.append([])
+        else:
+            runs[-1].append(s)
+    return [r for r in runs if r]
+
+
+def rss_report(samples: list[Sample], faults: list[FaultRecord]) -> tuple[list[str], bool]:
+    """RSS of each collector process, and the objective on the last one: over its fault-free tail
+    (from the last fault's recovery + SETTLE_S to the end, at least TAIL_MIN_S) the median RSS of
+    the last EDGE_S is less than MAX_GROWTH above that of the first EDGE_S, the series does not
+    rise monotonically, and the faults left no step: the tail starts less than MAX_STEP above
+    the last EDGE_S of the process's fault-free stretch before its first fault."""
+    lines = ["collector RSS (medians of 3-minute windows):"]
     for pid in dict.fromkeys(s.pid for s in samples):
         own = [s for s in samples if s.pid == pid]
-        a, b = [s for s in own if s.t < own[0].t + EDGE_S], [s for s in own if s.t >= own[-1].t - EDGE_S]
+        a, b = _edge(own, last=False), _edge(own, last=True)
         lines.append(
-            f"  pid {pid}: {own[0].t / 60:.1f}-{own[-1].t / 60:.1f} min, first 5 min {_mib(a):.1f} MiB, last 5 min "
-            f"{_mib(b):.1f} MiB ({(_mib(b) / _mib(a) - 1) * 100:+.1f}%), peak {max(s.rss_bytes for s in own) / 2**20:.1f} MiB"
+            f"  pid {pid}: {own[0].t / 60:.1f}-{own[-1].t / 60:.1f} min, first 3 min {_mib(a):.1f} MiB, last 3 min "
+            f"{_mib(b):.1f} MiB (anonymous {_mib(a, 'rss_anon_bytes'):.1f} -> {_mib(b, 'rss_anon_bytes'):.1f}), "
+            f"peak {max(s.rss_bytes for s in own) / 2**20:.1f} MiB, threads {own[0].threads} -> {own[-1].threads}"
         )
     own = [s for s in samples if s.pid == samples[-1].pid]
-    window = [s for s in own if s.t >= end - WINDOW_S] if end - own[0].t > WINDOW_S else own[len(own) // 3 :]
-    a, b = (
-        statistics.median(s.rss_bytes for s in window[:3]),
-        statistics.median(s.rss_bytes for s in window[-3:]),
-    )
-    growth = (b - a) / a
-    rising = grows_monotonically([float(s.rss_bytes) for s in window])
+    runs = fault_free(own, faults)
+    tail = runs[-1] if runs and runs[-1][-1] is own[-1] else []
+    if not tail:
+        return [
+            *lines,
+            "last process: no fault-free tail (a fault did not recover, or it ended the run)",
+        ], False
+    first, last = _edge(tail, last=False), _edge(tail, last=True)
+    growth = _mib(last) / _mib(first) - 1
+    rising = grows_monotonically([float(s.rss_bytes) for s in tail])
+    span = tail[-1].t - tail[0].t
     lines.append(
-        f"last process over its last {(window[-1].t - window[0].t) / 60:.1f} min: {a / 2**20:.1f} -> {b / 2**20:.1f} MiB "
-        f"({growth * 100:+.2f}%; objective < 5%, monotonic: {rising})"
+        f"last process, fault-free tail {tail[0].t / 60:.1f}-{tail[-1].t / 60:.1f} min ({span / 60:.1f} min, "
+        f"objective needs {TAIL_MIN_S / 60:.0f}): first 3 min {_mib(first):.1f} MiB, last 3 min {_mib(last):.1f} MiB "
+        f"({growth * 100:+.2f}%, objective < {MAX_GROWTH * 100:.0f}%; anonymous {_mib(first, 'rss_anon_bytes'):.1f} -> "
+        f"{_mib(last, 'rss_anon_bytes'):.1f} MiB), monotonic: {rising}"
     )
-    return lines, growth < 0.05 and not rising
+    ok = span >= TAIL_MIN_S and growth < MAX_GROWTH and not rising
+    if len(runs) > 1:
+        before = _edge(runs[0], last=True)
+        step = _mib(first) / _mib(before) - 1
+        lines.append(
+            f"step over the faults: {_mib(before):.1f} MiB before the first ({before[0].t / 60:.1f}-"
+            f"{before[-1].t / 60:.1f} min) -> {_mib(first):.1f} MiB at the tail's start ({step * 100:+.2f}%, objective "
+            f"< {MAX_STEP * 100:.0f}%; threads {before[-1].threads} -> {first[0].threads}, anonymous "
+            f"{_mib(before, 'rss_anon_bytes'):.1f} -> {_mib(first, 'rss_anon_bytes'):.1f} MiB)"
+        )
+        ok = ok and step < MAX_STEP
+    else:
+        lines.append("step over the faults: no fault-free stretch before the first fault in this process")
+    return lines, ok
 
 
 def steady_report(samples: list[Sample], faults: list[FaultRecord], max_lag: int) -> tuple[list[str], bool]:
@@ -129,7 +183,8 @@ def steady_report(samples: list[Sample], faults: list[FaultRecord], max_lag: int
         f"records (bound {max_lag}); with the faults max {max(s.spans_lag for s in samples)}",
         f"judge group's uncommitted records: max {max(judge)}, at the end of the traffic {judge[-1]} "
         f"(judging {(samples[-1].judged - samples[0].judged) / max(1.0, samples[-1].t - samples[0].t):.1f}/s "
-        "over the run)",
+        f"over the run); the judge topic's ragpulse_consumer_lag max {max(s.judge_consumer_lag for s in samples)}, "
+        f"at the end {samples[-1].judge_consumer_lag}",
         f"last process: open fds {min(s.fds for s in own)}-{max(s.fds for s in own)} (other than per-thread /proc "
         f"files: {min(s.fds_other for s in own)}-{max(s.fds_other for s in own)}), threads "
         f"{min(s.threads for s in own)}-{max(s.threads for s in own)}, assembly buffer max "
@@ -182,7 +237,7 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> bool:
         print("  " + f.line())
     for exc in r["fault_errors"]:
         print(f"  fault error: {exc!r}")
-    rss, rss_ok = rss_report(r["samples"])
+    rss, rss_ok = rss_report(r["samples"], r["faults"])
     steady, steady_ok = steady_report(r["samples"], r["faults"], args.max_lag)
     for line in rss + steady:
         print(line)
@@ -242,8 +297,8 @@ def main() -> int:
         def record(s: Sample) -> None:
             writer.writerow(s.row())
             fh.flush()
-            print(f"  t={s.t:7.1f}s pid={s.pid} rss={s.rss_bytes >> 20} MiB fds={s.fds} buf={s.assembly_buffer} "
-                  f"lag={s.spans_lag} uncommitted={s.spans_uncommitted}+{s.judge_lag} unacked={s.producer_in_flight} served={s.served} "
+            print(f"  t={s.t:7.1f}s pid={s.pid} rss={s.rss_bytes >> 20} (anon {s.rss_anon_bytes >> 20}) MiB threads={s.threads} fds={s.fds} buf={s.assembly_buffer} "
+                  f"lag={s.spans_lag}+{s.judge_consumer_lag} uncommitted={s.spans_uncommitted}+{s.judge_lag} unacked={s.producer_in_flight} served={s.served} "
                   f"stored={s.stored} judged={s.judged}", flush=True)  # fmt: skip
 
         result = soak(args, Path(tmp), record)

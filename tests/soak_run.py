@@ -6,9 +6,10 @@ topics, group and chDB path of a :class:`tests.test_collector_kafka.Setup`
 collect`` process at a time (ingest and the local judge) and a traffic thread
 serving the demo policy assistant at a fixed rate with the agent's Kafka
 exporter, recording the trace id of every answer. :meth:`SoakRun.sample` reads
-what can grow without bound: the collector's resident memory, open file
-descriptors and threads (``/proc``), its assembly buffer and consumer lag (its
-``/metrics``), and the agent's records sent but not yet acknowledged.
+what can grow without bound: the collector's resident memory (anonymous and
+file-backed apart), open file descriptors and threads (``/proc``), its assembly
+buffer and the consumer lag of both topics (its ``/metrics``), and the agent's
+records sent but not yet acknowledged.
 :meth:`SoakRun.restart_collector` SIGKILLs the collector and starts another on
 the same database and groups (tests/soak_faults.py's faults use it), and
 :meth:`SoakRun.drain` waits until both topics are consumed, so the stored rows
@@ -50,6 +51,8 @@ class Sample:
     scrape_s: float  # how long the collector's /metrics took to answer
     pid: int  # the collector process (a new one after a SIGKILL fault)
     rss_bytes: int  # collector VmRSS
+    rss_anon_bytes: int  # of which anonymous (heaps, thread stacks: what a leak grows)
+    rss_file_bytes: int  # of which file-backed (the mapped libraries' pages read so far)
     fds: int  # collector open file descriptors
     fds_other: int  # those that are not a thread's own /proc/PID/task/TID file (chDB keeps three per thread)
     threads: int  # collector threads
@@ -58,8 +61,8 @@ class Sample:
     spans_uncommitted: (
         int  # the ingest group's records not committed yet, read from the broker (-1: unreachable)
     )
-    judge_lag: int  # the judge group's records not committed yet, read from the broker (the collector exports
-    # no lag for the judge topic; -1: unreachable)
+    judge_lag: int  # the judge group's records not committed yet, read from the broker (-1: unreachable)
+    judge_consumer_lag: int  # ragpulse_consumer_lag of the judge topic (the judge workers' view)
     producer_in_flight: int  # agent records sent, not yet acknowledged
     app_rss_bytes: int  # the application's (this process's) VmRSS
     served: int  # requests the application served
@@ -284,6 +287,8 @@ class SoakRun:
                 scrape_s=round(took, 3),
                 pid=pid,
                 rss_bytes=_status_kb(pid, "VmRSS") << 10,
+                rss_anon_bytes=_status_kb(pid, "RssAnon") << 10,
+                rss_file_bytes=_status_kb(pid, "RssFile") << 10,
                 fds=len(fds),
                 fds_other=sum(1 for f in fds if not f.startswith(f"/proc/{pid}/task/")),
                 threads=_status_kb(pid, "Threads"),
@@ -291,6 +296,7 @@ class SoakRun:
                 spans_lag=int(m.get(f"ragpulse_consumer_lag{{{self.spans_topic}}}", 0)),
                 spans_uncommitted=self.uncommitted(self.spans_topic),
                 judge_lag=self.uncommitted(self.judge_topic),
+                judge_consumer_lag=int(m.get(f"ragpulse_consumer_lag{{{self.judge_topic}}}", 0)),
                 producer_in_flight=int(st["records_sent"]) - int(st["records_acked"]),  # type: ignore[call-overload]
                 app_rss_bytes=_status_kb("self", "VmRSS") << 10,
                 served=self.traffic.served,
