@@ -91,7 +91,7 @@ train-judge: minilm
 # judge_responses.py, sdk_calls.py and sdk_langfuse.py are their modules; bench/soak.py takes
 # 30 minutes and runs alone: .venv/bin/python bench/soak.py). The experiments measured and not
 # shipped are recorded in bench/EXPERIMENTS.md.
-BENCHES := sdk_overhead decode_speed ingest_throughput e2e_freshness ingest_instructions \
+BENCHES := sdk_overhead sdk_instructions decode_speed ingest_throughput e2e_freshness ingest_instructions \
 	judge_throughput judge_instructions judge_quality judge_minilm judge_entailment judge_rag_answers \
 	judge_summaries judge_refit judge_conversation fuzz_decoder
 
