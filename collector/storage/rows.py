@@ -73,26 +73,23 @@ def nanos_text(ns: int) -> str:
 
 # -- the native RowBinary rows
 
-# The kind names native/src/rows.rs reads, per contract kind and ClickHouse type.
-_BINARY_KINDS: dict[tuple[str, str], str] = {
-    (TEXT, "String"): "string",
-    (TEXT, "LowCardinality(String)"): "string",
-    (TIME, "DateTime64(9, 'UTC')"): "time_ns",
-    (FLOAT, "Float64"): "float64",
-    (FLOAT, "Nullable(Float64)"): "nullable_float64",
-    (INT, "UInt32"): "uint32",
-    (INT, "Int32"): "int32",
-    (INT, "Int64"): "int64",
-    (FLAG, "UInt8"): "flag",
-    (JSON, "String"): "json",
-    (TOPIC, "LowCardinality(String)"): "topic",
-    (CHUNKS, "Array(String)"): "array_string",
-    (CHUNKS, "Array(LowCardinality(String))"): "array_string",  # RowBinary writes LowCardinality as its type
-    (CHUNKS, "Array(Nullable(Float64))"): "array_nullable_float64",
-    (CITATIONS, "Array(String)"): "array_string",
-    (CITATIONS, "Array(Int32)"): "array_int32",
-    (MESSAGES, "Array(String)"): "array_string",
-    (MESSAGES, "Array(LowCardinality(String))"): "array_string",
+# The kind names native/src/rows.rs reads, per contract kind and then ClickHouse type.
+_BINARY_KINDS: dict[str, dict[str, str]] = {
+    TEXT: {"String": "string", "LowCardinality(String)": "string"},
+    TIME: {"DateTime64(9, 'UTC')": "time_ns"},
+    FLOAT: {"Float64": "float64", "Nullable(Float64)": "nullable_float64"},
+    INT: {"UInt32": "uint32", "Int32": "int32", "Int64": "int64"},
+    FLAG: {"UInt8": "flag"},
+    JSON: {"String": "json"},
+    TOPIC: {"LowCardinality(String)": "topic"},
+    # RowBinary writes an array of LowCardinality as its item type
+    CHUNKS: {
+        "Array(String)": "array_string",
+        "Array(LowCardinality(String))": "array_string",
+        "Array(Nullable(Float64))": "array_nullable_float64",
+    },
+    CITATIONS: {"Array(String)": "array_string", "Array(Int32)": "array_int32"},
+    MESSAGES: {"Array(String)": "array_string", "Array(LowCardinality(String))": "array_string"},
 }
 _ARRAY_ATTRIBUTE = {CHUNKS: "chunks", CITATIONS: "citations", MESSAGES: "conversation"}
 
@@ -101,7 +98,7 @@ def _binary_spec(columns: Sequence[Column]) -> tuple[tuple[str, str, str], ...]:
     """Per column, (kind, trace attribute, item attribute) for ``ragpulse_native.encode_rows``."""
     spec = []
     for c in columns:
-        kind = _BINARY_KINDS.get((c.kind, c.type))
+        kind = _BINARY_KINDS.get(c.kind, {}).get(c.type)
         if kind is None:
             raise ValueError(f"no binary row encoding for column {c}")
         spec.append((kind, _ARRAY_ATTRIBUTE.get(c.kind, c.name), c.item))
@@ -156,30 +153,32 @@ def encode_rows_json(traces: Sequence[RagTrace], src_topic: str = "") -> list[by
     return [encode(t, src_topic) for t in traces]
 
 
+# Per contract kind, the expression that reads a column's value in ``_encode_row`` (``t`` the
+# trace; ``name`` the column's attribute, ``item`` the attribute of an array column's items).
+_ROW_EXPRESSIONS: dict[str, str] = {
+    TOPIC: "topic",
+    CHUNKS: "[x.{item} for x in chunks]",
+    CITATIONS: "[x.{item} for x in citations]",
+    MESSAGES: "[x.{item} for x in t.conversation]",
+    TIME: "nanos_text(t.{name})",
+    JSON: '(json_bytes(t.{name}).decode() if t.{name} else "{{}}")',
+    FLAG: "(1 if t.{name} else 0)",
+    TEXT: "t.{name}",
+    INT: "t.{name}",
+    FLOAT: "t.{name}",
+}
+
+
 def _row_source() -> str:
     """The source of ``_encode_row``: one expression per column of the contract, in order (made
     once at import, as dataclasses makes its methods: a loop over readers would cost twice
     the instructions of this straight-line code)."""
     exprs = []
     for c in COLUMNS:
-        if c.kind == TOPIC:
-            exprs.append("topic")
-        elif c.kind == CHUNKS:
-            exprs.append(f"[x.{c.item} for x in chunks]")
-        elif c.kind == CITATIONS:
-            exprs.append(f"[x.{c.item} for x in citations]")
-        elif c.kind == MESSAGES:
-            exprs.append(f"[x.{c.item} for x in t.conversation]")
-        elif c.kind == TIME:
-            exprs.append(f"nanos_text(t.{c.name})")
-        elif c.kind == JSON:
-            exprs.append(f'(json_bytes(t.{c.name}).decode() if t.{c.name} else "{{}}")')
-        elif c.kind == FLAG:
-            exprs.append(f"(1 if t.{c.name} else 0)")
-        elif c.kind in (TEXT, INT, FLOAT):
-            exprs.append(f"t.{c.name}")
-        else:
+        expression = _ROW_EXPRESSIONS.get(c.kind)
+        if expression is None:
             raise ValueError(f"no row encoding for column {c}")
+        exprs.append(expression.format(name=c.name, item=c.item))
     values = ",\n        ".join(exprs)
     return (
         "def _encode_row(t, topic):\n"
