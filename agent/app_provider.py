@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import time
 import weakref
 from typing import Any
 
@@ -91,34 +90,36 @@ class AppSpanEnder(BatchThread):
             self._deferring = hooked
 
     # -- request path ------------------------------------------------------------------------
-    def end(self, span: Any, record: Record) -> None:
-        """Queue ``span`` to be completed from ``record`` and ended at this moment's time."""
+    def end(self, record: Record) -> None:
+        """Queue the span ``record`` carries, to be completed from it and ended at its end time."""
         if not self._deferring:
-            self._end_unhooked(span, record)
+            self._end_unhooked(record)
             return
-        self.put((span, record, time.time_ns()))
+        self.put(record)
 
-    def _end_unhooked(self, span: Any, record: Record) -> None:
+    def _end_unhooked(self, record: Record) -> None:
         """Before the provider is hooked, try again (and queue while it is no SDK provider);
         under a provider that could not be hooked, end the span here."""
-        end_time = time.time_ns()
         if self._inline is None:
             self._hook()
         if self._inline:
-            self._finish(span, record, end_time)
+            self._finish(record)
         else:
-            self.put((span, record, end_time))
+            self.put(record)
 
-    def _rejected(self, item: tuple[Any, Record, int]) -> None:
-        self._finish(*item)  # the queue is full: end it here, never drop it
+    def _rejected(self, item: Record) -> None:
+        self._finish(item)  # the queue is full: end it here, never drop it
 
     # -- the thread --------------------------------------------------------------------------
-    def _process(self, batch: list[tuple[Any, Record, int]]) -> None:
-        for span, record, end_time in batch:
-            self._finish(span, record, end_time)
+    def _process(self, batch: list[Record]) -> None:
+        for record in batch:
+            self._finish(record)
 
-    def _finish(self, span: Any, record: Record, end_time: int) -> None:
-        """Write the record's attributes and events on the span and end it; never raises."""
+    def _finish(self, record: Record) -> None:
+        """Write the record's attributes and events on the span it carries and end that span at
+        the record's end time; never raises."""
+        span, record.span = record.span, None
+        end_time = record.end_time
         try:
             existing = len(span.attributes) if hasattr(span, "attributes") else 0
             room = None if self.max_attributes is None else self.max_attributes - existing

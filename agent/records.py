@@ -36,9 +36,12 @@ def listed(value: Any) -> list[Any] | tuple[Any, ...] | None:
 
 
 class Record:
-    """Base of the record kinds; ``attrs`` holds user-set extra attributes."""
+    """Base of the record kinds; ``attrs`` holds user-set extra attributes. Once the call returns,
+    the record is what the request path queues: it carries its live span and the end time
+    (:meth:`ragpulse.agent.spans.Call.close`) to the agent's thread, which ends the span (the
+    queue holds no other object per span)."""
 
-    __slots__ = ("attrs", "parts", "stream_closed", "input")
+    __slots__ = ("attrs", "parts", "stream_closed", "input", "span", "end_time")
     kind = ""
 
     def __init__(self) -> None:
@@ -46,6 +49,8 @@ class Record:
         self.parts: list[Any] | None = None  # streamed items, joined at export
         self.stream_closed = False
         self.input: Any = None
+        self.span: Any = None  # the span to end, from the call's return until the agent's thread ends it
+        self.end_time = 0  # when the call returned (ns since the epoch)
 
     def set_attr(self, key: str, value: Any) -> None:
         if self.attrs is None:

@@ -38,7 +38,6 @@ class Runtime:
         "own",
         "sample_rate",
         "enabled",
-        "records",
         "ender",
     )
 
@@ -53,8 +52,7 @@ class Runtime:
         self.materializer = Materializer(settings)
         self.processor: Any = None
         self.provider: Any = None
-        self.records: dict[int, Any] | None = None
-        self.ender: Any = None
+        self.ender: Any = None  # ends the agent's spans off the request path: end(record carrying its span)
         if settings.exporter == "none":
             from .app_provider import AppSpanEnder
 
@@ -81,18 +79,18 @@ class Runtime:
             resource=resource, sampler=ALWAYS_ON, id_generator=settings.id_generator
         )
         self.processor = RagpulseSpanProcessor(exporter, self.materializer, settings, stats_)
-        self.records = self.processor.records
+        self.ender = self.processor
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("ragpulse.agent", _VERSION)
 
     def close(self, timeout_s: float = 10.0) -> None:
-        if self.ender is not None:
-            self.ender.shutdown()
         if self.processor is not None:
             try:
                 self.processor.force_flush(int(timeout_s * 1000))
             finally:
                 self.provider.shutdown()
+        elif self.ender is not None:
+            self.ender.shutdown()
 
 
 def _make_exporter(settings: Settings, stats_: Stats) -> Any:
@@ -208,9 +206,9 @@ def flush(timeout_s: float = 30.0) -> bool:
     if rt is None or (rt.processor is None and rt.ender is None):
         return True
     try:
-        if rt.ender is not None:
-            return rt.ender.flush(timeout_s)
-        return bool(rt.processor.force_flush(int(timeout_s * 1000)))
+        if rt.processor is not None:
+            return bool(rt.processor.force_flush(int(timeout_s * 1000)))
+        return rt.ender.flush(timeout_s)
     except Exception:  # noqa: BLE001
         _log.exception("ragpulse: flush failed")
         return False

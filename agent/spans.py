@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import random
+from time import time_ns
 from typing import Any, Protocol
 
 from opentelemetry.context import Context, attach, create_key, detach, get_current, set_value
@@ -129,8 +130,11 @@ class Call:
                 )
                 span.record_exception(exc, attributes=extra)
                 span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
-            if rt.ender is not None and self.record is not None and span.is_recording():
-                rt.ender.end(span, self.record)  # completed and ended off the request path
+            record = self.record
+            if rt.ender is not None and record is not None and span.is_recording():
+                record.span = span
+                record.end_time = time_ns()
+                rt.ender.end(record)  # completed and ended off the request path, at this time
                 return
             span.end()
         except Exception:  # noqa: BLE001
@@ -182,8 +186,6 @@ def open_call(spec: SpanSpec, args: tuple, kwargs: dict, record: Record | None =
         elif record is None:
             record = spec.make_record(args, kwargs, root)
         span = rt.tracer.start_span(spec.name, context=parent)
-        if rt.records is not None:
-            rt.records[span.get_span_context().span_id] = record
         return Call(span, record, set_span_in_context(span, ctx), rt)
     except Exception:  # noqa: BLE001
         internal_error("span start")

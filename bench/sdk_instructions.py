@@ -9,10 +9,11 @@ while the calls are counted), warms it up on 200 calls and flushes them. The cou
 deterministic (``PYTHONHASHSEED=0``) and include the garbage collections the calls cause, which
 grow with the spans left queued: like a round of ``sdk_overhead.py`` (2,000 calls), the calls
 are counted one after the other with nothing exported between them. What the export thread
-does later is not counted (see ``sdk_overhead.py`` for total CPU). Instructions are not time
-(cache misses are not in them), but they are what a change to the request path changes.
+does later is not counted (see ``sdk_overhead.py`` for total CPU). Instructions are not time:
+``--cache-sim`` also simulates the caches and prints callgrind's estimate of cycles (10 a
+first-level miss, 100 a last-level miss), which counts what more memory touched costs.
 
-Usage: python bench/sdk_instructions.py [--calls 1000] [--variant NAME ...]
+Usage: python bench/sdk_instructions.py [--calls 1000] [--variant NAME ...] [--cache-sim]
 (prints a note and exits 0 when valgrind is not installed).
 """
 
@@ -28,7 +29,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-__all__ = ["main", "VARIANTS"]
+__all__ = ["main", "counts", "estimated_cycles", "VARIANTS"]
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -41,7 +42,8 @@ VARIANTS = {
     "agentic-ragpulse": "agentic-floor",
     "agentic-ragpulse-app": "agentic-floor",
 }
-_COLLECTED_RE = re.compile(r"Collected\s*:\s*(\d+)")
+_EVENTS_RE = re.compile(r"Events\s*:\s*([\w ]+)")
+_COLLECTED_RE = re.compile(r"Collected\s*:\s*([\d ]+)")
 
 # valgrind resolves the interpreter's symlink, so a child would not see this virtual
 # environment: it adds this interpreter's site-packages itself (.pth files included).
@@ -64,39 +66,55 @@ os._exit(0)  # no export at exit: only the calls are counted
 """
 
 
-def instructions(name: str, calls: int) -> int:
-    """Instructions the calling thread spends in ``calls`` calls of variant ``name``."""
+def counts(name: str, calls: int, cache_sim: bool = False) -> dict[str, int]:
+    """Events of the calling thread in ``calls`` calls of variant ``name``: instructions (``Ir``)
+    and, with ``cache_sim``, the simulated cache's misses (valgrind's event names)."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "child.py"
         script.write_text(_CHILD.format(site=sysconfig.get_path("purelib"), bench=str(BENCH), root=str(ROOT)))
         proc = subprocess.run(
             ["valgrind", "--tool=callgrind", "--toggle-collect=functools_reduce",
-             f"--callgrind-out-file={tmp}/out", sys.executable, str(script), name, str(calls)],
+             f"--cache-sim={'yes' if cache_sim else 'no'}", f"--callgrind-out-file={tmp}/out",
+             sys.executable, str(script), name, str(calls)],
             capture_output=True, text=True, env=env, check=False, cwd=str(ROOT),
         )  # fmt: skip
+    events = _EVENTS_RE.findall(proc.stderr)
     found = _COLLECTED_RE.findall(proc.stderr)
-    if proc.returncode != 0 or not found:
+    if proc.returncode != 0 or not found or not events:
         raise RuntimeError(f"valgrind run of {name} failed (rc {proc.returncode}):\n{proc.stderr[-2000:]}")
-    return int(found[-1])
+    values = [int(v) for v in found[-1].split()]
+    return {event: values[i] if i < len(values) else 0 for i, event in enumerate(events[-1].split())}
+
+
+def estimated_cycles(events: dict[str, int]) -> int:
+    """Instructions plus 10 a first-level miss and 100 a last-level miss (callgrind's estimate)."""
+    l1 = events.get("I1mr", 0) + events.get("D1mr", 0) + events.get("D1mw", 0)
+    ll = events.get("ILmr", 0) + events.get("DLmr", 0) + events.get("DLmw", 0)
+    return events["Ir"] + 10 * l1 + 100 * ll
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--variant", action="append", choices=sorted(VARIANTS), help="default: all")
+    ap.add_argument("--cache-sim", action="store_true", help="also simulate the caches: estimated cycles")
     args = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
         print("valgrind is not installed: no instruction counts (apt-get install valgrind)")
         return 0
     names = args.variant or list(VARIANTS)
     wanted = list(dict.fromkeys([*names, *(VARIANTS[n] for n in names)]))
-    per_call = {name: instructions(name, args.calls) / args.calls for name in wanted}
-    print(f"request-path instructions per call (valgrind callgrind, the calling thread; {args.calls} calls)")
-    print(f"{'variant':<22}{'instructions':>14}{'x floor':>9}")
+    found = {name: counts(name, args.calls, args.cache_sim) for name in wanted}
+    figures = {"instructions": {name: e["Ir"] / args.calls for name, e in found.items()}}
+    if args.cache_sim:
+        figures["est. cycles"] = {name: estimated_cycles(e) / args.calls for name, e in found.items()}
+    print(f"request path per call (valgrind callgrind, the calling thread; {args.calls} calls)")
+    print(f"{'variant':<22}" + "".join(f"{figure:>14}{'x floor':>9}" for figure in figures))
     for name in names:
         floor = VARIANTS[name]
-        print(f"{name:<22}{per_call[name]:>14,.0f}{per_call[name] / per_call[floor]:>9.3f}")
+        row = "".join(f"{per[name]:>14,.0f}{per[name] / per[floor]:>9.3f}" for per in figures.values())
+        print(f"{name:<22}{row}")
     return 0
 
 

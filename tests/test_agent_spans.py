@@ -12,8 +12,10 @@ import contextlib
 import inspect
 import json
 import threading
+import time
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -689,6 +691,33 @@ def test_own_provider_nests_under_application_trace(mem):
     (root,) = spans_by_name(mem)["answer"]
     assert root.context.trace_id == http.get_span_context().trace_id
     assert root.parent.span_id == http.get_span_context().span_id
+
+
+def test_own_provider_ends_spans_at_the_time_the_calls_returned(mem):
+    """The export thread ends the queued spans, with the end times taken when the calls returned."""
+    t0 = time.time_ns()
+    answer("when?")
+    t1 = time.time_ns()
+    by_name = spans_by_name(mem)
+    root, ret, gen = check_tree(by_name)
+    assert t0 <= ret.start_time <= ret.end_time <= gen.start_time <= gen.end_time <= root.end_time <= t1
+
+
+def test_a_span_the_application_ends_itself_is_exported_once(mem):
+    @retrieval
+    def ended_early(query: str) -> list[dict]:
+        trace.get_current_span().end()
+        return CHUNKS[:1]
+
+    @trace_rag
+    def ask(query: str) -> str:
+        ended_early(query)
+        return ANSWER
+
+    assert ask("q") == ANSWER
+    by_name = spans_by_name(mem)
+    assert len(by_name["ended_early"]) == 1 and len(by_name["ask"]) == 1
+    assert by_name["ask"][0].attributes["output.value"] == ANSWER
 
 
 def test_broken_exporter_and_odd_values_never_reach_the_app():
