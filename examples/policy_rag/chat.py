@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .generator import REFUSALS
+from .rates import Rates
 
 if TYPE_CHECKING:
     from .traffic import Answer, Request, TrafficModel
@@ -32,7 +33,7 @@ __all__ = ["ChatRates", "chat"]
 
 
 @dataclass(frozen=True)
-class ChatRates:
+class ChatRates(Rates):
     """How the simulated users continue a session (see the module docstring)."""
 
     reask: float = 0.6
@@ -42,8 +43,7 @@ class ChatRates:
     max_turns: int = 6
 
     def __post_init__(self) -> None:
-        if not all(0.0 <= r <= 1.0 for r in (self.reask, self.follow_up, self.another, self.own_record)):
-            raise ValueError("chat rates must be within [0, 1]")
+        super().__post_init__()
         if self.max_turns < 1:
             raise ValueError("max_turns must be at least 1")
 

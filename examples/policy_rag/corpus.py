@@ -20,6 +20,10 @@ from typing import Any
 __all__ = ["Chunk", "GoldFact", "QueryTemplate", "FollowUp", "ToolQuestion", "Corpus", "load_corpus"]
 
 
+#: The fields of a :class:`Chunk` its retriever hands on as metadata, in this order.
+METADATA = ("status", "authoritative", "doc", "version", "title")
+
+
 @dataclass(frozen=True)
 class Chunk:
     """One retrievable passage of one version of a policy document."""
@@ -40,14 +44,8 @@ class Chunk:
         return self.status == "current" and self.authoritative
 
     def metadata(self) -> dict[str, Any]:
-        """The metadata a retriever hands on with the chunk (what the judge sees)."""
-        return {
-            "status": self.status,
-            "authoritative": self.authoritative,
-            "doc": self.doc,
-            "version": self.version,
-            "title": self.title,
-        }
+        """The metadata a retriever hands on with the chunk (what the judge sees): :data:`METADATA`."""
+        return {name: getattr(self, name) for name in METADATA}
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from .corpus import Chunk, Corpus
+from .rates import Rates
 from .retriever import RetrievedChunk
 
 __all__ = [
@@ -79,7 +80,7 @@ _NUMBER = re.compile(r"\b(\d+|" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECAS
 
 
 @dataclass(frozen=True)
-class GenerationRates:
+class GenerationRates(Rates):
     """Probabilities of each generation failure when the evidence is sound (the rest is faithful)."""
 
     missing_condition: float = 0.10
@@ -88,9 +89,8 @@ class GenerationRates:
     false_refusal: float = 0.05
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         total = self.missing_condition + self.wrong_citation + self.hallucinated_number + self.false_refusal
-        if min(self.missing_condition, self.wrong_citation, self.hallucinated_number, self.false_refusal) < 0:
-            raise ValueError("generation failure rates must be non-negative")
         if total > 1.0:
             raise ValueError("generation failure rates must sum to at most 1")
 

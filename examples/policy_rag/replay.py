@@ -27,7 +27,7 @@ import hashlib
 import json
 import random
 from collections.abc import Sequence
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from .conversation import FollowUpRewriter
@@ -131,39 +131,27 @@ class ReplayApp:
         return text.replace("[@", "["), context
 
 
-@cache
-def _app(name: str) -> ReplayApp:
-    if name == "careful":
-        return ReplayApp(CAREFUL)
-    if name == "sloppy":
-        return ReplayApp(SLOPPY)
-    if name == "lost_in_the_middle":
-        return ReplayApp(CAREFUL, middle_miss=MIDDLE_MISS)
-    return ReplayApp(GenerationRates())
+class _Configured:
+    """One of the module's ``--app`` functions: a :class:`ReplayApp` with its generator's
+    configuration, built on the first call (loading the corpus and indexing it takes a while)."""
+
+    def __init__(self, rates: GenerationRates, middle_miss: float = 0.0) -> None:
+        self.rates = rates
+        self.middle_miss = middle_miss
+        self._app: ReplayApp | None = None
+
+    def __call__(
+        self, question: str, chunks: Sequence[Any] | None = None, history: Sequence[Any] | None = None
+    ) -> dict[str, Any]:
+        if self._app is None:
+            self._app = ReplayApp(self.rates, middle_miss=self.middle_miss)
+        return self._app(question, chunks, history)
 
 
-def careful(
-    question: str, chunks: Sequence[Any] | None = None, history: Sequence[Any] | None = None
-) -> dict[str, Any]:
-    return _app("careful")(question, chunks, history)
-
-
-def default(
-    question: str, chunks: Sequence[Any] | None = None, history: Sequence[Any] | None = None
-) -> dict[str, Any]:
-    return _app("default")(question, chunks, history)
-
-
-def sloppy(
-    question: str, chunks: Sequence[Any] | None = None, history: Sequence[Any] | None = None
-) -> dict[str, Any]:
-    return _app("sloppy")(question, chunks, history)
-
-
-def lost_in_the_middle(
-    question: str, chunks: Sequence[Any] | None = None, history: Sequence[Any] | None = None
-) -> dict[str, Any]:
-    return _app("lost_in_the_middle")(question, chunks, history)
+careful = _Configured(CAREFUL)
+default = _Configured(GenerationRates())
+sloppy = _Configured(SLOPPY)
+lost_in_the_middle = _Configured(CAREFUL, middle_miss=MIDDLE_MISS)
 
 
 @lru_cache(maxsize=1)

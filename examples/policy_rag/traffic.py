@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .corpus import Corpus, QueryTemplate
+from .rates import check_rates
 
 __all__ = ["Answer", "Request", "TrafficModel"]
 
@@ -45,8 +46,7 @@ class TrafficModel:
     def __init__(
         self, corpus: Corpus, *, seed: int = 11, legacy_rate: float = 0.12, out_of_scope_rate: float = 0.06
     ) -> None:
-        if not (0.0 <= legacy_rate <= 1.0 and 0.0 <= out_of_scope_rate <= 1.0):
-            raise ValueError("rates must be within [0, 1]")
+        check_rates("legacy_rate and out_of_scope_rate", legacy_rate, out_of_scope_rate)
         self._rng = random.Random(seed)
         self.seed = seed
         self.corpus = corpus
