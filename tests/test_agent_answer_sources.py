@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import asyncio
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ragpulse.agent import (
     cite,
-    configure,
     current_rag,
     flush,
     generation,
     retrieval,
-    shutdown,
     trace_rag,
 )
 from ragpulse.agent.conventions import (
@@ -34,7 +29,7 @@ from ragpulse.agent.conventions import (
     document_key,
 )
 
-from tests.agent_memory import spans_by_name
+from tests.agent_memory import spans_by_name, under_app_provider
 
 RETENTION = {"id": "RET-5Y", "content": "Covered institutions keep transaction logs for five years."}
 HOLD = {"id": "HOLD-1", "content": "Deleting logs before then requires releasing any legal hold."}
@@ -247,15 +242,9 @@ def test_the_with_statement_forms_record_the_given_chunks(mem):
 
 
 def test_the_issue_case_under_the_applications_provider():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    configure(exporter="none", tracer_provider=provider, schedule_delay_ms=50)
-    try:
+    with under_app_provider() as (_provider, exporter):
         assert chat(FOLLOW_UP, HISTORY) == ANSWER
         flush()
         spans = {s.name: s for s in exporter.get_finished_spans()}
         assert cited(spans["chat"]) == [("RET-5Y", "[1]"), ("HOLD-1", "[2]")]
         assert given(spans["write_answer"]) == ["RET-5Y", "HOLD-1"]
-    finally:
-        shutdown()

@@ -18,7 +18,6 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from llama_index.core.llms import ChatMessage, MessageRole
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ragpulse.agent import (
     configure,
@@ -45,6 +44,8 @@ from ragpulse.agent.conventions import (
     message_key,
     tool_call_key,
 )
+
+from tests.agent_memory import under_app_provider
 
 TURNS = [
     {"role": "user", "content": "How long do we keep transaction logs?"},
@@ -386,11 +387,7 @@ def test_redaction_and_capture_content_apply_to_the_history():
 def test_under_a_provider_with_few_attributes_the_json_form_is_kept(monkeypatch):
     monkeypatch.setenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "20")
     monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "700")
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider(span_limits=SpanLimits())
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    configure(exporter="none", tracer_provider=provider, schedule_delay_ms=50)
-    try:
+    with under_app_provider(TracerProvider(span_limits=SpanLimits())) as (_provider, exporter):
 
         @trace_rag
         def answer(question: str, history: list) -> str:
@@ -407,5 +404,3 @@ def test_under_a_provider_with_few_attributes_the_json_form_is_kept(monkeypatch)
         assert 0 < len(messages) < 30 and text_of(messages[-1]) == "message number 29"
         assert not any(k.startswith(LLM_INPUT_MESSAGES) for k in root.attributes)
         assert root.dropped_attributes == 0
-    finally:
-        shutdown()

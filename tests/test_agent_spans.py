@@ -8,7 +8,6 @@ the export thread's work visible before asserting.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import json
 import threading
@@ -17,7 +16,6 @@ import time
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from ragpulse.agent import (
@@ -32,7 +30,7 @@ from ragpulse.agent import (
     trace_rag,
 )
 
-from tests.agent_memory import spans_by_name
+from tests.agent_memory import spans_by_name, under_app_provider
 
 CHUNKS = [
     {
@@ -628,21 +626,8 @@ def test_sample_rate_zero_records_nothing_but_runs():
         shutdown()
 
 
-@contextlib.contextmanager
-def _under_app_provider(**options):
-    """The agent with ``exporter="none"`` under an application provider; yields (provider, its exporter)."""
-    app_exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(app_exporter))
-    configure(exporter="none", tracer_provider=provider, schedule_delay_ms=3_600_000, **options)
-    try:
-        yield provider, app_exporter
-    finally:
-        shutdown()
-
-
 def test_exporter_none_nests_under_application_span():
-    with _under_app_provider() as (provider, app_exporter):
+    with under_app_provider() as (provider, app_exporter):
         app_tracer = provider.get_tracer("app")
         with app_tracer.start_as_current_span("http.request") as http:
             assert answer("nested?") == ANSWER
@@ -667,7 +652,7 @@ def test_exporter_none_nests_under_application_span():
 
 def test_exporter_none_full_queue_completes_spans_on_the_request_path():
     """With the agent's queue full a span is completed and ended at once, never dropped."""
-    with _under_app_provider(max_queue_spans=1) as (_provider, app_exporter):
+    with under_app_provider(max_queue_spans=1) as (_provider, app_exporter):
         before = stats()
         assert answer("queued?") == ANSWER
         # search took the one place in the queue; complete and answer were ended on the request path.

@@ -26,24 +26,6 @@ from ragpulse.agent import (
     tool,
     trace_rag,
 )
-from ragpulse.agent.conventions import (
-    AGENT_NAME,
-    GEN_AI_AGENT_ID,
-    GEN_AI_AGENT_NAME,
-    GEN_AI_OPERATION,
-    GEN_AI_TOOL_CALL_ARGUMENTS,
-    GEN_AI_TOOL_CALL_ID,
-    GEN_AI_TOOL_CALL_RESULT,
-    GEN_AI_TOOL_DESCRIPTION,
-    GEN_AI_TOOL_NAME,
-    INPUT_MIME_TYPE,
-    INPUT_VALUE,
-    OUTPUT_MIME_TYPE,
-    OUTPUT_VALUE,
-    RAG_TRUNCATED_FIELDS,
-    SPAN_KIND,
-    TOOL_NAME,
-)
 
 from tests.agent_memory import spans_by_name
 
@@ -60,9 +42,9 @@ def balance(account: str, currency: str = "USD", tool_call_id: str | None = None
 def check_tool(span, name: str) -> dict:
     a = span.attributes
     assert span.name == f"execute_tool {name}"
-    assert a[GEN_AI_OPERATION] == "execute_tool" and a[SPAN_KIND] == "TOOL"
-    assert a[GEN_AI_TOOL_NAME] == a[TOOL_NAME] == name
-    assert a[INPUT_VALUE] == a[GEN_AI_TOOL_CALL_ARGUMENTS] and a[INPUT_MIME_TYPE] == "application/json"
+    assert a["gen_ai.operation.name"] == "execute_tool" and a["openinference.span.kind"] == "TOOL"
+    assert a["gen_ai.tool.name"] == a["tool.name"] == name
+    assert a["input.value"] == a["gen_ai.tool.call.arguments"] and a["input.mime_type"] == "application/json"
     return a
 
 
@@ -72,11 +54,15 @@ def test_a_tool_call_span_in_both_conventions(mem):
     assert balance.__doc__.startswith("Look up") and balance.__name__ == "balance"
     (span,) = spans_by_name(mem)["execute_tool balance"]
     a = check_tool(span, "balance")
-    assert a[GEN_AI_TOOL_CALL_ID] == "call_7"
-    assert json.loads(a[GEN_AI_TOOL_CALL_ARGUMENTS]) == {"account": "A-1"}  # the call id is not an argument
-    assert json.loads(a[GEN_AI_TOOL_CALL_RESULT]) == {"account": "A-1", "balance": 1234.5, "currency": "USD"}
-    assert a[OUTPUT_VALUE] == a[GEN_AI_TOOL_CALL_RESULT] and a[OUTPUT_MIME_TYPE] == "application/json"
-    assert a[GEN_AI_TOOL_DESCRIPTION] == "Look up an account's balance."
+    assert a["gen_ai.tool.call.id"] == "call_7"
+    assert json.loads(a["gen_ai.tool.call.arguments"]) == {"account": "A-1"}  # the call id is not an argument
+    assert json.loads(a["gen_ai.tool.call.result"]) == {
+        "account": "A-1",
+        "balance": 1234.5,
+        "currency": "USD",
+    }
+    assert a["output.value"] == a["gen_ai.tool.call.result"] and a["output.mime_type"] == "application/json"
+    assert a["gen_ai.tool.description"] == "Look up an account's balance."
 
 
 def test_every_callable_kind_and_the_with_form(mem):
@@ -115,22 +101,24 @@ def test_every_callable_kind_and_the_with_form(mem):
         t.set_result(["a", "b"])
     spans = spans_by_name(mem)
     rate = check_tool(spans["execute_tool rate"][0], "rate")
-    assert json.loads(rate[INPUT_VALUE]) == {"base": "USD", "others": ["EUR", "GBP"], "precision": 4}
+    assert json.loads(rate["input.value"]) == {"base": "USD", "others": ["EUR", "GBP"], "precision": 4}
     assert (
-        rate[GEN_AI_TOOL_CALL_ID] == "c-9" and rate[OUTPUT_VALUE] == "0.92" and OUTPUT_MIME_TYPE not in rate
+        rate["gen_ai.tool.call.id"] == "c-9"
+        and rate["output.value"] == "0.92"
+        and "output.mime_type" not in rate
     )
-    assert rate[GEN_AI_TOOL_DESCRIPTION] == "FX rate"
-    assert check_tool(spans["execute_tool weather"][0], "weather")[OUTPUT_VALUE] == "rainy"
-    assert check_tool(spans["execute_tool pages"][0], "pages")[OUTPUT_VALUE] == "<html></html>"
-    assert json.loads(check_tool(spans["execute_tool rows"][0], "rows")[OUTPUT_VALUE]) == [
+    assert rate["gen_ai.tool.description"] == "FX rate"
+    assert check_tool(spans["execute_tool weather"][0], "weather")["output.value"] == "rainy"
+    assert check_tool(spans["execute_tool pages"][0], "pages")["output.value"] == "<html></html>"
+    assert json.loads(check_tool(spans["execute_tool rows"][0], "rows")["output.value"]) == [
         {"id": 1},
         {"id": 2},
     ]
     lookup = check_tool(spans["execute_tool lookup"][0], "lookup")
-    assert json.loads(lookup[INPUT_VALUE]) == {"key": "k"} and lookup[GEN_AI_TOOL_CALL_ID] == "c-1"
+    assert json.loads(lookup["input.value"]) == {"key": "k"} and lookup["gen_ai.tool.call.id"] == "c-1"
     late = check_tool(spans["execute_tool late"][0], "late")
-    assert late[INPUT_VALUE] == '{"q": 1}' and late[GEN_AI_TOOL_CALL_ID] == "c-2"
-    assert json.loads(late[OUTPUT_VALUE]) == ["a", "b"]
+    assert late["input.value"] == '{"q": 1}' and late["gen_ai.tool.call.id"] == "c-2"
+    assert json.loads(late["output.value"]) == ["a", "b"]
 
 
 def test_a_failing_tool_records_the_error_and_raises_it_unchanged(mem):
@@ -152,8 +140,8 @@ def test_a_failing_tool_records_the_error_and_raises_it_unchanged(mem):
     for name in ("broken", "abroken"):
         (span,) = spans[f"execute_tool {name}"]
         assert span.status.status_code == StatusCode.ERROR and span.status.description == "LookupError"
-        assert GEN_AI_TOOL_CALL_RESULT not in span.attributes
-        assert json.loads(span.attributes[INPUT_VALUE]) == {"account": "A-0"}
+        assert "gen_ai.tool.call.result" not in span.attributes
+        assert json.loads(span.attributes["input.value"]) == {"account": "A-0"}
 
 
 class Unprintable:
@@ -185,8 +173,8 @@ def test_odd_arguments_and_results_never_reach_the_application(mem):
     assert len(spans) == 4 and after["internal_errors"] == before["internal_errors"]
     assert after["dropped"]["internal_error"] == before["dropped"]["internal_error"]
     first = spans[0].attributes
-    assert json.loads(first[INPUT_VALUE]) == {"a": "<Unprintable>", "b": "<Unprintable>"}
-    assert first[OUTPUT_VALUE] == '"<Unprintable>"'
+    assert json.loads(first["input.value"]) == {"a": "<Unprintable>", "b": "<Unprintable>"}
+    assert first["output.value"] == '"<Unprintable>"'
 
 
 def test_tool_texts_are_redacted_and_cut():
@@ -204,9 +192,9 @@ def test_tool_texts_are_redacted_and_cut():
         a = span.attributes
         text = json.dumps(dict(a))
         assert "alice@example.com" not in text and "sk-abcdefghij" not in text
-        assert len(a[INPUT_VALUE]) == 200 and len(a[OUTPUT_VALUE]) == 300
-        assert a[OUTPUT_VALUE].startswith("sent to [REDACTED:EMAIL] ")
-        assert set(a[RAG_TRUNCATED_FIELDS]) == {"tool.arguments", "tool.result"}
+        assert len(a["input.value"]) == 200 and len(a["output.value"]) == 300
+        assert a["output.value"].startswith("sent to [REDACTED:EMAIL] ")
+        assert set(a["rag.truncated.fields"]) == {"tool.arguments", "tool.result"}
     finally:
         shutdown()
 
@@ -242,18 +230,20 @@ def test_an_agent_step_is_the_parent_of_the_steps_it_takes(mem):
     (root,) = spans["chat"]
     (agent,) = spans["invoke_agent support_agent"]
     a = agent.attributes
-    assert a[SPAN_KIND] == "AGENT" and a[GEN_AI_OPERATION] == "invoke_agent"
-    assert a[GEN_AI_AGENT_NAME] == a[AGENT_NAME] == "support_agent" and a[GEN_AI_AGENT_ID] == "agent-7"
-    assert a[INPUT_VALUE] == "What is my balance?" and a[OUTPUT_VALUE] == "Your balance is 1,234.50 USD [1]."
+    assert a["openinference.span.kind"] == "AGENT" and a["gen_ai.operation.name"] == "invoke_agent"
+    assert a["gen_ai.agent.name"] == a["agent.name"] == "support_agent" and a["gen_ai.agent.id"] == "agent-7"
+    assert (
+        a["input.value"] == "What is my balance?" and a["output.value"] == "Your balance is 1,234.50 USD [1]."
+    )
     assert agent.parent.span_id == root.context.span_id
     for child in ("search", "execute_tool balance", "llm"):
         assert spans[child][0].parent.span_id == agent.context.span_id
     (planner,) = spans["invoke_agent planner"]
-    assert planner.attributes[OUTPUT_VALUE] == "look up the balance"
+    assert planner.attributes["output.value"] == "look up the balance"
     assert planner.parent.span_id == root.context.span_id
     assert root.events[0].attributes["rag.citation.document.id"] == "C1"
     (manual,) = spans["invoke_agent manual"]
-    assert manual.attributes[INPUT_VALUE] == "do it" and manual.attributes[OUTPUT_VALUE] == "done"
+    assert manual.attributes["input.value"] == "do it" and manual.attributes["output.value"] == "done"
 
 
 def test_disabled_and_sampled_out_calls_run_the_tools_untraced():
@@ -315,10 +305,10 @@ def test_streamed_agent_steps_and_odd_chunk_lists_given_to_a_generation(mem):
     assert after["internal_errors"] == before["internal_errors"]
     assert after["dropped"]["internal_error"] == before["dropped"]["internal_error"]
     (narrated,) = spans["invoke_agent narrator"]
-    assert narrated.attributes[OUTPUT_VALUE] == "first part, second part"
+    assert narrated.attributes["output.value"] == "first part, second part"
     (streamed,) = spans["invoke_agent astream"]
-    assert json.loads(streamed.attributes[INPUT_VALUE]) == {"goal": "x"}
-    assert streamed.attributes[OUTPUT_VALUE] == "done"  # the text parts of the stream
+    assert json.loads(streamed.attributes["input.value"]) == {"goal": "x"}
+    assert streamed.attributes["output.value"] == "done"  # the text parts of the stream
     (root,) = spans["odd_call"]
     assert [e.attributes["rag.citation.document.id"] for e in root.events] == [
         "1",

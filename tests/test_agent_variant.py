@@ -6,11 +6,11 @@ call's own value winning over the configured default, with the agent's own provi
 from __future__ import annotations
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ragpulse.agent import configure, current_rag, flush, retrieval, shutdown, trace_rag
 from ragpulse.agent.conventions import RAG_CORPUS_VERSION, RAG_REQUEST_ID, RAG_VARIANT, config_key
+
+from tests.agent_memory import under_app_provider
 
 
 @retrieval
@@ -77,19 +77,13 @@ def test_the_decorator_and_the_handle_win_over_the_defaults(mem) -> None:
 
 
 def test_exporter_none_writes_the_same_attributes_on_the_application_provider() -> None:
-    app = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(app))
-    configure(exporter="none", tracer_provider=provider, variant="baseline")
-    try:
+    with under_app_provider(variant="baseline") as (_provider, app):
         plain("q")
         pinned("q")
         assert flush()  # the spans are completed and ended off the request path
         roots = {s.name: s.attributes for s in app.get_finished_spans() if s.attributes.get("rag.root")}
         assert roots["plain"][RAG_VARIANT] == "baseline"
         assert roots["pinned"][RAG_VARIANT] == "reranker-b"
-    finally:
-        shutdown()
 
 
 def test_variant_from_the_environment(monkeypatch) -> None:
