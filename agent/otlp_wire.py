@@ -53,8 +53,8 @@ _EMPTY_STATUS = b"\x7a\x00"
 # numbers, one cache per field tag (span, event, link, resource and scope attributes); a cache
 # that fills up is emptied and refilled, so values unique to each call cost one insert each.
 _KEY_CACHE: dict[str, bytes] = {}
-_NAMES: dict[str, bytes] = {}  # span names, and event names, as their encoded fields
-_EVENT_NAMES: dict[str, bytes] = {}
+_NAMES: dict[str, bytes] = {}  # span names as their encoded fields
+_EVENT_NAMES: dict[str, bytes] = {}  # event names likewise
 _KEY_CACHE_MAX = 20_000
 _KV_CACHE_MAX = 8_192
 _CACHED_CHARS = 64
@@ -112,13 +112,18 @@ def _any_value(value: Any) -> bytes:
     raise TypeError(f"cannot encode attribute value of type {type(value).__name__}")
 
 
-def _key(key: str) -> bytes:
-    encoded = _KEY_CACHE.get(key)
-    if encoded is None:
-        encoded = _str(b"\x0a", key)
-        if len(_KEY_CACHE) < _KEY_CACHE_MAX:
-            _KEY_CACHE[key] = encoded
+def _kept(cache: dict[str, bytes], tag: bytes, text: str) -> bytes:
+    """The string field ``tag`` holding ``text``, kept in ``cache``: attribute keys and span and
+    event names repeat from call to call (a full cache keeps what it holds)."""
+    encoded = _str(tag, text)
+    if len(cache) < _KEY_CACHE_MAX:
+        cache[text] = encoded
     return encoded
+
+
+def _key(key: str) -> bytes:
+    """A KeyValue's key field (tag 1)."""
+    return _KEY_CACHE.get(key) or _kept(_KEY_CACHE, b"\x0a", key)
 
 
 def _key_value(key: str, value: Any) -> bytes:
@@ -189,14 +194,6 @@ def _uint(tag: bytes, n: int | None) -> bytes:
     return tag + _varint(n) if n else b""
 
 
-def _name(name: str) -> bytes:
-    """A span's name field (tag 5), kept: span names repeat from call to call."""
-    encoded = _str(b"\x2a", name)
-    if len(_NAMES) < _KEY_CACHE_MAX:
-        _NAMES[name] = encoded
-    return encoded
-
-
 def _event(event: Any) -> bytes:
     parts = []
     timestamp = event.timestamp
@@ -204,21 +201,13 @@ def _event(event: Any) -> bytes:
         parts.append(b"\x09" + _pack_q(timestamp))
     name = event.name
     if name:
-        parts.append(_EVENT_NAMES.get(name) or _event_name(name))
+        parts.append(_EVENT_NAMES.get(name) or _kept(_EVENT_NAMES, b"\x12", name))  # tag 2
     attributes = event.attributes
     if attributes:
         _attributes(parts, b"\x1a", attributes)
     if event.dropped_attributes:
         parts.append(b"\x20" + _varint(event.dropped_attributes))
     return _ld(b"\x5a", b"".join(parts))
-
-
-def _event_name(name: str) -> bytes:
-    """An event's name field (tag 2), kept as span names are."""
-    encoded = _str(b"\x12", name)
-    if len(_EVENT_NAMES) < _KEY_CACHE_MAX:
-        _EVENT_NAMES[name] = encoded
-    return encoded
 
 
 def _link(link: Any) -> bytes:
@@ -263,7 +252,7 @@ def encode_span(
         parts.append(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
     name = span.name
     if name:
-        parts.append(_NAMES.get(name) or _name(name))
+        parts.append(_NAMES.get(name) or _kept(_NAMES, b"\x2a", name))  # tag 5
     kind = span.kind
     parts.append(_INTERNAL_FIELD if kind is _INTERNAL else _KINDS[kind.value])
     start, end = span.start_time, span.end_time
