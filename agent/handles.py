@@ -1,7 +1,9 @@
 """Handles returned by the with-statement forms and by ``current_rag()``.
 
-A handle writes into its span's side record (expanded in the export thread);
-on an untraced call (sampled out, disabled) every method does nothing.
+A handle writes into its span's side record (expanded in the export thread), which is of
+its span's kind; on an untraced call (sampled out, disabled) every method does nothing.
+What a block's work came to goes where a decorated function's return value goes
+(``Record.set_result``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 from opentelemetry.trace import format_trace_id
 
 from .conventions import RAG_REQUEST_ID, RAG_VARIANT, config_key
-from .records import AgentRecord, GenerationRecord, RagRecord, Record, RetrievalRecord, ToolRecord, listed
+from .records import GenerationRecord, RagRecord, Record, RetrievalRecord, ToolRecord, listed
 from .spans import emit
 
 __all__ = ["RagHandle", "RetrievalHandle", "GenerationHandle", "ToolHandle", "AgentHandle", "add_citation"]
@@ -64,6 +66,17 @@ class _Handle:
         for key, value in attributes.items():
             self.set_attribute(key, value)
 
+    def _set_input(self, value: Any) -> None:
+        """What the span was given (query, prompt, arguments, task)."""
+        if self._record is not None:
+            self._record.input = value
+
+    def _set_result(self, value: Any) -> None:
+        """What the span's work came to (answer, chunks, output, result): as a decorated
+        function's return value is kept (``Record.set_result``)."""
+        if self._record is not None:
+            self._record.set_result(value)
+
 
 class RagHandle(_Handle):
     """The root of a RAG call: set the query, chunks, answer, citations."""
@@ -71,8 +84,7 @@ class RagHandle(_Handle):
     __slots__ = ()
 
     def set_query(self, query: Any) -> None:
-        if self._record is not None:
-            self._record.input = query
+        self._set_input(query)
 
     def set_variant(self, variant: str, **config: Any) -> None:
         """The configuration serving this call (``rag.variant``), e.g. chosen by an A/B split
@@ -94,8 +106,7 @@ class RagHandle(_Handle):
 
     def set_answer(self, answer: Any) -> None:
         """The answer: a string, or a structured object/dict with ``answer`` and ``citations``."""
-        if self._record is not None:
-            self._record.answer = answer
+        self._set_result(answer)
 
     def set_chunks(self, chunks: Any, *, name: str = "retrieval", top_k: int | None = None) -> None:
         """Record retrieved chunks as a RETRIEVER child span (for code without a ``@retrieval``)."""
@@ -120,12 +131,10 @@ class RetrievalHandle(_Handle):
     __slots__ = ()
 
     def set_chunks(self, chunks: Any) -> None:
-        if isinstance(self._record, RetrievalRecord):
-            self._record.set_chunks(chunks)
+        self._set_result(chunks)
 
     def set_query(self, query: Any) -> None:
-        if self._record is not None:
-            self._record.input = query
+        self._set_input(query)
 
     def set_top_k(self, top_k: int) -> None:
         if isinstance(self._record, RetrievalRecord):
@@ -139,8 +148,7 @@ class GenerationHandle(_Handle):
 
     def set_output(self, output: Any) -> None:
         """The model's output: text, or a response object (its usage is read too)."""
-        if isinstance(self._record, GenerationRecord):
-            self._record.output = output
+        self._set_result(output)
 
     def set_usage(self, input_tokens: int | None = None, output_tokens: int | None = None) -> None:
         if isinstance(self._record, GenerationRecord):
@@ -151,8 +159,7 @@ class GenerationHandle(_Handle):
             self._record.model = model
 
     def set_prompt(self, prompt: Any) -> None:
-        if self._record is not None:
-            self._record.input = prompt
+        self._set_input(prompt)
 
     def set_chunks(self, chunks: Any) -> None:
         """The chunks this generation is given, in its order: the answer's ``[n]`` markers refer to them."""
@@ -167,12 +174,10 @@ class ToolHandle(_Handle):
 
     def set_arguments(self, arguments: Any) -> None:
         """The call's arguments (a mapping by parameter name, or the JSON text the model sent)."""
-        if isinstance(self._record, ToolRecord):
-            self._record.input = arguments
+        self._set_input(arguments)
 
     def set_result(self, result: Any) -> None:
-        if isinstance(self._record, ToolRecord):
-            self._record.result = result
+        self._set_result(result)
 
     def set_call_id(self, call_id: str) -> None:
         """The model's id of this tool call (``gen_ai.tool.call.id``)."""
@@ -186,9 +191,7 @@ class AgentHandle(_Handle):
     __slots__ = ()
 
     def set_input(self, task: Any) -> None:
-        if isinstance(self._record, AgentRecord):
-            self._record.input = task
+        self._set_input(task)
 
     def set_output(self, output: Any) -> None:
-        if isinstance(self._record, AgentRecord):
-            self._record.output = output
+        self._set_result(output)

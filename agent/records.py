@@ -57,6 +57,11 @@ class Record:
             self.attrs = {}
         self.attrs[key] = value
 
+    def set_result(self, result: Any) -> None:
+        """Keep what the call returned (a decorated function's return value, or what a
+        with-statement block's handle is given): the answer, chunks, output or tool result."""
+        raise NotImplementedError
+
 
 class RagRecord(Record):
     """The root span of one RAG call."""
@@ -87,6 +92,9 @@ class RagRecord(Record):
         if record not in self.generations:
             self.generations.append(record)
 
+    def set_result(self, result: Any) -> None:
+        self.answer = result
+
 
 class RetrievalRecord(Record):
     """A retriever span: the returned chunks."""
@@ -111,6 +119,8 @@ class RetrievalRecord(Record):
         elif not isinstance(chunks, Mapping):
             return
         self.chunks = chunks
+
+    set_result = set_chunks
 
 
 class GenerationRecord(Record):
@@ -144,6 +154,9 @@ class GenerationRecord(Record):
         if self.root is not None:
             self.root.add_generation(self)
 
+    def set_result(self, result: Any) -> None:
+        self.output = result
+
 
 class ToolRecord(Record):
     """A tool call: its name, the call's arguments (positional ones named by ``params``) and result."""
@@ -161,6 +174,9 @@ class ToolRecord(Record):
         self.params: Any = None  # the decorated function's parameters (see agent/tools.py)
         self.result: Any = None
 
+    def set_result(self, result: Any) -> None:
+        self.result = result
+
 
 class AgentRecord(Record):
     """An agent step: the agent's name (and id, description), its input and output."""
@@ -175,3 +191,6 @@ class AgentRecord(Record):
         self.description = description
         self.input = task
         self.output: Any = None
+
+    def set_result(self, result: Any) -> None:
+        self.output = result

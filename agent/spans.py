@@ -83,10 +83,10 @@ class Call:
             self.close(None if exc_type is self.end_type else exc)
         return False
 
-    def finish(self, spec: Any, result: Any) -> Any:
+    def finish(self, result: Any) -> Any:
         """Keep ``result`` on the record and end the span; returns ``result``."""
         if self.record is not None:
-            spec.set_result(self.record, result)
+            self.record.set_result(result)
         self.close(None)
         return result
 

@@ -4,13 +4,15 @@ A spec is what ``trace_rag(...)``, ``retrieval(...)`` and ``generation(...)``
 return: called on a function it wraps it (:mod:`.wrappers`); used in a
 ``with``/``async with`` statement it opens a span for the block and returns a
 handle (:mod:`.handles`). Where the query, top-k or prompt sit in a function's
-arguments is resolved once, at decoration time.
+arguments is resolved once, at decoration time; what the call returns goes to its record
+(``Record.set_result``), as what a block's handle is given does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
 
 from opentelemetry.context import get_current, set_value
 
@@ -82,25 +84,31 @@ def arg_value(loc: _Loc, args: tuple, kwargs: dict) -> Any:
     return kwargs.get(name) if name else None
 
 
+@dataclass(eq=False)
 class Spec:
-    """A configured span kind; usable as a decorator and as a (async) context manager."""
+    """A configured span kind; usable as a decorator and as a (async) context manager.
+
+    Its fields are the options the kind was given (``name`` and ``attrs`` first, then a subclass's
+    own, in the order its decorator passes them); what :meth:`bind` resolves from a decorated
+    function's signature is kept in fields that are not options (``init=False``).
+    """
 
     root = False
-    handle_cls: type = object
+    handle_cls: ClassVar[type] = object
     default_name = "rag"
 
-    def __init__(self, name: str | None, attrs: Mapping[str, Any] | None):
-        self.name = name or ""
-        self.attrs = dict(attrs) if attrs else None
+    name: str | None = None
+    attrs: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.name = self.name or ""
+        self.attrs = dict(self.attrs) if self.attrs else None
 
     # -- records ---------------------------------------------------------------------------
     def bind(self, fn: Callable[..., Any]) -> None:
         """Resolve argument locations for ``fn`` (decoration time)."""
 
     def make_record(self, args: tuple, kwargs: dict, root: Any) -> Record:
-        raise NotImplementedError
-
-    def set_result(self, record: Record, result: Any) -> None:
         raise NotImplementedError
 
     def initial_record(self) -> Record | None:
@@ -158,29 +166,22 @@ class Spec:
         return False
 
 
+@dataclass(eq=False)
 class RagSpec(Spec):
     """The root span of a RAG call: query (and session/user ids) in, answer out."""
 
     root = True
     handle_cls = RagHandle
 
-    def __init__(
-        self,
-        name: str | None,
-        attrs: Any,
-        query: Any,
-        query_arg: str | None,
-        has_query: bool,
-        conversation: Any = None,
-        conversation_arg: str | None = None,
-    ):
-        super().__init__(name, attrs)
-        self.query = query
-        self.has_query = has_query
-        self.query_arg = query_arg
-        self.conversation = conversation
-        self.conversation_arg = conversation_arg
-        self.q_loc = self.session_loc = self.user_loc = self.history_loc = None
+    query: Any = None
+    query_arg: str | None = None
+    has_query: bool = False
+    conversation: Any = None
+    conversation_arg: str | None = None
+    q_loc: _Loc = field(default=None, init=False)
+    session_loc: _Loc = field(default=None, init=False)
+    user_loc: _Loc = field(default=None, init=False)
+    history_loc: _Loc = field(default=None, init=False)
 
     def bind(self, fn: Callable[..., Any]) -> None:
         self.q_loc = locate(fn, QUERY_NAMES, self.query_arg, True)
@@ -215,26 +216,24 @@ class RagSpec(Spec):
             record.conversation = listed(self.conversation)
         return self._static(record)
 
-    def set_result(self, record: Record, result: Any) -> None:
-        record.answer = result  # type: ignore[attr-defined]
 
-
+@dataclass(eq=False)
 class RetrievalSpec(Spec):
     """A retriever (or reranker) span: query and top-k in, chunks out."""
 
     default_name = "retrieval"
     handle_cls = RetrievalHandle
 
-    def __init__(
-        self, name: str | None, attrs: Any, query: Any, query_arg: str | None, top_k: Any, reranker: bool
-    ):
-        super().__init__(name, attrs)
-        self.query = query
-        self.query_arg = query_arg
-        self.top_k = top_k
-        self.reranker = reranker
-        self.q_loc = self.k_loc = None
-        if reranker:
+    query: Any = None
+    query_arg: str | None = None
+    top_k: Any = None
+    reranker: bool = False
+    q_loc: _Loc = field(default=None, init=False)
+    k_loc: _Loc = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.reranker:
             self.default_name = "rerank"
 
     def bind(self, fn: Callable[..., Any]) -> None:
@@ -252,31 +251,20 @@ class RetrievalSpec(Spec):
     def initial_record(self) -> Record | None:
         return self.make_record((), {}, get_current().get(RAG_KEY))
 
-    def set_result(self, record: Record, result: Any) -> None:
-        record.set_chunks(result)  # type: ignore[attr-defined]
 
-
+@dataclass(eq=False)
 class GenerationSpec(Spec):
     """An LLM span: model, provider and prompt in, output (and usage) out."""
 
     default_name = "generation"
     handle_cls = GenerationHandle
 
-    def __init__(
-        self,
-        name: str | None,
-        attrs: Any,
-        model: Any,
-        provider: Any,
-        prompt_arg: str | None,
-        chunks_arg: str | None = None,
-    ):
-        super().__init__(name, attrs)
-        self.model = model
-        self.provider = provider
-        self.prompt_arg = prompt_arg
-        self.chunks_arg = chunks_arg
-        self.p_loc = self.c_loc = None
+    model: Any = None
+    provider: Any = None
+    prompt_arg: str | None = None
+    chunks_arg: str | None = None
+    p_loc: _Loc = field(default=None, init=False)
+    c_loc: _Loc = field(default=None, init=False)
 
     def bind(self, fn: Callable[..., Any]) -> None:
         self.p_loc = locate(fn, _PROMPT_NAMES, self.prompt_arg, False)
@@ -294,6 +282,3 @@ class GenerationSpec(Spec):
 
     def initial_record(self) -> Record | None:
         return self.make_record((), {}, get_current().get(RAG_KEY))
-
-    def set_result(self, record: Record, result: Any) -> None:
-        record.output = result  # type: ignore[attr-defined]

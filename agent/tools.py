@@ -10,6 +10,7 @@ decoration time. Everything else happens in the export thread (:mod:`.steps`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from .conventions import OP_EXECUTE_TOOL, OP_INVOKE_AGENT
@@ -51,6 +52,7 @@ def _span_name(operation: str, name: str) -> str:
     return f"{operation} {name}"
 
 
+@dataclass(eq=False)
 class _StepSpec(Spec):
     """A span named ``<operation> <step>`` (``execute_tool balance``, ``invoke_agent planner``):
     the step is the name given, else the decorated function's name, else ``step_default``."""
@@ -58,9 +60,13 @@ class _StepSpec(Spec):
     operation = ""
     step_default = ""
 
-    def __init__(self, name: str | None, attrs: Any):
-        super().__init__(_span_name(self.operation, name) if name else None, attrs)
-        self.step_name = name or ""
+    step_name: str = field(default="", init=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.step_name = self.name or ""
+        if self.name:
+            self.name = _span_name(self.operation, self.name)
 
     @property
     def step(self) -> str:
@@ -72,6 +78,7 @@ class _StepSpec(Spec):
         self.name = _span_name(self.operation, self.step_name)
 
 
+@dataclass(eq=False)
 class ToolSpec(_StepSpec):
     """A tool call: arguments in, result out; ``gen_ai.tool.call.id`` from a ``tool_call_id``/``call_id``
     argument (or ``call_id=``)."""
@@ -81,22 +88,12 @@ class ToolSpec(_StepSpec):
     step_default = "tool"
     default_name = _span_name(OP_EXECUTE_TOOL, step_default)
 
-    def __init__(
-        self,
-        name: str | None,
-        attrs: Any,
-        description: str | None,
-        call_id: Any,
-        arguments: Any,
-        call_id_arg: str | None,
-    ):
-        super().__init__(name, attrs)
-        self.description = description
-        self.call_id = call_id
-        self.arguments = arguments
-        self.call_id_arg = call_id_arg
-        self.id_loc: Any = None
-        self.params: Params | None = None
+    description: str | None = None
+    call_id: Any = None
+    arguments: Any = None
+    call_id_arg: str | None = None
+    id_loc: Any = field(default=None, init=False)
+    params: Params | None = field(default=None, init=False)
 
     def bind(self, fn: Callable[..., Any]) -> None:
         super().bind(fn)
@@ -118,10 +115,8 @@ class ToolSpec(_StepSpec):
         record.input = self.arguments
         return self._static(record)
 
-    def set_result(self, record: Record, result: Any) -> None:
-        record.result = result  # type: ignore[attr-defined]
 
-
+@dataclass(eq=False)
 class AgentStepSpec(_StepSpec):
     """An agent step: its input (the task) in, its output out; a parent of the steps it takes."""
 
@@ -130,21 +125,11 @@ class AgentStepSpec(_StepSpec):
     step_default = "agent"
     default_name = _span_name(OP_INVOKE_AGENT, step_default)
 
-    def __init__(
-        self,
-        name: str | None,
-        attrs: Any,
-        agent_id: Any,
-        description: str | None,
-        task: Any,
-        input_arg: str | None,
-    ):
-        super().__init__(name, attrs)
-        self.agent_id = agent_id
-        self.description = description
-        self.task = task
-        self.input_arg = input_arg
-        self.t_loc: Any = None
+    agent_id: Any = None
+    description: str | None = None
+    task: Any = None
+    input_arg: str | None = None
+    t_loc: Any = field(default=None, init=False)
 
     def bind(self, fn: Callable[..., Any]) -> None:
         super().bind(fn)
@@ -157,6 +142,3 @@ class AgentStepSpec(_StepSpec):
 
     def initial_record(self) -> Record | None:
         return self._static(AgentRecord(self.step, self.agent_id, self.description, self.task))
-
-    def set_result(self, record: Record, result: Any) -> None:
-        record.output = result  # type: ignore[attr-defined]

@@ -39,7 +39,7 @@ def _wrap_sync(fn: Callable[..., Any], spec: Any) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         with call:
             result = fn(*args, **kwargs)
-        return call.finish(spec, result)
+        return call.finish(result)
 
     return wrapper
 
@@ -52,7 +52,7 @@ def _wrap_async(fn: Callable[..., Any], spec: Any) -> Callable[..., Any]:
             return await fn(*args, **kwargs)
         with call:
             result = await fn(*args, **kwargs)
-        return call.finish(spec, result)
+        return call.finish(result)
 
     return wrapper
 
