@@ -94,10 +94,10 @@ def test_labels_in_the_store_become_the_review_series_read_once_per_refresh(chdb
     ]
     store.save_labels(bob, "judgments", "shop")
     clock.now = 29.0
-    assert _samples(registry) == first and metrics.reads == 1  # within the refresh: the last read
+    assert _samples(registry) == first and metrics.reader.reads == 1  # within the refresh: the last read
     clock.now = 30.0
     after = _samples(registry)
-    assert metrics.reads == 2
+    assert metrics.reader.reads == 2
     judge = (("judge", "local-x"), ("service", "shop"))
     # the latest three claim labels of (shop, local-x): ids[1]'s, of which one agrees
     assert after[("ragpulse_judge_human_labels", judge)] == 3
@@ -115,7 +115,7 @@ def test_a_failing_store_leaves_the_review_series_out_and_the_scrape_up(chdb_sto
     registry.register(metrics)
     chdb_storage.command("DROP TABLE {db}.rag_reviews".replace("{db}", chdb_storage.database))
     samples = _samples(registry)
-    assert metrics.reads == 1 and not samples
+    assert metrics.reader.reads == 1 and not samples
 
 
 def test_the_embedded_collector_serves_them_on_its_metrics_port(tmp_path: Path) -> None:
@@ -143,4 +143,4 @@ def test_the_embedded_collector_serves_them_on_its_metrics_port(tmp_path: Path) 
 def test_review_metrics_can_be_turned_off(chdb_storage: Any) -> None:
     registry = CollectorRegistry()
     assert register_review_metrics(registry, chdb_storage, {"enabled": False}) is None
-    assert register_review_metrics(registry, chdb_storage, {"refresh_s": 5}).refresh_s == 5.0
+    assert register_review_metrics(registry, chdb_storage, {"refresh_s": 5}).reader.refresh_s == 5.0

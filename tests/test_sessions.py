@@ -177,7 +177,7 @@ def test_the_collectors_metrics_serve_the_session_families_by_service(served: Em
 def test_a_failed_store_read_leaves_the_families_out_and_retries() -> None:
     metrics = StoreSessionMetrics(SessionStore(Storage("http://127.0.0.1:9/")), refresh_s=0)
     assert not [k for k in _samples(metrics) if k[0].startswith("ragpulse_session")]
-    assert metrics.reads == 1 and not metrics.refresh() and metrics.reads == 2
+    assert metrics.reader.reads == 1 and not metrics.refresh() and metrics.reader.reads == 2
 
 
 def test_the_views_are_created_again_on_an_older_database(served: EmbeddedCollector) -> None:

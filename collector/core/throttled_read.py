@@ -60,21 +60,12 @@ class StoreCollector(Collector):
     :meth:`_read`; subclasses yield their families from :meth:`latest`."""
 
     def __init__(self, what: str, refresh_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._reader: ThrottledRead[Any] = ThrottledRead(what, self._read, refresh_s, clock)
+        self.reader: ThrottledRead[Any] = ThrottledRead(what, self._read, refresh_s, clock)
+        """The store read behind every scrape (its ``reads`` and ``refresh_s`` say how often)."""
 
     def _read(self) -> Any:
         raise NotImplementedError
 
     def latest(self) -> Any:
         """The last read's result (read again when stale); None when that read failed."""
-        return self._reader.get()
-
-    @property
-    def reads(self) -> int:
-        """Store reads made (each may be several queries)."""
-        return self._reader.reads
-
-    @property
-    def refresh_s(self) -> float:
-        """Seconds a read serves scrapes before the store is read again."""
-        return self._reader.refresh_s
+        return self.reader.get()
