@@ -133,11 +133,11 @@ class Browser:
         binary: str,
         *,
         timeout: float = 60.0,
-        width: int = 1400,
-        height: int = 1000,
+        size: tuple[int, int] = (1400, 1000),
         args: tuple[str, ...] = (),
     ) -> None:
-        self.binary, self.timeout, self.size, self.args = binary, timeout, (width, height), args
+        """``size``: the window's (width, height) in CSS pixels."""
+        self.binary, self.timeout, self.size, self.args = binary, timeout, size, args
 
     def __enter__(self) -> Browser:
         cmd_r, cmd_w = os.pipe()
